@@ -1,0 +1,8 @@
+"""cglow: ONNX models to one self-contained, portable C99 file."""
+__version__ = "0.1.0"
+
+from .compiler import CompiledModel, compile_model  # noqa: E402
+from .errors import CglowError  # noqa: E402
+from .host import HostModel, build  # noqa: E402
+
+__all__ = ["CglowError", "CompiledModel", "HostModel", "build", "compile_model", "__version__"]

@@ -1,0 +1,76 @@
+"""Static arena allocation: buffer lifetimes become offsets in one arena, with a verifier.
+
+The allocator takes only (buffer, size, lifetime) and returns offsets: greedy by size, each buffer
+at the lowest offset where it overlaps no buffer that is alive at the same time.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..instr.ir import Program, reads
+
+
+@dataclass(frozen=True)
+class Interval:
+    buf: int
+    size: int        # elements, already rounded up to the alignment
+    first: int       # first instruction that touches the buffer
+    last: int        # last instruction that touches it
+
+
+@dataclass(frozen=True)
+class Plan:
+    offsets: dict[int, int]      # buffer id -> element offset in the arena
+    size: int                    # arena elements
+    intervals: tuple[Interval, ...]
+
+
+def lifetimes(prog: Program, align: int) -> list[Interval]:
+    span: dict[int, list[int]] = {}
+    for i, instr in enumerate(prog.instrs):
+        for v in (instr.out,) + reads(instr):
+            if prog.buffer(v.buf).kind == "arena":
+                span.setdefault(v.buf, [i, i])[1] = i
+    return [Interval(b, -(-prog.buffer(b).size // align) * align, f, l) for b, (f, l) in sorted(span.items())]
+
+
+def _overlap_in_time(a: Interval, b: Interval) -> bool:
+    return a.first <= b.last and b.first <= a.last
+
+
+def allocate(prog: Program, align: int = 4) -> Plan:
+    """`align` is in elements (4 floats = 16 bytes)."""
+    intervals = lifetimes(prog, align)
+    offsets: dict[int, int] = {}
+    placed: list[Interval] = []
+    for iv in sorted(intervals, key=lambda v: (-v.size, v.first, v.buf)):
+        busy = sorted((offsets[p.buf], offsets[p.buf] + p.size) for p in placed if _overlap_in_time(p, iv))
+        offset = 0
+        for start, end in busy:
+            if start - offset >= iv.size:
+                break
+            offset = max(offset, end)
+        offsets[iv.buf] = offset
+        placed.append(iv)
+    size = max((offsets[v.buf] + v.size for v in intervals), default=0)
+    plan = Plan(offsets, size, tuple(intervals))
+    verify(prog, plan)
+    return plan
+
+
+def verify(prog: Program, plan: Plan) -> None:
+    """No two buffers alive at the same time share a byte, and every view stays inside its buffer."""
+    ivs = plan.intervals
+    for i, a in enumerate(ivs):
+        lo, hi = plan.offsets[a.buf], plan.offsets[a.buf] + a.size
+        assert 0 <= lo and hi <= plan.size, f"buffer {a.buf} outside the arena"
+        for b in ivs[i + 1:]:
+            if _overlap_in_time(a, b):
+                blo = plan.offsets[b.buf]
+                assert hi <= blo or blo + b.size <= lo, f"live buffers {a.buf} and {b.buf} overlap"
+    for instr in prog.instrs:
+        for v in (instr.out,) + reads(instr):
+            low = v.offset + sum(min(0, s) * (d - 1) for d, s in zip(v.shape, v.strides))
+            high = v.offset + sum(max(0, s) * (d - 1) for d, s in zip(v.shape, v.strides))
+            assert 0 <= low and high < prog.buffer(v.buf).size or v.size == 0, \
+                f"a view of buffer {v.buf} reaches outside it"

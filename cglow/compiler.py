@@ -1,0 +1,47 @@
+"""The pipeline: import, graph passes, lowering, instruction passes, allocation, C emission."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import onnx
+
+from .alloc.arena import Plan, allocate
+from .emit_c.emit import TensorInfo, c_identifier, emit
+from .graph import passes as graph_passes
+from .graph.onnx_import import import_model, load
+from .instr import passes as instr_passes
+from .instr.ir import Program
+from .lower.context import lower
+
+
+@dataclass(frozen=True)
+class CompiledModel:
+    name: str                      # the C symbol prefix
+    c_source: str
+    h_source: str
+    inputs: tuple[TensorInfo, ...]
+    outputs: tuple[TensorInfo, ...]
+    arena_bytes: int
+    weights_bytes: int
+    program: Program
+    plan: Plan
+
+
+def compile_model(model: str | Path | onnx.ModelProto, name: str = "net",
+                  shapes: dict[str, tuple[int, ...]] | None = None) -> CompiledModel:
+    """Compile an ONNX model (a path or a ModelProto) to C source and header text."""
+    source = Path(model).name if isinstance(model, (str, Path)) else "ModelProto"
+    graph = import_model(load(model), shapes, source)
+    for rewrite in graph_passes.PIPELINE:
+        graph = rewrite(graph)
+    prog = lower(graph)
+    for rewrite in instr_passes.PIPELINE:
+        prog = rewrite(prog)
+    plan = allocate(prog)
+    prefix = c_identifier(name)
+    inputs = tuple(TensorInfo(n, graph.types[n].shape) for n in graph.inputs)
+    outputs = tuple(TensorInfo(n, graph.types[n].shape) for n in graph.outputs)
+    out = emit(prog, plan, prefix, source, graph.opset, list(inputs), list(outputs))
+    return CompiledModel(prefix, out.c_source, out.h_source, inputs, outputs, out.arena_bytes, out.weights_bytes,
+                         prog, plan)

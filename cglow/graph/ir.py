@@ -1,0 +1,58 @@
+"""The typed high-level graph: static shapes, dtypes and constant data, in topological order."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class TensorType:
+    dtype: np.dtype
+    shape: tuple[int, ...]
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    def __str__(self) -> str:
+        return f"{self.dtype.name}[{','.join(map(str, self.shape))}]"
+
+
+@dataclass(frozen=True)
+class Node:
+    op: str
+    name: str
+    inputs: tuple[str, ...]     # "" marks an omitted optional input
+    outputs: tuple[str, ...]
+    attrs: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+    def attr(self, key: str, default: Any = None) -> Any:
+        return self.attrs.get(key, default)
+
+    def describe(self) -> str:
+        return f"{self.op} node '{self.name}'"
+
+
+@dataclass(frozen=True)
+class Graph:
+    name: str
+    opset: int
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+    types: dict[str, TensorType]
+    consts: dict[str, np.ndarray]
+    nodes: tuple[Node, ...]
+    source: str = ""
+
+    def with_nodes(self, nodes, **changes) -> "Graph":
+        return replace(self, nodes=tuple(nodes), **changes)
+
+    def consumers(self) -> dict[str, list[Node]]:
+        users: dict[str, list[Node]] = {}
+        for node in self.nodes:
+            for name in node.inputs:
+                if name:
+                    users.setdefault(name, []).append(node)
+        return users

@@ -1,0 +1,167 @@
+"""ONNX import: a ModelProto becomes a typed Graph with static shapes and constants folded."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+from onnx.reference import ReferenceEvaluator
+
+from ..errors import CglowError
+from . import rules_elementwise, rules_nn, rules_tensor  # noqa: F401  (they fill SHAPE_RULES)
+from .ir import Graph, Node, TensorType
+from .registry import SHAPE_RULES, Args
+
+OPSETS = range(11, 22)
+RANDOM_OPS = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial", "Bernoulli"}
+
+
+def load(model: str | Path | onnx.ModelProto) -> onnx.ModelProto:
+    if isinstance(model, onnx.ModelProto):
+        return model
+    path = Path(model)
+    if not path.is_file():
+        raise CglowError(f"{path}: no such file")
+    try:
+        return onnx.load(str(path))
+    except Exception as exc:  # protobuf raises several unrelated types for a bad file
+        raise CglowError(f"{path}: not a readable ONNX model ({type(exc).__name__})") from None
+
+
+def _opset(model: onnx.ModelProto) -> int:
+    versions = [o.version for o in model.opset_import if o.domain in ("", "ai.onnx")]
+    if not versions:
+        raise CglowError("the model imports no version of the default ONNX domain")
+    if versions[0] not in OPSETS:
+        raise CglowError(f"opset {versions[0]} is not supported (cglow supports opsets "
+                         f"{OPSETS.start} to {OPSETS.stop - 1}); convert the model with onnx.version_converter")
+    return versions[0]
+
+
+def _dtype(elem_type: int, what: str) -> np.dtype:
+    try:
+        return np.dtype(helper.tensor_dtype_to_np_dtype(elem_type))
+    except Exception:
+        raise CglowError(f"{what}: unsupported element type {elem_type}") from None
+
+
+def _input_type(value: onnx.ValueInfoProto, shapes: dict[str, tuple[int, ...]]) -> TensorType:
+    tt = value.type.tensor_type
+    if not value.type.HasField("tensor_type") or not tt.HasField("shape") and value.name not in shapes:
+        raise CglowError(f"input '{value.name}' has no tensor shape; pass --shape {value.name}=1,3,224,224")
+    dtype = _dtype(tt.elem_type, f"input '{value.name}'")
+    if value.name in shapes:
+        shape = shapes[value.name]
+        if tt.HasField("shape") and len(tt.shape.dim) != len(shape):
+            raise CglowError(f"--shape {value.name}: rank {len(shape)} differs from the model's "
+                             f"{len(tt.shape.dim)}")
+        return TensorType(dtype, tuple(shape))
+    dims = []
+    for i, d in enumerate(tt.shape.dim):
+        if not d.HasField("dim_value") or d.dim_value <= 0:
+            label = f"'{d.dim_param}'" if d.dim_param else "unknown"
+            raise CglowError(f"input '{value.name}' has a symbolic dimension {label} at axis {i}; pass "
+                             f"--shape {value.name}=" + ",".join(str(x.dim_value or 1) for x in tt.shape.dim))
+        dims.append(d.dim_value)
+    return TensorType(dtype, tuple(dims))
+
+
+def _attrs(proto: onnx.NodeProto) -> dict:
+    out = {}
+    for a in proto.attribute:
+        v = helper.get_attribute_value(a)
+        if isinstance(v, bytes):
+            v = v.decode("utf-8", "replace")
+        elif isinstance(v, onnx.TensorProto):
+            v = numpy_helper.to_array(v)
+        elif isinstance(v, list):
+            v = tuple(x.decode("utf-8", "replace") if isinstance(x, bytes) else x for x in v)
+        out[a.name] = v
+    return out
+
+
+def _fold(proto: onnx.NodeProto, node: Node, consts: dict, types: dict, opset: int) -> list[np.ndarray]:
+    if node.op == "Shape" and node.inputs[0] in types:
+        shape = np.array(types[node.inputs[0]].shape, dtype=np.int64)
+        start, end = node.attr("start", 0), node.attr("end", len(shape))
+        return [shape[start:end] if opset >= 15 else shape]
+    if node.op == "Size" and node.inputs[0] in types:
+        return [np.array(types[node.inputs[0]].size, dtype=np.int64)]
+    feeds = {name: consts[name] for name in node.inputs if name}
+    try:
+        results = ReferenceEvaluator(proto, opsets={"": opset}).run(None, feeds)
+    except Exception as exc:
+        raise CglowError(f"{node.describe()}: constant folding failed ({type(exc).__name__}: {exc})") from None
+    return [np.asarray(r) for r in results]
+
+
+def _foldable(node: Node, consts: dict, types: dict) -> bool:
+    if node.op in ("Shape", "Size"):
+        return node.inputs[0] in types
+    return node.op not in RANDOM_OPS and all(not name or name in consts for name in node.inputs)
+
+
+def import_model(model: onnx.ModelProto, shapes: dict[str, tuple[int, ...]] | None = None,
+                 source: str = "") -> Graph:
+    shapes = dict(shapes or {})
+    g = model.graph
+    opset = _opset(model)
+    consts: dict[str, np.ndarray] = {}
+    for init in g.initializer:
+        try:
+            consts[init.name] = numpy_helper.to_array(init)
+        except Exception as exc:
+            raise CglowError(f"initializer '{init.name}': unreadable tensor ({exc})") from None
+    inputs = [v for v in g.input if v.name not in consts]
+    unknown = set(shapes) - {v.name for v in inputs}
+    if unknown:
+        raise CglowError(f"--shape names no graph input: {', '.join(sorted(unknown))} "
+                         f"(inputs: {', '.join(v.name for v in inputs)})")
+    types = {v.name: _input_type(v, shapes) for v in inputs}
+    types.update({k: TensorType(v.dtype, v.shape) for k, v in consts.items()})
+
+    nodes, unsupported = [], {}
+    for i, proto in enumerate(g.node):
+        node = Node(proto.op_type, proto.name or f"{proto.op_type}_{i}", tuple(proto.input),
+                    tuple(proto.output), _attrs(proto))
+        missing = [n for n in node.inputs if n and n not in types and n not in consts]
+        if proto.domain not in ("", "ai.onnx"):
+            unsupported.setdefault(f"{proto.domain}.{node.op}", []).append(node.name)
+            continue
+        if any(m not in {o for p in g.node for o in p.output} for m in missing):
+            bad = next(m for m in missing if m not in {o for p in g.node for o in p.output})
+            raise CglowError(f"{node.describe()}: input '{bad}' is produced by no node, initializer or graph input")
+        if missing:  # produced by an unsupported node, or a later node (not topologically sorted / cycle)
+            if node.op not in SHAPE_RULES and not _foldable(node, consts, types):
+                unsupported.setdefault(node.op, []).append(node.name)
+            continue
+        if _foldable(node, consts, types):
+            for name, value in zip(node.outputs, _fold(proto, node, consts, types, opset)):
+                consts[name] = value
+                types[name] = TensorType(value.dtype, value.shape)
+            continue
+        rule = SHAPE_RULES.get(node.op)
+        if rule is None:
+            unsupported.setdefault(node.op, []).append(node.name)
+            continue
+        args = Args(node, tuple(types.get(n) for n in node.inputs),
+                    tuple(consts.get(n) for n in node.inputs), opset)
+        try:
+            out_types = rule(args)
+        except (IndexError, KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise CglowError(f"{node.describe()}: malformed node ({type(exc).__name__}: {exc})") from None
+        for name, t in zip(node.outputs, out_types):
+            if name:
+                types[name] = t
+        nodes.append(node)
+
+    if unsupported:
+        listing = "; ".join(f"{op} ({', '.join(repr(n) for n in names)})" for op, names in sorted(unsupported.items()))
+        raise CglowError(f"unsupported operators: {listing}")
+    outputs = tuple(o.name for o in g.output)
+    for name in outputs:
+        if name not in types:
+            raise CglowError(f"graph output '{name}' is produced by no node (cycle or unsorted graph?)")
+    return Graph(name=g.name or "model", opset=opset, inputs=tuple(v.name for v in inputs), outputs=outputs,
+                 types=types, consts=consts, nodes=tuple(nodes), source=source)

@@ -1,0 +1,119 @@
+"""Shape rules of the neural-network ops: conv, dense, pooling, normalization, softmax."""
+from __future__ import annotations
+
+from ..errors import CglowError
+from .geometry import axis, broadcast, window
+from .ir import TensorType
+from .registry import F32, Args, require_float, same_as_input, shape_rule
+
+
+def _spatial(args: Args, least: int = 1) -> tuple[int, ...]:
+    shape = args.shape(0)
+    if not 3 <= len(shape) <= 4 or len(shape) - 2 < least:
+        raise CglowError(f"{args.node.describe()}: input rank {len(shape)} is not supported (1-D or 2-D spatial, "
+                         f"NCW or NCHW)")
+    return shape[2:]
+
+
+@shape_rule("Conv")
+def _conv(args: Args) -> list[TensorType]:
+    require_float(args, 0, 1, 2)
+    n, c = args.shape(0)[:2]
+    w = args.shape(1)
+    group = args.node.attr("group", 1)
+    spatial = _spatial(args)
+    kernel = tuple(args.node.attr("kernel_shape", w[2:]))
+    if len(w) != len(args.shape(0)) or tuple(w[2:]) != kernel or c != w[1] * group or w[0] % group:
+        raise CglowError(f"{args.node.describe()}: weight shape {w} does not match input {args.shape(0)} "
+                         f"with group={group}")
+    if args.has(2) and args.shape(2) != (w[0],):
+        raise CglowError(f"{args.node.describe()}: bias shape {args.shape(2)} is not ({w[0]},)")
+    return [TensorType(F32, (n, w[0]) + window(args.node, spatial, kernel).out)]
+
+
+@shape_rule("MaxPool", "AveragePool")
+def _pool(args: Args) -> list[TensorType]:
+    require_float(args, 0)
+    if len(args.node.outputs) > 1 and args.node.outputs[1]:
+        raise CglowError(f"{args.node.describe()}: the Indices output of MaxPool is not supported")
+    kernel = tuple(args.node.attr("kernel_shape", ()))
+    win = window(args.node, _spatial(args), kernel, bool(args.node.attr("ceil_mode", 0)))
+    return [TensorType(F32, args.shape(0)[:2] + win.out)]
+
+
+@shape_rule("GlobalAveragePool")
+def _global_pool(args: Args) -> list[TensorType]:
+    require_float(args, 0)
+    shape = args.shape(0)
+    if len(shape) < 3:
+        raise CglowError(f"{args.node.describe()}: input rank {len(shape)} must be at least 3")
+    return [TensorType(F32, shape[:2] + (1,) * (len(shape) - 2))]
+
+
+@shape_rule("Gemm")
+def _gemm(args: Args) -> list[TensorType]:
+    require_float(args, 0, 1, 2)
+    a, b = args.shape(0), args.shape(1)
+    if len(a) != 2 or len(b) != 2:
+        raise CglowError(f"{args.node.describe()}: Gemm needs 2-D A and B, got {a} and {b}")
+    m, k = a[::-1] if args.node.attr("transA", 0) else a
+    k2, n = b[::-1] if args.node.attr("transB", 0) else b
+    if k != k2:
+        raise CglowError(f"{args.node.describe()}: inner dimensions {k} and {k2} differ")
+    if args.has(2) and broadcast(args.node, args.shape(2), (m, n)) != (m, n):
+        raise CglowError(f"{args.node.describe()}: C of shape {args.shape(2)} does not broadcast to {(m, n)}")
+    return [TensorType(F32, (m, n))]
+
+
+def matmul_shape(args: Args) -> tuple[int, ...]:
+    a, b = args.shape(0), args.shape(1)
+    if not a or not b:
+        raise CglowError(f"{args.node.describe()}: MatMul of a scalar")
+    a2 = (1,) + a if len(a) == 1 else a
+    b2 = b + (1,) if len(b) == 1 else b
+    if a2[-1] != b2[-2]:
+        raise CglowError(f"{args.node.describe()}: inner dimensions of {a} and {b} differ")
+    out = broadcast(args.node, a2[:-2], b2[:-2]) + (a2[-2], b2[-1])
+    if len(a) == 1:
+        out = out[:-2] + out[-1:]
+    if len(b) == 1:
+        out = out[:-1]
+    return out
+
+
+@shape_rule("MatMul")
+def _matmul(args: Args) -> list[TensorType]:
+    require_float(args, 0, 1)
+    return [TensorType(F32, matmul_shape(args))]
+
+
+@shape_rule("BatchNormalization")
+def _batchnorm(args: Args) -> list[TensorType]:
+    require_float(args, 0)
+    if args.node.attr("training_mode", 0) or any(args.node.outputs[1:]):
+        raise CglowError(f"{args.node.describe()}: training mode is not supported; export the model in eval mode")
+    shape = args.shape(0)
+    if len(shape) < 2 or any(args.shape(i) != (shape[1],) for i in range(1, 5)):
+        raise CglowError(f"{args.node.describe()}: scale, bias, mean and var must have shape ({shape[1]},)")
+    return same_as_input(args)
+
+
+@shape_rule("Softmax")
+def _softmax(args: Args) -> list[TensorType]:
+    require_float(args, 0)
+    axis(args.node, args.node.attr("axis", -1 if args.opset >= 13 else 1), len(args.shape(0)))
+    return same_as_input(args)
+
+
+@shape_rule("LayerNormalization")
+def _layernorm(args: Args) -> list[TensorType]:
+    require_float(args, 0, 1, 2)
+    if any(args.node.outputs[1:]):
+        raise CglowError(f"{args.node.describe()}: the Mean and InvStdDev outputs are not supported")
+    shape = args.shape(0)
+    norm = shape[axis(args.node, args.node.attr("axis", -1), len(shape)):]
+    for i in (1, 2):
+        if args.has(i) and broadcast(args.node, args.shape(i), norm) != norm:
+            raise CglowError(f"{args.node.describe()}: input {i} of shape {args.shape(i)} does not broadcast "
+                             f"to the normalized shape {norm}")
+    return same_as_input(args)

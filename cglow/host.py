@@ -1,0 +1,84 @@
+"""Build generated C on the host (a shared library, cached by a hash of source, compiler and flags)
+and call it from Python through cffi with NumPy arrays."""
+from __future__ import annotations
+
+from functools import lru_cache
+import hashlib
+import os
+from pathlib import Path
+import subprocess
+import tempfile
+
+import cffi
+import numpy as np
+
+from .compiler import CompiledModel
+
+STRICT_FLAGS = ("-std=c99", "-pedantic", "-Wall", "-Wextra", "-Werror", "-Wdouble-promotion")
+HOST_FLAGS = ("-O2",) + STRICT_FLAGS
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("CGLOW_CACHE") or Path.home() / ".cache" / "cglow")
+
+
+@lru_cache(maxsize=None)
+def compiler_version(cc: str) -> str:
+    return subprocess.run([cc, "--version"], capture_output=True, text=True, check=True).stdout
+
+
+def build_shared(sources: dict[str, str], cc: str = "cc", cflags=HOST_FLAGS) -> Path:
+    """Compile the .c files among `sources` (file name -> text) into a shared library; return its path."""
+    flags = list(cflags) + ["-fPIC", "-shared"]
+    digest = hashlib.sha256(repr((compiler_version(cc), flags, sorted(sources.items()))).encode()).hexdigest()
+    target = cache_dir() / f"{digest}.so"
+    if target.exists():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        for file, text in sources.items():
+            Path(tmp, file).write_text(text)
+        c_files = [str(Path(tmp, f)) for f in sorted(sources) if f.endswith(".c")]
+        out = Path(tmp, "lib.so")
+        result = subprocess.run([cc, *flags, "-o", str(out), *c_files, "-lm"], capture_output=True, text=True)
+        if result.returncode:
+            raise RuntimeError(f"{cc} failed on generated code:\n{result.stderr}")
+        os.replace(out, target.with_suffix(f".{os.getpid()}.tmp"))
+        os.replace(target.with_suffix(f".{os.getpid()}.tmp"), target)
+    return target
+
+
+class HostModel:
+    """A compiled model loaded into this process: call it with float32 arrays of the input shapes."""
+
+    def __init__(self, compiled: CompiledModel, library: Path):
+        self.compiled = compiled
+        self.ffi = cffi.FFI()
+        params = ["const float *"] * len(compiled.inputs) + ["float *"] * len(compiled.outputs)
+        self.ffi.cdef(f"int {compiled.name}_run({', '.join(params)});")
+        self.lib = self.ffi.dlopen(str(library))
+        self.fn = getattr(self.lib, f"{compiled.name}_run")
+
+    def run(self, *inputs: np.ndarray) -> list[np.ndarray]:
+        if len(inputs) != len(self.compiled.inputs):
+            raise ValueError(f"expected {len(self.compiled.inputs)} inputs, got {len(inputs)}")
+        for x, info in zip(inputs, self.compiled.inputs):
+            if not isinstance(x, np.ndarray) or x.dtype != np.float32:
+                raise TypeError(f"input '{info.name}' must be a float32 ndarray")
+            if x.shape != info.shape:
+                raise ValueError(f"input '{info.name}' has shape {x.shape}, expected {info.shape}")
+            if not x.flags.c_contiguous:
+                raise ValueError(f"input '{info.name}' must be C-contiguous (use np.ascontiguousarray)")
+        outputs = [np.empty(info.shape, np.float32) for info in self.compiled.outputs]
+        ptrs = [self.ffi.cast("float *", self.ffi.from_buffer(a)) for a in (*inputs, *outputs)]
+        status = self.fn(*ptrs)
+        if status:
+            raise RuntimeError(f"{self.compiled.name}_run returned {status}")
+        return outputs
+
+    __call__ = run
+
+
+def build(compiled: CompiledModel, cc: str = "cc", cflags=HOST_FLAGS) -> HostModel:
+    sources = {f"{compiled.name}.c": compiled.c_source, f"{compiled.name}.h": compiled.h_source}
+    return HostModel(compiled, build_shared(sources, cc, cflags))

@@ -1,0 +1,198 @@
+"""The address-only instruction list: buffers, strided views, and the closed set of primitives.
+
+Every primitive reads and writes *views*: a buffer, an element offset, a shape and element strides.
+Transposes, broadcasts, reshapes and slices are views, so they cost no instruction. Expressions
+(`expr`) are C expression templates whose `{0}`, `{1}`... name the primitive's inputs in order and
+whose `{acc}` names a kernel's accumulator.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+import re
+
+import numpy as np
+
+from ..graph.geometry import Window
+
+KINDS = ("input", "output", "const", "arena")
+
+
+@dataclass(frozen=True)
+class Buffer:
+    id: int
+    kind: str               # one of KINDS
+    size: int               # elements
+    label: str              # the ONNX tensor it was made for (data, not code)
+    index: int = 0          # position among the graph inputs or outputs
+    data: np.ndarray | None = field(default=None, compare=False)  # a const buffer's values, flat float32
+
+
+def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    strides, step = [], 1
+    for d in reversed(shape):
+        strides.append(step)
+        step *= d
+    return tuple(reversed(strides))
+
+
+@dataclass(frozen=True)
+class View:
+    buf: int
+    offset: int
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+
+    @staticmethod
+    def of(buf: int, shape: tuple[int, ...], offset: int = 0) -> "View":
+        return View(buf, offset, tuple(shape), contiguous_strides(shape))
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    def is_contiguous(self) -> bool:
+        return all(s == c for d, s, c in zip(self.shape, self.strides, contiguous_strides(self.shape)) if d != 1)
+
+    def covers(self, size: int) -> bool:
+        """True if the view is the whole of a buffer of `size` elements, in row-major order."""
+        return self.offset == 0 and self.size == size and self.is_contiguous()
+
+    def permute(self, perm) -> "View":
+        return replace(self, shape=tuple(self.shape[p] for p in perm), strides=tuple(self.strides[p] for p in perm))
+
+    def broadcast_to(self, shape: tuple[int, ...]) -> "View":
+        pad = len(shape) - len(self.shape)
+        dims = (1,) * pad + self.shape
+        strides = (0,) * pad + self.strides
+        return replace(self, shape=tuple(shape),
+                       strides=tuple(0 if d == 1 and n != 1 else s for d, n, s in zip(dims, shape, strides)))
+
+    def slice(self, axis: int, start: int, length: int) -> "View":
+        shape = self.shape[:axis] + (length,) + self.shape[axis + 1:]
+        return replace(self, offset=self.offset + start * self.strides[axis], shape=shape)
+
+    def reshape(self, shape: tuple[int, ...]) -> "View | None":
+        """The same elements in row-major order under a new shape, or None if strides cannot express it."""
+        shape = tuple(shape)
+        if self.is_contiguous():
+            return View(self.buf, self.offset, shape, contiguous_strides(shape))
+        # split the old dims into runs that are contiguous among themselves, then lay the new dims over them
+        runs: list[list[int]] = []  # each run: [size, innermost stride]
+        for d, s in zip(self.shape, self.strides):
+            if d == 1:
+                continue
+            if runs and runs[-1][1] == s * d:
+                runs[-1] = [runs[-1][0] * d, s]
+            else:
+                runs.append([d, s])
+        strides, r, left = [], 0, runs[0][0] if runs else 1
+        for d in shape:
+            if d == 1:
+                strides.append(0)
+                continue
+            if r >= len(runs) or left % d:
+                return None
+            left //= d
+            strides.append(runs[r][1] * left)
+            if left == 1:
+                r += 1
+                left = runs[r][0] if r < len(runs) else 1
+        return View(self.buf, self.offset, shape, tuple(strides))
+
+
+@dataclass(frozen=True)
+class Epilogue:
+    """What a reducing kernel does with its accumulator before the store: expr over {acc} and inputs."""
+    expr: str = "{acc}"
+    ins: tuple[View, ...] = ()   # each in the output's shape
+
+
+@dataclass(frozen=True)
+class Map:
+    """out[i] = expr(ins[0][i], ins[1][i], ...) over out's shape; inputs are broadcast views."""
+    out: View
+    ins: tuple[View, ...]
+    expr: str
+    node: str
+
+
+@dataclass(frozen=True)
+class Reduce:
+    """out[o] = post(combine over r of pre(ins[0][o, r], ...)): each input has out's shape followed by
+    the reduced dims (broadcast views allowed)."""
+    out: View
+    ins: tuple[View, ...]
+    kind: str                # "sum" or "max"
+    pre: str
+    post: str
+    node: str
+
+
+@dataclass(frozen=True)
+class Conv:
+    """2-D convolution, x [N,C,H,W], w [M,C/group,KH,KW] (const), out [N,M,OH,OW]."""
+    out: View
+    x: View
+    w: View
+    win: Window
+    group: int
+    epi: Epilogue
+    node: str
+
+
+@dataclass(frozen=True)
+class Gemm:
+    """Batched matrix product: a [*B,M,K], b [*B,K,N], out [*B,M,N]; epilogue inputs broadcast to out."""
+    out: View
+    a: View
+    b: View
+    epi: Epilogue
+    node: str
+
+
+@dataclass(frozen=True)
+class Pool:
+    """2-D max or average pooling, x [N,C,H,W], out [N,C,OH,OW]."""
+    out: View
+    x: View
+    kind: str                # "max" or "avg"
+    win: Window
+    count_include_pad: bool
+    node: str
+
+
+Instr = Map | Reduce | Conv | Gemm | Pool
+
+
+def reads(instr: Instr) -> tuple[View, ...]:
+    if isinstance(instr, (Map, Reduce)):
+        return instr.ins
+    if isinstance(instr, Pool):
+        return (instr.x,)
+    if isinstance(instr, Conv):
+        return (instr.x, instr.w) + instr.epi.ins
+    return (instr.a, instr.b) + instr.epi.ins
+
+
+_PLACEHOLDER = re.compile(r"\{(\w+)\}")
+
+
+def substitute(expr: str, values: dict[str, str]) -> str:
+    """Replace each {key} of expr by values[key] (keys missing from values are kept)."""
+    return _PLACEHOLDER.sub(lambda m: values.get(m.group(1), m.group(0)), expr)
+
+
+def placeholder_count(expr: str, key: str) -> int:
+    return sum(1 for m in _PLACEHOLDER.finditer(expr) if m.group(1) == key)
+
+
+@dataclass(frozen=True)
+class Program:
+    name: str
+    buffers: tuple[Buffer, ...]
+    instrs: tuple[Instr, ...]
+    inputs: tuple[int, ...]     # buffer ids, graph order
+    outputs: tuple[int, ...]
+
+    def buffer(self, id_: int) -> Buffer:
+        return self.buffers[id_]

@@ -1,0 +1,129 @@
+"""Passes over the instruction list: fuse elementwise chains, fuse maps into kernel epilogues, and
+let producers write straight into the destination of a copy (concat slices, graph outputs).
+
+The fusions look for a producer A whose result T (an arena buffer) is written only by A, as a whole,
+and read only once, by the map B; they fold A and B into one instruction and drop T.
+"""
+from __future__ import annotations
+
+from dataclasses import fields, replace
+
+from .ir import Conv, Epilogue, Gemm, Instr, Map, Program, View, placeholder_count, reads, substitute
+
+_BARE = {"{0}", "{acc}"}
+
+
+def _usage(prog: Program) -> tuple[dict[int, list[int]], dict[int, int]]:
+    writers: dict[int, list[int]] = {}
+    read_count: dict[int, int] = {}
+    for i, instr in enumerate(prog.instrs):
+        writers.setdefault(instr.out.buf, []).append(i)
+        for v in reads(instr):
+            read_count[v.buf] = read_count.get(v.buf, 0) + 1
+    return writers, read_count
+
+
+def _reshaped(views, shape) -> tuple[View, ...] | None:
+    out = tuple(v.reshape(shape) for v in views)
+    return None if any(v is None for v in out) else out
+
+
+def _fuse_map(a: Instr, b: Map, k: int) -> Instr | None:
+    """B(..., A(...), ...) as one map over B's shape."""
+    if not isinstance(a, Map) or (placeholder_count(b.expr, str(k)) > 1 and a.expr not in _BARE):
+        return None
+    a_ins = _reshaped(a.ins, b.out.shape)
+    if a_ins is None:
+        return None
+    others = [i for i in range(len(b.ins)) if i != k]
+    values = {str(i): "{%d}" % n for n, i in enumerate(others)}
+    values[str(k)] = substitute(a.expr, {str(i): "{%d}" % (len(others) + i) for i in range(len(a.ins))})
+    return Map(b.out, tuple(b.ins[i] for i in others) + a_ins, substitute(b.expr, values), b.node)
+
+
+def _fuse_epilogue(a: Instr, b: Map, k: int) -> Instr | None:
+    """The map B applied in A's epilogue, A a conv or matrix product."""
+    if not isinstance(a, (Conv, Gemm)) or (placeholder_count(b.expr, str(k)) > 1 and a.epi.expr not in _BARE):
+        return None
+    out = b.out.reshape(a.out.shape)
+    others = [i for i in range(len(b.ins)) if i != k]
+    extra = _reshaped([b.ins[i] for i in others], a.out.shape)
+    if out is None or extra is None:
+        return None
+    base = len(a.epi.ins)
+    values = {str(i): "{%d}" % (base + n) for n, i in enumerate(others)}
+    values[str(k)] = a.epi.expr
+    return replace(a, out=out, epi=Epilogue(substitute(b.expr, values), a.epi.ins + extra))
+
+
+def _combine(prog: Program, rule) -> Program:
+    instrs = list(prog.instrs)
+    changed = True
+    while changed:
+        changed = False
+        current = replace(prog, instrs=tuple(i for i in instrs if i is not None))
+        instrs = list(current.instrs)
+        writers, read_count = _usage(current)
+        for j, b in enumerate(instrs):
+            if not isinstance(b, Map):
+                continue
+            for k, v in enumerate(b.ins):
+                t = prog.buffer(v.buf)
+                if t.kind != "arena" or len(writers.get(t.id, ())) != 1 or read_count[t.id] != 1:
+                    continue
+                i = writers[t.id][0]
+                if i >= j or not instrs[i].out.covers(t.size) or not v.covers(t.size):
+                    continue
+                fused = rule(instrs[i], b, k)
+                if fused is not None:
+                    instrs[i], instrs[j] = None, fused
+                    changed = True
+                    break
+            if changed:
+                break
+    return replace(prog, instrs=tuple(i for i in instrs if i is not None))
+
+
+def fuse_maps(prog: Program) -> Program:
+    return _combine(prog, _fuse_map)
+
+
+def fuse_epilogues(prog: Program) -> Program:
+    return _combine(prog, _fuse_epilogue)
+
+
+def _rename(instr: Instr, old: int, dest: View) -> Instr:
+    """instr with every view of buffer `old` moved into the contiguous region that starts at dest."""
+    def move(v: View) -> View:
+        return replace(v, buf=dest.buf, offset=dest.offset + v.offset) if v.buf == old else v
+    changes = {f.name: move(getattr(instr, f.name)) for f in fields(instr) if isinstance(getattr(instr, f.name), View)}
+    for f in fields(instr):
+        value = getattr(instr, f.name)
+        if isinstance(value, tuple) and value and isinstance(value[0], View):
+            changes[f.name] = tuple(move(v) for v in value)
+        elif isinstance(value, Epilogue):
+            changes[f.name] = Epilogue(value.expr, tuple(move(v) for v in value.ins))
+    return replace(instr, **changes)
+
+
+def elide_copies(prog: Program) -> Program:
+    """A whole buffer T copied, as its last use, into a contiguous region D (a concat slice, a graph
+    output): every instruction that touched T works in D instead, and the copy goes. D's region is
+    written by nobody else (each element of a value is written once), so this keeps the semantics."""
+    instrs = list(prog.instrs)
+    j = 0
+    while j < len(instrs):
+        b = instrs[j]
+        if isinstance(b, Map) and b.expr == "{0}":
+            t = prog.buffer(b.ins[0].buf)
+            dest = b.out.reshape((b.out.size,))
+            last = max(i for i, x in enumerate(instrs) if t.id in {v.buf for v in (x.out,) + reads(x)})
+            if t.kind == "arena" and t.id != b.out.buf and last == j and b.ins[0].covers(t.size) \
+                    and dest is not None and dest.strides == (1,):
+                instrs = [_rename(x, t.id, dest) for x in instrs[:j]] + instrs[j + 1:]
+                continue
+        j += 1
+    return replace(prog, instrs=tuple(instrs))
+
+
+PIPELINE = (fuse_maps, fuse_epilogues, elide_copies)

@@ -1,0 +1,167 @@
+"""Render each primitive into one static C function from its template.
+
+All index arithmetic happens here and reaches the templates as expressions over loop variables
+with integer-literal strides; the templates hold loops only.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+import re
+
+import jinja2
+
+from ..instr.ir import Conv, Epilogue, Gemm, Instr, Map, Pool, Reduce, View, reads, substitute
+
+ENV = jinja2.Environment(loader=jinja2.PackageLoader("cglow", "kernels"), trim_blocks=True, lstrip_blocks=True,
+                         undefined=jinja2.StrictUndefined, autoescape=False)
+
+
+@dataclass(frozen=True)
+class Kernel:
+    text: str
+    params: tuple[View, ...]     # in parameter order; the first is the output
+
+
+def comment(text: str, limit: int = 60) -> str:
+    """Model text made safe for a C comment: printable ASCII only, no comment delimiters."""
+    clean = re.sub(r"[^A-Za-z0-9_ .:,/\-\[\]()#=+]", "?", text)[:limit]
+    return clean.replace("*/", "?/").replace("/*", "/?")
+
+
+def linear(terms, constant: int = 0) -> str:
+    """A C sum of (variable, factor) terms plus a constant, without the * 1 and + 0 noise."""
+    parts = [v if f == 1 else f"{v} * {f}" for v, f in terms if f]
+    if constant:
+        parts.append(str(constant) if not parts else f"- {-constant}" if constant < 0 else f"+ {constant}")
+    return " + ".join(parts).replace("+ -", "-") or "0"
+
+
+def index(view: View, variables) -> str:
+    terms = [v if s == 1 else f"{v} * {s}" for v, d, s in zip(variables, view.shape, view.strides) if s and d != 1]
+    return " + ".join(terms) or "0"
+
+
+def collapse(shape, views) -> tuple[list[int], list[tuple[int, ...]]]:
+    """Drop unit dims and merge dims that are contiguous in every view: fewer, longer loops."""
+    dims = [(d, [v.strides[i] for v in views]) for i, d in enumerate(shape) if d != 1]
+    merged: list[tuple[int, list[int]]] = []
+    for d, strides in dims:
+        if merged and all(ps == s * d for ps, s in zip(merged[-1][1], strides)):
+            merged[-1] = (merged[-1][0] * d, strides)
+        else:
+            merged.append((d, strides))
+    sizes = [d for d, _ in merged]
+    per_view = [tuple(strides[k] for _, strides in merged) for k in range(len(views))]
+    return sizes, per_view
+
+
+def _collapsed(views, shape, dims: slice, prefix: str):
+    """Loops over `dims` of `shape` and each view re-expressed over those loops."""
+    sub = [View(v.buf, 0, v.shape[dims], v.strides[dims]) for v in views]
+    sizes, strides = collapse(shape[dims], sub)
+    loops = [(f"{prefix}{i}", n) for i, n in enumerate(sizes)]
+    return loops, [View(v.buf, 0, tuple(sizes), s) for v, s in zip(views, strides)]
+
+
+def _signature(fn: str, instr: Instr, names: list[str], node: str) -> str:
+    views = (instr.out,) + tuple(reads(instr))
+    in_place = any(v.buf == instr.out.buf for v in reads(instr))
+    restrict = "" if in_place else "restrict "
+    params = [f"float *{restrict}{names[0]}"] + [f"const float *{restrict}{n}" for n in names[1:]]
+    assert len(views) == len(names)
+    return f"/* {comment(node)} */\nstatic void {fn}({', '.join(params)})"
+
+
+def _epilogue(epi: Epilogue, variables) -> str:
+    values = {"acc": "acc"}
+    values.update({str(i): f"e{i}[{index(v, variables)}]" for i, v in enumerate(epi.ins)})
+    return substitute(epi.expr, values)
+
+
+def _map(fn: str, m: Map) -> Kernel:
+    loops, (out, *ins) = _collapsed((m.out,) + m.ins, m.out.shape, slice(None), "i")
+    variables = [v for v, _ in loops]
+    expr = substitute(m.expr, {str(i): f"x{i}[{index(v, variables)}]" for i, v in enumerate(ins)})
+    names = ["y"] + [f"x{i}" for i in range(len(ins))]
+    text = ENV.get_template("map.c.j2").render(signature=_signature(fn, m, names, m.node), loops=loops,
+                                                out=index(out, variables), expr=expr)
+    return Kernel(text, (m.out,) + m.ins)
+
+
+def _reduce(fn: str, r: Reduce) -> Kernel:
+    rank = len(r.out.shape)
+    full = r.ins[0].shape
+    outer, (out, *ins_o) = _collapsed((View(r.out.buf, 0, full, r.out.strides + (0,) * (len(full) - rank)),)
+                                      + r.ins, full, slice(0, rank), "o")
+    inner, ins_i = _collapsed(r.ins, full, slice(rank, None), "r")
+    ov, iv = [v for v, _ in outer], [v for v, _ in inner]
+    terms = {}
+    for i, (a, b) in enumerate(zip(ins_o, ins_i)):
+        both = " + ".join(t for t in (index(a, ov), index(b, iv)) if t != "0") or "0"
+        terms[str(i)] = f"x{i}[{both}]"
+    pre = substitute(r.pre, terms)
+    combine = f"acc += {pre}" if r.kind == "sum" else f"acc = fmaxf(acc, {pre})"
+    names = ["y"] + [f"x{i}" for i in range(len(r.ins))]
+    text = ENV.get_template("reduce.c.j2").render(
+        signature=_signature(fn, r, names, r.node), outer=outer, inner=inner, out=index(out, ov),
+        init="0.0f" if r.kind == "sum" else "-INFINITY", combine=combine, post=substitute(r.post, {"acc": "acc"}))
+    return Kernel(text, (r.out,) + r.ins)
+
+
+def _gemm(fn: str, g: Gemm) -> Kernel:
+    nb = len(g.out.shape) - 2
+    views = (g.out, g.a, g.b) + g.epi.ins
+    loops, batched = _collapsed(views, g.out.shape, slice(0, nb), "t")
+    bv = [v for v, _ in loops]
+    m, n = g.out.shape[-2:]
+
+    def idx(full: View, batch: View, last2) -> str:
+        tail = View(full.buf, 0, full.shape[-2:], full.strides[-2:])
+        return " + ".join(t for t in (index(batch, bv), index(tail, last2)) if t != "0") or "0"
+
+    out_idx = idx(g.out, batched[0], ("m", "n"))
+    epi_values = {"acc": "acc"}
+    epi_values.update({str(i): f"e{i}[{idx(v, batched[3 + i], ('m', 'n'))}]" for i, v in enumerate(g.epi.ins)})
+    names = ["y", "a", "b"] + [f"e{i}" for i in range(len(g.epi.ins))]
+    text = ENV.get_template("gemm.c.j2").render(
+        signature=_signature(fn, g, names, g.node), loops=loops + [("m", m), ("n", n)], K=g.a.shape[-1],
+        a=idx(g.a, batched[1], ("m", "k")), b=idx(g.b, batched[2], ("k", "n")), out=out_idx,
+        epilogue=substitute(g.epi.expr, epi_values))
+    return Kernel(text, views)
+
+
+def _window_args(win) -> dict:
+    return dict(KH=win.kernel[0], KW=win.kernel[1], PB=win.pads_end[0], PR=win.pads_end[1], OH=win.out[0],
+                OW=win.out[1], ih=linear([("oh", win.strides[0]), ("kh", win.dilations[0])], -win.pads_begin[0]),
+                iw=linear([("ow", win.strides[1]), ("kw", win.dilations[1])], -win.pads_begin[1]))
+
+
+def _conv(fn: str, c: Conv) -> Kernel:
+    n, _, h, w = c.x.shape
+    m, cg = c.w.shape[:2]
+    out_vars = ("n", "oc", "oh", "ow")
+    mg = m // c.group
+    first = None if c.group == 1 else linear([("oc", cg)]) if mg == 1 else f"(oc / {mg}) * {cg}"
+    names = ["y", "x", "w"] + [f"e{i}" for i in range(len(c.epi.ins))]
+    text = ENV.get_template("conv.c.j2").render(
+        signature=_signature(fn, c, names, c.node), N=n, M=m, CG=cg, H=h, W=w, c0=first,
+        x=index(c.x, ("n", "c" if first is None else "(c0 + c)", "ih", "iw")), w=index(c.w, ("oc", "c", "kh", "kw")),
+        out=index(c.out, out_vars), epilogue=_epilogue(c.epi, out_vars), **_window_args(c.win))
+    return Kernel(text, (c.out, c.x, c.w) + c.epi.ins)
+
+
+def _pool(fn: str, p: Pool) -> Kernel:
+    n, ch, h, w = p.x.shape
+    text = ENV.get_template("pool.c.j2").render(
+        signature=_signature(fn, p, ["y", "x"], p.node), kind=p.kind, count_include_pad=p.count_include_pad,
+        N=n, C=ch, H=h, W=w, x=index(p.x, ("n", "c", "ih", "iw")), out=index(p.out, ("n", "c", "oh", "ow")),
+        **_window_args(p.win))
+    return Kernel(text, (p.out, p.x))
+
+
+RENDER = {Map: _map, Reduce: _reduce, Gemm: _gemm, Conv: _conv, Pool: _pool}
+PRIMITIVE_NAMES = {Map: "map", Reduce: "reduce", Gemm: "gemm", Conv: "conv", Pool: "pool"}
+
+
+def render(fn: str, instr: Instr) -> Kernel:
+    return RENDER[type(instr)](fn, instr)

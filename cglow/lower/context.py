@@ -1,0 +1,126 @@
+"""The lowering context: graph values become views of buffers, nodes become primitives."""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from ..errors import CglowError
+from ..graph.ir import Graph, Node
+from ..instr.ir import Buffer, Instr, Map, Program, View, substitute
+from .literals import c_float
+
+Lowering = Callable[["Context", Node], None]
+LOWERINGS: dict[str, Lowering] = {}
+
+
+def lowering(*ops: str):
+    def register(fn: Lowering) -> Lowering:
+        for op in ops:
+            LOWERINGS[op] = fn
+        return fn
+    return register
+
+
+class Context:
+    def __init__(self, graph: Graph):
+        self.graph = graph
+        self.buffers: list[Buffer] = []
+        self.instrs: list[Instr] = []
+        self.views: dict[str, View] = {}
+        self.inputs = tuple(self._buffer("input", graph.types[n].size, n, i) for i, n in enumerate(graph.inputs))
+        for name, buf in zip(graph.inputs, self.inputs):
+            self._check_float(name)
+            self.views[name] = View.of(buf, graph.types[name].shape)
+
+    def _buffer(self, kind: str, size: int, label: str, index: int = 0, data=None) -> int:
+        self.buffers.append(Buffer(len(self.buffers), kind, size, label, index, data))
+        return len(self.buffers) - 1
+
+    def _check_float(self, name: str) -> None:
+        t = self.graph.types[name]
+        if t.dtype != np.float32:
+            raise CglowError(f"tensor '{name}' is {t.dtype.name}; cglow supports float32 tensors at run time")
+
+    # --- values -------------------------------------------------------------------------------
+    def shape(self, name: str) -> tuple[int, ...]:
+        return self.graph.types[name].shape
+
+    def const(self, name: str) -> np.ndarray | None:
+        return self.graph.consts.get(name)
+
+    def view(self, name: str) -> View:
+        """The view holding a value; a constant gets a const buffer the first time it is read."""
+        if name not in self.views:
+            data = self.const(name)
+            if data is None:
+                raise AssertionError(f"value '{name}' read before it is produced")
+            self._check_float(name)
+            self.views[name] = self.const_view(data, name)
+        return self.views[name]
+
+    def const_view(self, data: np.ndarray, label: str) -> View:
+        data = np.ascontiguousarray(data, dtype=np.float32)
+        return View.of(self._buffer("const", data.size, label, data=data.reshape(-1)), data.shape)
+
+    def new(self, name: str) -> View:
+        """A fresh arena buffer for the value `name`, bound to it."""
+        self._check_float(name)
+        view = self.temp(self.shape(name), name)
+        self.views[name] = view
+        return view
+
+    def temp(self, shape: tuple[int, ...], label: str) -> View:
+        """A fresh arena buffer for an intermediate that no graph value names."""
+        return View.of(self._buffer("arena", int(np.prod(shape, dtype=np.int64)), label), shape)
+
+    def bind(self, name: str, view: View) -> None:
+        self.views[name] = view
+
+    def contiguous(self, name: str) -> View:
+        """The value as a row-major view, copying it first if it is a strided view (a transpose)."""
+        view = self.view(name)
+        if view.is_contiguous():
+            return view
+        copy = self.new(name)
+        self.emit(Map(copy, (view,), "{0}", f"copy of {name}"))
+        return copy
+
+    def emit(self, instr: Instr) -> None:
+        self.instrs.append(instr)
+
+    # --- elementwise helpers ------------------------------------------------------------------
+    def operands(self, names, out_shape, first: int = 0) -> tuple[tuple[View, ...], dict[str, str]]:
+        """Views for the map inputs named, broadcast to out_shape; uniform constants become literals.
+
+        Returns the views and, for the expression template, what each input position stands for:
+        a literal, or "{k}" for the k-th view counted from `first`."""
+        views, values = [], {}
+        for i, name in enumerate(names):
+            data = self.const(name)
+            if data is not None and data.size and np.all(data == data.reshape(-1)[0]) and data.dtype == np.float32:
+                values[str(i)] = c_float(data.reshape(-1)[0])
+                continue
+            values[str(i)] = "{%d}" % (first + len(views))
+            views.append(self.view(name).broadcast_to(out_shape))
+        return tuple(views), values
+
+    def elementwise(self, node: Node, expr: str, names=None) -> None:
+        names = node.inputs if names is None else names
+        out_shape = self.shape(node.outputs[0])
+        views, values = self.operands(names, out_shape)
+        self.emit(Map(self.new(node.outputs[0]), views, substitute(expr, values), node.name))
+
+
+def lower(graph: Graph) -> Program:
+    from . import elementwise, nn, normalization, tensor  # noqa: F401  (they fill LOWERINGS)
+    ctx = Context(graph)
+    for node in graph.nodes:
+        LOWERINGS[node.op](ctx, node)
+    outputs = []
+    for i, name in enumerate(graph.outputs):
+        ctx._check_float(name)
+        buf = ctx._buffer("output", graph.types[name].size, name, i)
+        outputs.append(buf)
+        ctx.emit(Map(View.of(buf, graph.types[name].shape), (ctx.view(name),), "{0}", f"output {name}"))
+    return Program(graph.name, tuple(ctx.buffers), tuple(ctx.instrs), ctx.inputs, tuple(outputs))

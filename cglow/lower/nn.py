@@ -1,0 +1,91 @@
+"""Lowering of conv, dense and pooling ops to the Conv, Gemm, Pool and Reduce primitives."""
+from __future__ import annotations
+
+from ..errors import CglowError
+from ..graph.geometry import Window, window
+from ..graph.ir import Node
+from ..instr.ir import Conv, Epilogue, Gemm, Pool, Reduce, View
+from .context import Context, lowering
+from .literals import c_float
+
+
+def _as_2d(view: View) -> View:
+    """NCW views become NC1W so that one 2-D kernel serves 1-D and 2-D windows."""
+    return view if len(view.shape) == 4 else view.reshape(view.shape[:2] + (1,) + view.shape[2:])
+
+
+def _window_2d(win: Window) -> Window:
+    if len(win.kernel) == 2:
+        return win
+    return Window((1,) + win.kernel, (1,) + win.strides, (1,) + win.dilations, (0,) + win.pads_begin,
+                  (0,) + win.pads_end, (1,) + win.out)
+
+
+@lowering("Conv")
+def _conv(ctx: Context, node: Node) -> None:
+    w = ctx.const(node.inputs[1])
+    if w is None:
+        raise CglowError(f"{node.describe()}: the weights must be constant")
+    x = _as_2d(ctx.contiguous(node.inputs[0]))
+    win = window(node, ctx.shape(node.inputs[0])[2:], tuple(node.attr("kernel_shape", w.shape[2:])))
+    out = _as_2d(ctx.new(node.outputs[0]))
+    epi = Epilogue()
+    if len(node.inputs) > 2 and node.inputs[2]:
+        bias = ctx.view(node.inputs[2]).reshape((w.shape[0], 1, 1)).broadcast_to(out.shape)
+        epi = Epilogue("({acc} + {0})", (bias,))
+    w4 = ctx.view(node.inputs[1])
+    w4 = w4 if len(w.shape) == 4 else w4.reshape(w.shape[:2] + (1,) + w.shape[2:])
+    ctx.emit(Conv(out, x, w4, _window_2d(win), node.attr("group", 1), epi, node.name))
+
+
+def _scaled(factor: float, expr: str) -> str:
+    return expr if factor == 1.0 else f"{c_float(factor)} * {expr}"
+
+
+@lowering("Gemm")
+def _gemm(ctx: Context, node: Node) -> None:
+    a, b = ctx.view(node.inputs[0]), ctx.view(node.inputs[1])
+    a = a.permute((1, 0)) if node.attr("transA", 0) else a
+    b = b.permute((1, 0)) if node.attr("transB", 0) else b
+    out = ctx.new(node.outputs[0])
+    expr = _scaled(node.attr("alpha", 1.0), "{acc}")
+    beta = node.attr("beta", 1.0)
+    ins: tuple[View, ...] = ()
+    if len(node.inputs) > 2 and node.inputs[2] and beta != 0.0:
+        ins, values = ctx.operands(node.inputs[2:3], out.shape)
+        expr = f"({expr} + {_scaled(beta, values['0'])})"
+    ctx.emit(Gemm(out, a, b, Epilogue(expr, ins), node.name))
+
+
+@lowering("MatMul")
+def _matmul(ctx: Context, node: Node) -> None:
+    a, b = ctx.view(node.inputs[0]), ctx.view(node.inputs[1])
+    a = a.reshape((1,) + a.shape) if len(a.shape) == 1 else a
+    b = b.reshape(b.shape + (1,)) if len(b.shape) == 1 else b
+    batch = ctx.shape(node.outputs[0])[:max(len(a.shape), len(b.shape)) - 2]
+    out = ctx.new(node.outputs[0]).reshape(batch + (a.shape[-2], b.shape[-1]))
+    ctx.emit(Gemm(out, a.broadcast_to(batch + a.shape[-2:]), b.broadcast_to(batch + b.shape[-2:]), Epilogue(),
+                  node.name))
+
+
+@lowering("MaxPool", "AveragePool")
+def _pool(ctx: Context, node: Node) -> None:
+    if node.op == "MaxPool" and node.attr("storage_order", 0):
+        raise CglowError(f"{node.describe()}: storage_order=1 is not supported")
+    win = window(node, ctx.shape(node.inputs[0])[2:], tuple(node.attr("kernel_shape")),
+                 bool(node.attr("ceil_mode", 0)))
+    kind = "max" if node.op == "MaxPool" else "avg"
+    ctx.emit(Pool(_as_2d(ctx.new(node.outputs[0])), _as_2d(ctx.view(node.inputs[0])), kind, _window_2d(win),
+                  bool(node.attr("count_include_pad", 0)), node.name))
+
+
+@lowering("GlobalAveragePool")
+def _global_average_pool(ctx: Context, node: Node) -> None:
+    shape = ctx.shape(node.inputs[0])
+    count = 1
+    for d in shape[2:]:
+        count *= d
+    x = ctx.contiguous(node.inputs[0]).reshape(shape[:2] + (count,))
+    out = ctx.new(node.outputs[0]).reshape(shape[:2])
+    ctx.emit(Reduce(out, (x,), "sum", "{0}", f"{{acc}} / {c_float(count)}", node.name))
+
