@@ -28,6 +28,19 @@ class CompiledModel:
     plan: Plan
 
 
+def compile_program(prog: Program, name: str, inputs, outputs, source: str = "", opset: int = 0) -> CompiledModel:
+    """The back end: instruction passes, arena allocation and C emission for a lowered program.
+
+    `inputs` and `outputs` are TensorInfo in the order of prog.inputs and prog.outputs."""
+    for rewrite in instr_passes.PIPELINE:
+        prog = rewrite(prog)
+    plan = allocate(prog)
+    prefix = c_identifier(name)
+    out = emit(prog, plan, prefix, source, opset, list(inputs), list(outputs))
+    return CompiledModel(prefix, out.c_source, out.h_source, tuple(inputs), tuple(outputs), out.arena_bytes,
+                         out.weights_bytes, prog, plan)
+
+
 def compile_model(model: str | Path | onnx.ModelProto, name: str = "net",
                   shapes: dict[str, tuple[int, ...]] | None = None) -> CompiledModel:
     """Compile an ONNX model (a path or a ModelProto) to C source and header text."""
@@ -35,13 +48,6 @@ def compile_model(model: str | Path | onnx.ModelProto, name: str = "net",
     graph = import_model(load(model), shapes, source)
     for rewrite in graph_passes.PIPELINE:
         graph = rewrite(graph)
-    prog = lower(graph)
-    for rewrite in instr_passes.PIPELINE:
-        prog = rewrite(prog)
-    plan = allocate(prog)
-    prefix = c_identifier(name)
-    inputs = tuple(TensorInfo(n, graph.types[n].shape) for n in graph.inputs)
-    outputs = tuple(TensorInfo(n, graph.types[n].shape) for n in graph.outputs)
-    out = emit(prog, plan, prefix, source, graph.opset, list(inputs), list(outputs))
-    return CompiledModel(prefix, out.c_source, out.h_source, inputs, outputs, out.arena_bytes, out.weights_bytes,
-                         prog, plan)
+    inputs = [TensorInfo(n, graph.types[n].shape) for n in graph.inputs]
+    outputs = [TensorInfo(n, graph.types[n].shape) for n in graph.outputs]
+    return compile_program(lower(graph), name, inputs, outputs, source, graph.opset)

@@ -1,0 +1,39 @@
+"""Shared test helpers: run a model through cglow's C and through onnxruntime, compare."""
+from __future__ import annotations
+
+import numpy as np
+import onnx
+
+import cglow
+
+
+def ort_run(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+    import onnxruntime as ort
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    return session.run(None, feeds)
+
+
+def cglow_run(model: onnx.ModelProto, feeds: dict[str, np.ndarray], **options) -> list[np.ndarray]:
+    compiled = cglow.compile_model(model, **options)
+    host = cglow.build(compiled)
+    return host(*(np.ascontiguousarray(feeds[t.name], dtype=np.float32) for t in compiled.inputs))
+
+
+def rel_error(got: np.ndarray, want: np.ndarray) -> float:
+    """Max absolute difference relative to the reference's scale (its max magnitude, at least 1e-6)."""
+    assert got.shape == want.shape, (got.shape, want.shape)
+    scale = max(float(np.max(np.abs(want))) if want.size else 0.0, 1e-6)
+    return float(np.max(np.abs(got.astype(np.float64) - want))) / scale if want.size else 0.0
+
+
+def random_feeds(model: onnx.ModelProto, seed: int = 0) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    init = {i.name for i in model.graph.initializer}
+    feeds = {}
+    for v in model.graph.input:
+        if v.name not in init:
+            shape = [d.dim_value for d in v.type.tensor_type.shape.dim]
+            feeds[v.name] = rng.standard_normal(shape).astype(np.float32)
+    return feeds
