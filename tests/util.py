@@ -37,3 +37,18 @@ def random_feeds(model: onnx.ModelProto, seed: int = 0) -> dict[str, np.ndarray]
             shape = [d.dim_value for d in v.type.tensor_type.shape.dim]
             feeds[v.name] = rng.standard_normal(shape).astype(np.float32)
     return feeds
+
+
+def need_tool(name: str) -> str:
+    """The tool's path; a test that needs a missing tool skips on a laptop but fails in CI."""
+    import os
+    import shutil
+
+    import pytest
+    path = shutil.which(name)
+    if path is None:
+        message = f"{name} is not installed (make test installs it)"
+        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+            pytest.fail(message)
+        pytest.skip(message)
+    return path

@@ -1,0 +1,18 @@
+# The two commands of the README: `make example` (the main job) and `make test` (the test suite).
+PYTHON ?= python3
+PIP = $(PYTHON) -m pip --disable-pip-version-check -q
+
+.PHONY: example test install install-test
+
+example: install
+	$(PYTHON) -m cglow example
+
+test: install-test
+	$(PYTHON) -m pytest -n 2 -q
+
+install:
+	$(PIP) install -e .
+
+install-test:
+	$(PIP) install -e '.[test]'
+	bash scripts/install-tools.sh

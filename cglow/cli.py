@@ -1,0 +1,84 @@
+"""The `cglow` command line. A user error prints one line and exits with status 2."""
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+import sys
+import tempfile
+import time
+
+from .errors import CglowError
+
+
+def parse_shape(text: str) -> tuple[str, tuple[int, ...]]:
+    name, sep, dims = text.rpartition("=")
+    try:
+        shape = tuple(int(d) for d in dims.split(","))
+    except ValueError:
+        shape = ()
+    if not sep or not name or not shape or min(shape) < 1:
+        raise CglowError(f"--shape {text}: expected NAME=D1,D2,... with positive integers, e.g. input=1,3,224,224")
+    return name, shape
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write through a temporary file in the same folder, so a failure never leaves half a file."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def cmd_emit(args: argparse.Namespace) -> None:
+    from .compiler import compile_model
+    out = Path(args.output)
+    if out.suffix != ".c":
+        raise CglowError(f"-o {out}: the output must be a .c file (the header is written beside it)")
+    start = time.perf_counter()
+    compiled = compile_model(args.model, name=args.name or out.stem, shapes=dict(args.shape or []))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(out.with_suffix(".h"), compiled.h_source)
+    write_atomic(out, compiled.c_source)
+    print(f"cglow: wrote {out} ({len(compiled.c_source.encode()) // 1024} KiB) and {out.with_suffix('.h')}: "
+          f"{len(compiled.program.instrs)} kernels, arena {compiled.arena_bytes} bytes, weights "
+          f"{compiled.weights_bytes} bytes, in {time.perf_counter() - start:.2f} s")
+
+
+def cmd_example(args: argparse.Namespace) -> None:
+    from .example import run_example
+    run_example(Path(args.dir), args.cc)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="cglow", description="Compile ONNX models to portable C99.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    emit = sub.add_parser("emit", help="write the C file and header for a model")
+    emit.add_argument("model", help="the .onnx file")
+    emit.add_argument("-o", "--output", required=True, help="the .c file to write (the .h goes beside it)")
+    emit.add_argument("--name", help="C symbol prefix (default: the output file's stem)")
+    emit.add_argument("--shape", action="append", type=_shape_arg, metavar="NAME=D1,D2,...",
+                      help="static shape of an input with symbolic dimensions (repeatable)")
+    emit.set_defaults(run=cmd_emit)
+    example = sub.add_parser("example", help="emit, build and run the bundled keyword-spotting model")
+    example.add_argument("--dir", default="build/example", help="where to write the files (default: %(default)s)")
+    example.add_argument("--cc", default=os.environ.get("CC", "cc"), help="C compiler (default: $CC or cc)")
+    example.set_defaults(run=cmd_example)
+    args = parser.parse_args(argv)
+    try:
+        args.run(args)
+    except CglowError as exc:
+        print(f"cglow: error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def _shape_arg(text: str) -> tuple[str, tuple[int, ...]]:
+    try:
+        return parse_shape(text)
+    except CglowError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None

@@ -1,0 +1,35 @@
+"""A plain C `main` for a generated model: embedded inputs, printed outputs (exact hex floats).
+
+Used by the example job and the tests on the host; cross targets reuse it under an emulator."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..compiler import CompiledModel
+from ..lower.literals import c_float
+from .emit import ENV
+
+
+def harness_source(compiled: CompiledModel, inputs: list[np.ndarray], repeat: int = 1) -> str:
+    def lines(data: np.ndarray) -> list[str]:
+        values = [c_float(v) for v in np.asarray(data, np.float32).reshape(-1)]
+        return [", ".join(values[i:i + 8]) + "," for i in range(0, len(values), 8)]
+
+    args = [f"input_{i}" for i in range(len(inputs))] + [f"output_{i}" for i in range(len(compiled.outputs))]
+    return ENV.get_template("harness.c.j2").render(
+        prefix=compiled.name, repeat=repeat, args=", ".join(args),
+        inputs=[dict(size=x.size, lines=lines(x)) for x in inputs],
+        outputs=[dict(size=t.size) for t in compiled.outputs])
+
+
+def parse_outputs(stdout: str, compiled: CompiledModel) -> list[np.ndarray]:
+    values = {}
+    for line in stdout.splitlines():
+        if line.startswith("output "):
+            head, _, rest = line.partition(":")
+            values[int(head.split()[1])] = np.array([float.fromhex(v) for v in rest.split()], np.float32)
+    return [values[i].reshape(t.shape) for i, t in enumerate(compiled.outputs)]
+
+
+def parse_time_us(stdout: str) -> float:
+    return float(stdout.rsplit("us per run:", 1)[1].split()[0])

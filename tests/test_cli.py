@@ -1,0 +1,81 @@
+"""The command line: emit, the example job, and one-line errors with exit status 2 and no output file."""
+from __future__ import annotations
+
+from pathlib import Path
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper
+
+from cglow import zoo
+
+
+def cglow_cmd(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "cglow", *args], capture_output=True, text=True, cwd=cwd)
+
+
+def save(model: onnx.ModelProto, path: Path) -> str:
+    onnx.save(model, str(path))
+    return str(path)
+
+
+def unsupported_model() -> onnx.ModelProto:
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])
+    nodes = [helper.make_node("Relu", ["x"], ["a"], name="fine"),
+             helper.make_node("Cosh", ["a"], ["b"], name="first cosh"),
+             helper.make_node("HardSwish", ["b"], ["c"], name="hs"),
+             helper.make_node("Cosh", ["c"], ["y"], name="second cosh")]
+    return helper.make_model(helper.make_graph(nodes, "g", [x], [y]), opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_emit_writes_c_and_header(tmp_path):
+    model = save(zoo.build("autoencoder"), tmp_path / "ae.onnx")
+    result = cglow_cmd("emit", model, "-o", str(tmp_path / "out" / "ae_net.c"))
+    assert result.returncode == 0, result.stderr
+    header = (tmp_path / "out" / "ae_net.h").read_text()
+    assert "#define AE_NET_INPUT_0_SIZE 640" in header
+    assert "int ae_net_run(const float *input_0, float *output_0);" in header
+    assert "ae_net_run(" in (tmp_path / "out" / "ae_net.c").read_text()
+
+
+def test_every_unsupported_op_is_listed_in_one_line(tmp_path):
+    model = save(unsupported_model(), tmp_path / "bad.onnx")
+    result = cglow_cmd("emit", model, "-o", str(tmp_path / "bad.c"))
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert "Cosh ('first cosh', 'second cosh')" in lines[0] and "HardSwish ('hs')" in lines[0]
+    assert "Traceback" not in result.stderr
+    assert list(tmp_path.iterdir()) == [tmp_path / "bad.onnx"]
+
+
+def test_symbolic_dimension_asks_for_shape(tmp_path):
+    model = zoo.build("autoencoder")
+    model.graph.input[0].type.tensor_type.shape.dim[0].dim_param = "batch"
+    path = save(model, tmp_path / "sym.onnx")
+    result = cglow_cmd("emit", path, "-o", str(tmp_path / "sym.c"))
+    assert result.returncode == 2
+    assert "pass --shape input=1,640" in result.stderr
+    assert not (tmp_path / "sym.c").exists()
+    result = cglow_cmd("emit", path, "-o", str(tmp_path / "sym.c"), "--shape", "input=1,640")
+    assert result.returncode == 0, result.stderr
+
+
+def test_bad_files_are_one_line_errors(tmp_path):
+    (tmp_path / "junk.onnx").write_bytes(b"\x08\x07not a model at all" * 10)
+    for args in (["emit", str(tmp_path / "junk.onnx"), "-o", str(tmp_path / "j.c")],
+                 ["emit", str(tmp_path / "missing.onnx"), "-o", str(tmp_path / "m.c")]):
+        result = cglow_cmd(*args)
+        assert result.returncode == 2
+        assert len(result.stderr.strip().splitlines()) == 1 and result.stderr.startswith("cglow: error:")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["junk.onnx"]
+
+
+def test_example_job_runs_and_checks_itself(tmp_path):
+    result = cglow_cmd("example", "--dir", str(tmp_path / "ex"))
+    assert result.returncode == 0, result.stderr
+    assert "(match)" in result.stdout
+    assert np.isfinite(float(result.stdout.split("max relative error ")[1].split()[0]))

@@ -1,0 +1,20 @@
+"""The op registry: every lowered op has a shape rule, and the README lists exactly the supported ops."""
+from __future__ import annotations
+
+from pathlib import Path
+import re
+
+from cglow.graph.registry import SHAPE_RULES
+from cglow.graph import onnx_import  # noqa: F401  (fills SHAPE_RULES)
+from cglow.lower.context import LOWERINGS
+from cglow.lower import elementwise, nn, normalization, tensor  # noqa: F401  (fill LOWERINGS)
+
+
+def test_every_shape_rule_has_a_lowering():
+    assert set(SHAPE_RULES) == set(LOWERINGS)
+
+
+def test_readme_lists_the_supported_ops():
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    listed = re.search(r"<!-- ops:begin -->(.*?)<!-- ops:end -->", readme, re.S).group(1)
+    assert sorted(op.strip() for op in listed.split(",")) == sorted(LOWERINGS)
