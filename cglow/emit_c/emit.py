@@ -46,8 +46,9 @@ class Emitted:
     kernels: int
 
 
-def _weight_lines(data: np.ndarray, per_line: int = 8) -> list[str]:
-    values = [c_float(v) for v in data]
+def float_lines(data: np.ndarray, per_line: int = 8) -> list[str]:
+    """Initializer lines for a C float array."""
+    values = [c_float(v) for v in np.asarray(data, np.float32).reshape(-1)]
     return [", ".join(values[i:i + per_line]) + "," for i in range(0, len(values), per_line)]
 
 
@@ -61,7 +62,7 @@ def emit(prog: Program, plan: Plan, prefix: str, source: str, opset: int,
             if buf.kind == "const" and buf.id not in weight_names:
                 weight_names[buf.id] = f"{prefix}_w{len(weights)}"
                 weights.append(dict(name=weight_names[buf.id], size=buf.size, comment=comment(buf.label),
-                                    lines=_weight_lines(buf.data)))
+                                    lines=float_lines(buf.data)))
 
     def base(view: View) -> str:
         buf = prog.buffer(view.buf)

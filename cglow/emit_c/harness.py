@@ -6,19 +6,14 @@ from __future__ import annotations
 import numpy as np
 
 from ..compiler import CompiledModel
-from ..lower.literals import c_float
-from .emit import ENV
+from .emit import ENV, float_lines
 
 
 def harness_source(compiled: CompiledModel, inputs: list[np.ndarray], repeat: int = 1) -> str:
-    def lines(data: np.ndarray) -> list[str]:
-        values = [c_float(v) for v in np.asarray(data, np.float32).reshape(-1)]
-        return [", ".join(values[i:i + 8]) + "," for i in range(0, len(values), 8)]
-
     args = [f"input_{i}" for i in range(len(inputs))] + [f"output_{i}" for i in range(len(compiled.outputs))]
     return ENV.get_template("harness.c.j2").render(
         prefix=compiled.name, repeat=repeat, args=", ".join(args),
-        inputs=[dict(size=x.size, lines=lines(x)) for x in inputs],
+        inputs=[dict(size=x.size, lines=float_lines(x)) for x in inputs],
         outputs=[dict(size=t.size) for t in compiled.outputs])
 
 
