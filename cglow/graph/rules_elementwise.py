@@ -14,7 +14,9 @@ UNARY = ("Relu", "Sigmoid", "Tanh", "Erf", "Sqrt", "Exp", "LeakyRelu", "Clip", "
 
 @shape_rule(*BINARY)
 def _binary(args: Args) -> list[TensorType]:
-    require_float(args, 0, 1)
+    require_float(args, 0)
+    if args.node.op != "Pow" or args.consts[1] is None:  # Pow's exponent may be an integer constant
+        require_float(args, 1)
     return [TensorType(args.types[0].dtype, broadcast(args.node, args.shape(0), args.shape(1)))]
 
 

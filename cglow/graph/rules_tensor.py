@@ -45,7 +45,8 @@ def _reshape(args: Args) -> list[TensorType]:
 @shape_rule("Flatten")
 def _flatten(args: Args) -> list[TensorType]:
     shape = args.shape(0)
-    at = axis(args.node, args.node.attr("axis", 1), len(shape) + 1)
+    value = args.node.attr("axis", 1)  # in [-rank, rank]; a negative axis counts from rank, not rank + 1
+    at = axis(args.node, value, len(shape) + 1 if value >= 0 else len(shape))
     outer = int(np.prod(shape[:at], dtype=np.int64))
     return [TensorType(args.types[0].dtype, (outer, int(np.prod(shape[at:], dtype=np.int64))))]
 

@@ -98,11 +98,12 @@ class Context:
         views, values = [], {}
         for i, name in enumerate(names):
             data = self.const(name)
-            if data is not None and data.size and np.all(data == data.reshape(-1)[0]) and data.dtype == np.float32:
+            if data is not None and data.size and np.all(data == data.reshape(-1)[0]):
                 values[str(i)] = c_float(data.reshape(-1)[0])
                 continue
             values[str(i)] = "{%d}" % (first + len(views))
-            views.append(self.view(name).broadcast_to(out_shape))
+            view = self.view(name) if data is None or data.dtype == np.float32 else self.const_view(data, name)
+            views.append(view.broadcast_to(out_shape))
         return tuple(views), values
 
     def elementwise(self, node: Node, expr: str, names=None) -> None:

@@ -39,7 +39,8 @@ def _conv(ctx: Context, node: Node) -> None:
 
 
 def _scaled(factor: float, expr: str) -> str:
-    return expr if factor == 1.0 else f"{c_float(factor)} * {expr}"
+    """factor * expr, parenthesized: the fusion passes substitute it into other expressions."""
+    return expr if factor == 1.0 else f"({c_float(factor)} * {expr})"
 
 
 @lowering("Gemm")

@@ -64,8 +64,8 @@ def _layernorm(ctx: Context, node: Node) -> None:
     ctx.emit(Reduce(rstd, (x, _spread(mean, outer, inner)), "sum", "({0} - {1}) * ({0} - {1})",
                     f"1.0f / sqrtf({{acc}} / {n} + {eps})", node.name))
     views = [x, _spread(mean, outer, inner), _spread(rstd, outer, inner)]
-    expr = "({0} - {1}) * {2}"
-    for i, template in ((1, "{e} * {v}"), (2, "({e} + {v})")):
+    expr = "(({0} - {1}) * {2})"  # parenthesized, as the fusion passes substitute it into other expressions
+    for i, template in ((1, "({e} * {v})"), (2, "({e} + {v})")):
         if len(node.inputs) > i and node.inputs[i]:
             views.append(_affine(ctx, node.inputs[i], shape[first:], outer, inner))
             expr = substitute(template, {"e": expr, "v": "{%d}" % (len(views) - 1)})
