@@ -948,3 +948,18 @@ def test_small_cnn(opset):
 @pytest.mark.parametrize("exponent", [np.array(2, np.int64), np.array([3, 1, 2], np.int32)], ids=["int64-2", "int32-vector"])
 def test_pow_with_integer_exponent(exponent):
     check(node_model("Pow", [("x", (2, 3)), ("e", exponent)]), positive=True)
+
+
+def test_unused_extra_outputs_are_fine():
+    nodes = [helper.make_node("MaxPool", ["x"], ["p", "idx"], kernel_shape=[2, 2]),
+             helper.make_node("LayerNormalization", ["p", "g"], ["y", "mean", "rstd"], axis=-1)]
+    check(make_model(nodes, {"x": (1, 2, 4, 4)}, ["y"], {"g": pos(3)}, opset=17))
+
+
+def test_used_extra_output_is_refused():
+    from cglow import CglowError
+    nodes = [helper.make_node("LayerNormalization", ["x", "g"], ["y", "mean"], axis=-1),
+             helper.make_node("Add", ["y", "mean"], ["z"])]
+    model = make_model(nodes, {"x": (3, 4)}, ["z"], {"g": pos(4)}, opset=17)
+    with pytest.raises(CglowError, match="output 1 \\('mean'\\) is not supported"):
+        cglow_run(model, feeds_for(model))

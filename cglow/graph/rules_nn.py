@@ -1,6 +1,8 @@
 """Shape rules of the neural-network ops: conv, dense, pooling, normalization, softmax."""
 from __future__ import annotations
 
+import numpy as np
+
 from ..errors import CglowError
 from .geometry import axis, broadcast, window
 from .ir import TensorType
@@ -34,11 +36,10 @@ def _conv(args: Args) -> list[TensorType]:
 @shape_rule("MaxPool", "AveragePool")
 def _pool(args: Args) -> list[TensorType]:
     require_float(args, 0)
-    if len(args.node.outputs) > 1 and args.node.outputs[1]:
-        raise CglowError(f"{args.node.describe()}: the Indices output of MaxPool is not supported")
     kernel = tuple(args.node.attr("kernel_shape", ()))
     win = window(args.node, _spatial(args), kernel, bool(args.node.attr("ceil_mode", 0)))
-    return [TensorType(F32, args.shape(0)[:2] + win.out)]
+    out = args.shape(0)[:2] + win.out
+    return [TensorType(F32, out), TensorType(np.dtype(np.int64), out)][:len(args.node.outputs)]
 
 
 @shape_rule("GlobalAveragePool")
@@ -90,12 +91,13 @@ def _matmul(args: Args) -> list[TensorType]:
 @shape_rule("BatchNormalization")
 def _batchnorm(args: Args) -> list[TensorType]:
     require_float(args, 0)
-    if args.node.attr("training_mode", 0) or any(args.node.outputs[1:]):
+    if args.node.attr("training_mode", 0):
         raise CglowError(f"{args.node.describe()}: training mode is not supported; export the model in eval mode")
     shape = args.shape(0)
     if len(shape) < 2 or any(args.shape(i) != (shape[1],) for i in range(1, 5)):
         raise CglowError(f"{args.node.describe()}: scale, bias, mean and var must have shape ({shape[1]},)")
-    return same_as_input(args)
+    statistics = TensorType(F32, (shape[1],))  # training outputs: typed, refused if used
+    return same_as_input(args) + [statistics] * (len(args.node.outputs) - 1)
 
 
 @shape_rule("Softmax")
@@ -108,12 +110,12 @@ def _softmax(args: Args) -> list[TensorType]:
 @shape_rule("LayerNormalization")
 def _layernorm(args: Args) -> list[TensorType]:
     require_float(args, 0, 1, 2)
-    if any(args.node.outputs[1:]):
-        raise CglowError(f"{args.node.describe()}: the Mean and InvStdDev outputs are not supported")
     shape = args.shape(0)
-    norm = shape[axis(args.node, args.node.attr("axis", -1), len(shape)):]
+    first = axis(args.node, args.node.attr("axis", -1), len(shape))
+    norm = shape[first:]
     for i in (1, 2):
         if args.has(i) and broadcast(args.node, args.shape(i), norm) != norm:
             raise CglowError(f"{args.node.describe()}: input {i} of shape {args.shape(i)} does not broadcast "
                              f"to the normalized shape {norm}")
-    return same_as_input(args)
+    statistics = TensorType(F32, shape[:first] + (1,) * len(norm))  # Mean, InvStdDev: refused if used
+    return same_as_input(args) + [statistics] * (len(args.node.outputs) - 1)

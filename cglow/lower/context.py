@@ -116,8 +116,12 @@ class Context:
 def lower(graph: Graph) -> Program:
     from . import elementwise, nn, normalization, tensor  # noqa: F401  (they fill LOWERINGS)
     ctx = Context(graph)
+    used = set(graph.consumers()) | set(graph.outputs)
     for node in graph.nodes:
         LOWERINGS[node.op](ctx, node)
+        for i, name in enumerate(node.outputs):
+            if name in used and name not in ctx.views:
+                raise CglowError(f"{node.describe()}: output {i} ('{name}') is not supported (inference only)")
     outputs = []
     for i, name in enumerate(graph.outputs):
         ctx._check_float(name)

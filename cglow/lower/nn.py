@@ -26,7 +26,7 @@ def _conv(ctx: Context, node: Node) -> None:
     w = ctx.const(node.inputs[1])
     if w is None:
         raise CglowError(f"{node.describe()}: the weights must be constant")
-    x = _as_2d(ctx.contiguous(node.inputs[0]))
+    x = _as_2d(ctx.view(node.inputs[0]))
     win = window(node, ctx.shape(node.inputs[0])[2:], tuple(node.attr("kernel_shape", w.shape[2:])))
     out = _as_2d(ctx.new(node.outputs[0]))
     epi = Epilogue()
