@@ -2,13 +2,16 @@
 PYTHON ?= python3
 PIP = $(PYTHON) -m pip --disable-pip-version-check -q
 
-.PHONY: example test install install-test
+.PHONY: example test report install install-test
 
 example: install
 	$(PYTHON) -m cglow example
 
 test: install-test
-	$(PYTHON) -m pytest -n 2 -q
+	$(PYTHON) -m pytest -n 2 -q -p no:benchmark
+
+report: install-test
+	$(PYTHON) scripts/zoo_report.py
 
 install:
 	$(PIP) install -e .

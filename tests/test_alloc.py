@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from hypothesis import given, settings, strategies as st
 
-from cglow.alloc.arena import allocate, lifetimes
+from cglow.alloc.arena import allocate, floor, lifetimes
 from cglow.instr.ir import Buffer, Map, Program, View
 
 
@@ -35,6 +35,7 @@ def test_live_buffers_never_overlap(spec):
                 ao, bo = plan.offsets[a.buf], plan.offsets[b.buf]
                 assert ao + a.size <= bo or bo + b.size <= ao
     peak = max(sum(v.size for v in ivs if v.first <= t <= v.last) for t in range(10))
+    assert floor(ivs) == peak
     assert peak <= plan.size <= sum(v.size for v in ivs)
 
 

@@ -1,7 +1,7 @@
 """Static arena allocation: buffer lifetimes become offsets in one arena, with a verifier.
 
-The allocator takes only (buffer, size, lifetime) and returns offsets: greedy by size, each buffer
-at the lowest offset where it overlaps no buffer that is alive at the same time.
+The allocator takes only (buffer, size, lifetime) and returns offsets: greedy placement (each buffer where
+it overlaps no buffer alive at the same time) under several orderings, the smallest arena kept.
 """
 from __future__ import annotations
 
@@ -38,24 +38,59 @@ def _overlap_in_time(a: Interval, b: Interval) -> bool:
     return a.first <= b.last and b.first <= a.last
 
 
-def allocate(prog: Program, align: int = 4) -> Plan:
-    """`align` is in elements (4 floats = 16 bytes)."""
-    intervals = lifetimes(prog, align)
+ORDERINGS = (
+    lambda v: (-v.size, v.first, v.buf),                 # largest first
+    lambda v: (v.first - v.last, -v.size, v.buf),        # longest-lived first
+    lambda v: (v.first, -v.size, v.buf),                 # in order of first use
+)
+
+
+def _place(intervals: list[Interval], key, best_fit: bool) -> dict[int, int]:
+    """Each buffer, in `key` order, at the lowest free offset (or the tightest gap, for best fit) among
+    the buffers already placed that are alive at the same time."""
     offsets: dict[int, int] = {}
     placed: list[Interval] = []
-    for iv in sorted(intervals, key=lambda v: (-v.size, v.first, v.buf)):
+    for iv in sorted(intervals, key=key):
         busy = sorted((offsets[p.buf], offsets[p.buf] + p.size) for p in placed if _overlap_in_time(p, iv))
-        offset = 0
+        gaps, offset = [], 0
         for start, end in busy:
             if start - offset >= iv.size:
-                break
+                gaps.append((start - offset, offset))
             offset = max(offset, end)
-        offsets[iv.buf] = offset
+        gaps.append((float("inf"), offset))
+        offsets[iv.buf] = min(gaps)[1] if best_fit else gaps[0][1]
         placed.append(iv)
-    size = max((offsets[v.buf] + v.size for v in intervals), default=0)
-    plan = Plan(offsets, size, tuple(intervals))
-    verify(prog, plan)
-    return plan
+    return offsets
+
+
+def floor(intervals: list[Interval]) -> int:
+    """The most elements alive at one time: no placement can do better."""
+    events = sorted([(v.first, v.size) for v in intervals] + [(v.last + 1, -v.size) for v in intervals])
+    live = peak = 0
+    for _, change in events:
+        live += change
+        peak = max(peak, live)
+    return peak
+
+
+def allocate(prog: Program, align: int = 4) -> Plan:
+    """`align` is in elements (4 floats = 16 bytes). Tries several orderings and keeps the smallest
+    arena, stopping as soon as one reaches the floor."""
+    intervals = lifetimes(prog, align)
+    lowest = floor(intervals)
+    best: Plan | None = None
+    for key in ORDERINGS:
+        for best_fit in (False, True):
+            offsets = _place(intervals, key, best_fit)
+            size = max((offsets[v.buf] + v.size for v in intervals), default=0)
+            if best is None or size < best.size:
+                best = Plan(offsets, size, tuple(intervals))
+            if best.size == lowest:
+                break
+        if best.size == lowest:
+            break
+    verify(prog, best)
+    return best
 
 
 def verify(prog: Program, plan: Plan) -> None:

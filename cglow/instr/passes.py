@@ -7,10 +7,17 @@ and read only once, by the map B; they fold A and B into one instruction and dro
 from __future__ import annotations
 
 from dataclasses import fields, replace
+import re
 
 from .ir import Conv, Epilogue, Gemm, Instr, Map, Program, View, placeholder_count, reads, substitute
 
-_BARE = {"{0}", "{acc}"}
+_CALL = re.compile(r"[A-Za-z_]\w*\s*\(")
+
+
+def _may_repeat(expr: str) -> bool:
+    """Whether an expression is cheap enough to be evaluated twice when fused where it is read twice:
+    no function call, so at most a few loads and arithmetic operations."""
+    return len(expr) < 48 and not _CALL.search(expr)
 
 
 def _usage(prog: Program) -> tuple[dict[int, list[int]], dict[int, int]]:
@@ -30,7 +37,8 @@ def _reshaped(views, shape) -> tuple[View, ...] | None:
 
 def _fuse_map(a: Instr, b: Map, k: int) -> Instr | None:
     """B(..., A(...), ...) as one map over B's shape."""
-    if not isinstance(a, Map) or (placeholder_count(b.expr, str(k)) > 1 and a.expr not in _BARE):
+    if not isinstance(a, Map) or not b.ins[k].covers(a.out.size) or \
+            (placeholder_count(b.expr, str(k)) > 1 and not _may_repeat(a.expr)):
         return None
     a_ins = _reshaped(a.ins, b.out.shape)
     if a_ins is None:
@@ -38,12 +46,24 @@ def _fuse_map(a: Instr, b: Map, k: int) -> Instr | None:
     others = [i for i in range(len(b.ins)) if i != k]
     values = {str(i): "{%d}" % n for n, i in enumerate(others)}
     values[str(k)] = substitute(a.expr, {str(i): "{%d}" % (len(others) + i) for i in range(len(a.ins))})
-    return Map(b.out, tuple(b.ins[i] for i in others) + a_ins, substitute(b.expr, values), b.node)
+    return _merge_inputs(Map(b.out, tuple(b.ins[i] for i in others) + a_ins, substitute(b.expr, values), b.node))
+
+
+def _merge_inputs(m: Map) -> Map:
+    """One input slot per distinct view."""
+    unique: list[View] = []
+    values = {}
+    for i, v in enumerate(m.ins):
+        if v not in unique:
+            unique.append(v)
+        values[str(i)] = "{%d}" % unique.index(v)
+    return Map(m.out, tuple(unique), substitute(m.expr, values), m.node)
 
 
 def _fuse_epilogue(a: Instr, b: Map, k: int) -> Instr | None:
     """The map B applied in A's epilogue, A a conv or matrix product."""
-    if not isinstance(a, (Conv, Gemm)) or (placeholder_count(b.expr, str(k)) > 1 and a.epi.expr not in _BARE):
+    if not isinstance(a, (Conv, Gemm)) or not b.ins[k].covers(a.out.size) or \
+            (placeholder_count(b.expr, str(k)) > 1 and not _may_repeat(a.epi.expr)):
         return None
     out = b.out.reshape(a.out.shape)
     others = [i for i in range(len(b.ins)) if i != k]
@@ -54,6 +74,25 @@ def _fuse_epilogue(a: Instr, b: Map, k: int) -> Instr | None:
     values = {str(i): "{%d}" % (base + n) for n, i in enumerate(others)}
     values[str(k)] = a.epi.expr
     return replace(a, out=out, epi=Epilogue(substitute(b.expr, values), a.epi.ins + extra))
+
+
+def _transport(a: Instr, b: Map, k: int) -> Instr | None:
+    """A writing directly where the copy B puts each element, even when B reads A's result through a
+    permuted view (a transpose before a reshape): A's output becomes the inverse view of B's output."""
+    v, size = b.ins[k], a.out.size
+    if b.expr != "{0}" or v.offset:
+        return None
+    dims = sorted(((s, d, i) for i, (d, s) in enumerate(zip(v.shape, v.strides)) if d != 1), reverse=True)
+    step = 1
+    for s, d, _ in reversed(dims):  # v must visit every element of A's result exactly once
+        if s != step:
+            return None
+        step *= d
+    if step != size:
+        return None
+    layout = View(b.out.buf, b.out.offset, tuple(d for _, d, _ in dims), tuple(b.out.strides[i] for _, _, i in dims))
+    out = layout.reshape(a.out.shape)
+    return None if out is None else replace(a, out=out)
 
 
 def _combine(prog: Program, rule) -> Program:
@@ -72,7 +111,7 @@ def _combine(prog: Program, rule) -> Program:
                 if t.kind != "arena" or len(writers.get(t.id, ())) != 1 or read_count[t.id] != 1:
                     continue
                 i = writers[t.id][0]
-                if i >= j or not instrs[i].out.covers(t.size) or not v.covers(t.size):
+                if i >= j or not instrs[i].out.covers(t.size):
                     continue
                 fused = rule(instrs[i], b, k)
                 if fused is not None:
@@ -106,6 +145,10 @@ def _rename(instr: Instr, old: int, dest: View) -> Instr:
     return replace(instr, **changes)
 
 
+def forward_copies(prog: Program) -> Program:
+    return _combine(prog, _transport)
+
+
 def elide_copies(prog: Program) -> Program:
     """A whole buffer T copied, as its last use, into a contiguous region D (a concat slice, a graph
     output): every instruction that touched T works in D instead, and the copy goes. D's region is
@@ -126,4 +169,26 @@ def elide_copies(prog: Program) -> Program:
     return replace(prog, instrs=tuple(instrs))
 
 
-PIPELINE = (fuse_maps, fuse_epilogues, elide_copies)
+def reuse_dying_inputs(prog: Program) -> Program:
+    """An elementwise map whose input T dies there writes its result over T, index for index, instead
+    of into a fresh buffer U: U is renamed to T everywhere."""
+    instrs = list(prog.instrs)
+    for j, b in enumerate(instrs):
+        u = prog.buffer(b.out.buf)
+        if not isinstance(b, Map) or u.kind != "arena" or not b.out.covers(u.size):
+            continue
+        touching = {x.buf: i for i, instr in enumerate(instrs) for x in (instr.out,) + reads(instr)}
+        if [i for i, instr in enumerate(instrs) if instr.out.buf == u.id] != [j]:
+            continue
+        for v in b.ins:
+            t = prog.buffer(v.buf)
+            same_index = v == View(t.id, 0, b.out.shape, b.out.strides)
+            if t.kind == "arena" and t.id != u.id and t.size == u.size and same_index and touching[t.id] == j \
+                    and all(w == v for w in b.ins if w.buf == t.id):
+                whole = View.of(t.id, (t.size,))
+                instrs = [_rename(x, u.id, whole) for x in instrs]
+                break
+    return replace(prog, instrs=tuple(instrs))
+
+
+PIPELINE = (fuse_maps, fuse_epilogues, forward_copies, elide_copies, reuse_dying_inputs)

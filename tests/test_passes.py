@@ -1,0 +1,70 @@
+"""What the instruction passes achieve, checked on the program structure and on the numbers."""
+from __future__ import annotations
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+import cglow
+from cglow.instr.ir import Gemm, Map
+
+from .util import cglow_run, ort_run, random_feeds, rel_error
+
+
+def model(nodes, inputs, output, inits) -> onnx.ModelProto:
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in inputs.items()],
+        [helper.make_tensor_value_info(output, TensorProto.FLOAT, None)],
+        initializer=[numpy_helper.from_array(v, n) for n, v in inits.items()])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
+def compile_and_check(m: onnx.ModelProto):
+    feeds = random_feeds(m)
+    (got,), (want,) = cglow_run(m, feeds), ort_run(m, feeds)
+    assert rel_error(got, want) <= 1e-5
+    return cglow.compile_model(m).program
+
+
+W = np.random.default_rng(0).standard_normal((16, 16)).astype(np.float32) / 4
+
+
+def test_transposed_result_is_written_in_place_of_the_copy():
+    """Attention's context: per-head products [1,4,8,4], transposed to [1,8,4,4], merged to [1,8,16]."""
+    nodes = [helper.make_node("MatMul", ["p", "v"], ["c"]),
+             helper.make_node("Transpose", ["c"], ["t"], perm=[0, 2, 1, 3]),
+             helper.make_node("Reshape", ["t", "s"], ["y"])]
+    prog = compile_and_check(model(nodes, {"p": [1, 4, 8, 8], "v": [1, 4, 8, 4]}, "y",
+                                   {"s": np.array([1, 8, 16], np.int64)}))
+    assert [type(i) for i in prog.instrs] == [Gemm]
+    assert prog.buffer(prog.instrs[0].out.buf).kind == "output"
+
+
+def test_gelu_fuses_into_the_matmul_epilogue():
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["m"]), helper.make_node("Add", ["m", "b"], ["h"]),
+             helper.make_node("Div", ["h", "sqrt2"], ["d"]), helper.make_node("Erf", ["d"], ["e"]),
+             helper.make_node("Add", ["e", "one"], ["p"]), helper.make_node("Mul", ["h", "p"], ["q"]),
+             helper.make_node("Mul", ["q", "half"], ["y"])]
+    prog = compile_and_check(model(nodes, {"x": [4, 16]}, "y", {
+        "w": W, "b": W[0], "sqrt2": np.array(2 ** 0.5, np.float32), "one": np.array(1, np.float32),
+        "half": np.array(0.5, np.float32)}))
+    assert [type(i) for i in prog.instrs] == [Gemm]
+    assert "erff" in prog.instrs[0].epi.expr
+
+
+def test_elementwise_result_overwrites_its_dying_input():
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["m"]), helper.make_node("Exp", ["m"], ["e"]),
+             helper.make_node("Tanh", ["e"], ["t"]),
+             helper.make_node("MatMul", ["t", "w"], ["y"])]
+    m = model(nodes, {"x": [4, 16]}, "y", {"w": W})
+    prog = compile_and_check(m)
+    arena = {v.buf for i in prog.instrs for v in (i.out,) if prog.buffer(v.buf).kind == "arena"}
+    assert len(arena) == 1  # the matmul result, then exp(tanh(.)) over it, read by the second matmul
+    assert cglow.compile_model(m).arena_bytes == 4 * 16 * 4
+
+
+def test_softmax_finishes_in_the_output():
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["m"]), helper.make_node("Softmax", ["m"], ["y"], axis=-1)]
+    prog = compile_and_check(model(nodes, {"x": [4, 16]}, "y", {"w": W}))
+    assert prog.buffer(prog.instrs[-1].out.buf).kind == "output"
+    assert isinstance(prog.instrs[-1], Map)
