@@ -14,7 +14,7 @@ from cglow import zoo
 from cglow.emit_c.harness import harness_source, parse_outputs
 from cglow.host import STRICT_FLAGS
 
-from .util import need_tool, ort_run, random_feeds, rel_error
+from .util import assert_shapes_agree_with_onnx, need_tool, ort_run, random_feeds, rel_error
 
 MODELS = sorted(zoo.MODELS)
 TOLERANCE = 1e-4  # of the output's scale
@@ -30,6 +30,7 @@ def compiled(name: str):
 @pytest.mark.parametrize("name", MODELS)
 def test_matches_onnxruntime(name):
     model, feeds, c = compiled(name)
+    assert_shapes_agree_with_onnx(model)
     got = cglow.build(c)(*(feeds[t.name] for t in c.inputs))
     want = ort_run(model, feeds)
     for g, w in zip(got, want):

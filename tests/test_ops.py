@@ -14,7 +14,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from tests.util import cglow_run, ort_run, rel_error
+from .util import assert_shapes_agree_with_onnx, cglow_run, ort_run, rel_error
 
 TOL = 1e-5
 
@@ -76,6 +76,7 @@ def feeds_for(model: onnx.ModelProto, seed: int = 0, positive: bool = False, sca
 
 def check(model: onnx.ModelProto, tol: float = TOL, feeds=None, positive: bool = False, scale: float = 1.0):
     feeds = feeds_for(model, positive=positive, scale=scale) if feeds is None else feeds
+    assert_shapes_agree_with_onnx(model)
     want = ort_run(model, feeds)
     got = cglow_run(model, feeds)
     names = [o.name for o in model.graph.output]

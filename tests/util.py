@@ -52,3 +52,18 @@ def need_tool(name: str) -> str:
             pytest.fail(message)
         pytest.skip(message)
     return path
+
+
+def assert_shapes_agree_with_onnx(model: onnx.ModelProto) -> None:
+    """cglow's own shape rules against ONNX shape inference, for every value both know statically."""
+    from cglow.graph.onnx_import import import_model
+    graph = import_model(model)
+    inferred = onnx.shape_inference.infer_shapes(model, data_prop=True)
+    values = list(inferred.graph.value_info) + list(inferred.graph.output)
+    checked = 0
+    for v in values:
+        dims = v.type.tensor_type.shape.dim
+        if v.name in graph.types and v.type.tensor_type.HasField("shape") and all(d.HasField("dim_value") for d in dims):
+            assert graph.types[v.name].shape == tuple(d.dim_value for d in dims), v.name
+            checked += 1
+    assert checked or not graph.nodes
