@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import CglowError
-from .geometry import broadcast
-from .ir import TensorType
-from .registry import Args, require_float, same_as_input, shape_rule
+from ...errors import CglowError
+from ..geometry import broadcast
+from ..ir import TensorType
+from ..registry import Args, require_float, same_as_input, shape_rule
 
 BINARY = ("Add", "Sub", "Mul", "Div", "Pow")
 UNARY = ("Relu", "Sigmoid", "Tanh", "Erf", "Sqrt", "Exp", "LeakyRelu", "Clip", "Identity")

@@ -1,10 +1,10 @@
 """Lowering of data movement: reshapes and transposes are views, concat copies into slices."""
 from __future__ import annotations
 
-from ..graph.geometry import axis
-from ..graph.ir import Node
-from ..instr.ir import Map
-from .context import Context, lowering
+from ...graph.geometry import axis
+from ...graph.ir import Node
+from ...instr.ir import Map
+from ..context import Context, lowering
 
 
 @lowering("Reshape", "Flatten", "Squeeze", "Unsqueeze")

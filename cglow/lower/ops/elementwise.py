@@ -1,9 +1,9 @@
 """Lowering of elementwise ops to fused-map primitives, and of the identity ops to views."""
 from __future__ import annotations
 
-from ..graph.ir import Node
-from .context import Context, lowering
-from .literals import c_float
+from ...graph.ir import Node
+from ..context import Context, lowering
+from ..literals import c_float
 
 EXPRS = {
     "Add": "({0} + {1})",

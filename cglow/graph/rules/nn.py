@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import CglowError
-from .geometry import axis, broadcast, window
-from .ir import TensorType
-from .registry import F32, Args, require_float, same_as_input, shape_rule
+from ...errors import CglowError
+from ..geometry import axis, broadcast, window
+from ..ir import TensorType
+from ..registry import F32, Args, require_float, same_as_input, shape_rule
 
 
 def _spatial(args: Args, least: int = 1) -> tuple[int, ...]:

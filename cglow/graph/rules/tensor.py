@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import CglowError
-from .geometry import axis
-from .ir import Node, TensorType
-from .registry import Args, shape_rule
+from ...errors import CglowError
+from ..geometry import axis
+from ..ir import Node, TensorType
+from ..registry import Args, shape_rule
 
 
 def reshape_target(node: Node, shape: tuple[int, ...], spec: np.ndarray, allowzero: bool) -> tuple[int, ...]:

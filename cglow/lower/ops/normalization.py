@@ -3,12 +3,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import CglowError
-from ..graph.geometry import axis
-from ..graph.ir import Node
-from ..instr.ir import Map, Reduce, View, substitute
-from .context import Context, lowering
-from .literals import c_float
+from ...errors import CglowError
+from ...graph.geometry import axis
+from ...graph.ir import Node
+from ...instr.ir import Map, Reduce, View, substitute
+from ..context import Context, lowering
+from ..literals import c_float
 
 
 @lowering("BatchNormalization")
