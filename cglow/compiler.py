@@ -48,6 +48,6 @@ def compile_model(model: str | Path | onnx.ModelProto, name: str = "net",
     graph = import_model(load(model), shapes, source)
     for rewrite in graph_passes.PIPELINE:
         graph = rewrite(graph)
-    inputs = [TensorInfo(n, graph.types[n].shape) for n in graph.inputs]
-    outputs = [TensorInfo(n, graph.types[n].shape) for n in graph.outputs]
+    inputs = [TensorInfo(n, graph.types[n].shape, graph.types[n].dtype) for n in graph.inputs]
+    outputs = [TensorInfo(n, graph.types[n].shape, graph.types[n].dtype) for n in graph.outputs]
     return compile_program(lower(graph), name, inputs, outputs, source, graph.opset)

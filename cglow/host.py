@@ -49,12 +49,12 @@ def build_shared(sources: dict[str, str], cc: str = "cc", cflags=HOST_FLAGS) -> 
 
 
 class HostModel:
-    """A compiled model loaded into this process: call it with float32 arrays of the input shapes."""
+    """A compiled model loaded into this process: call it with arrays of the input dtypes and shapes."""
 
     def __init__(self, compiled: CompiledModel, library: Path):
         self.compiled = compiled
         self.ffi = cffi.FFI()
-        params = ["const float *"] * len(compiled.inputs) + ["float *"] * len(compiled.outputs)
+        params = [f"const {t.ctype} *" for t in compiled.inputs] + [f"{t.ctype} *" for t in compiled.outputs]
         self.ffi.cdef(f"int {compiled.name}_run({', '.join(params)});")
         self.lib = self.ffi.dlopen(str(library))
         self.fn = getattr(self.lib, f"{compiled.name}_run")
@@ -63,14 +63,16 @@ class HostModel:
         if len(inputs) != len(self.compiled.inputs):
             raise ValueError(f"expected {len(self.compiled.inputs)} inputs, got {len(inputs)}")
         for x, info in zip(inputs, self.compiled.inputs):
-            if not isinstance(x, np.ndarray) or x.dtype != np.float32:
-                raise TypeError(f"input '{info.name}' must be a float32 ndarray")
+            if not isinstance(x, np.ndarray) or x.dtype != info.dtype:
+                raise TypeError(f"input '{info.name}' must be a {info.dtype.name} ndarray")
             if x.shape != info.shape:
                 raise ValueError(f"input '{info.name}' has shape {x.shape}, expected {info.shape}")
             if not x.flags.c_contiguous:
                 raise ValueError(f"input '{info.name}' must be C-contiguous (use np.ascontiguousarray)")
-        outputs = [np.empty(info.shape, np.float32) for info in self.compiled.outputs]
-        ptrs = [self.ffi.cast("float *", self.ffi.from_buffer(a)) for a in (*inputs, *outputs)]
+        outputs = [np.zeros(info.shape, info.dtype) for info in self.compiled.outputs]
+        arrays = [(a, info) for a, info in zip((*inputs, *outputs), (*self.compiled.inputs, *self.compiled.outputs))]
+        ptrs = [self.ffi.cast(f"{info.ctype} *", self.ffi.from_buffer(a if a.size else np.zeros(1, a.dtype)))
+                for a, info in arrays]
         status = self.fn(*ptrs)
         if status:
             raise RuntimeError(f"{self.compiled.name}_run returned {status}")

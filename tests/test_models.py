@@ -16,7 +16,7 @@ from cglow.host import STRICT_FLAGS
 
 from .util import assert_shapes_agree_with_onnx, need_tool, ort_run, random_feeds, rel_error
 
-MODELS = sorted(zoo.MODELS)
+MODELS = ["autoencoder", "kws", "resnet8", "transformer", "vww"]  # the spine's five; more in test_models_more
 TOLERANCE = 1e-4  # of the output's scale
 
 

@@ -18,7 +18,7 @@ def ort_run(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> list[np.nda
 def cglow_run(model: onnx.ModelProto, feeds: dict[str, np.ndarray], **options) -> list[np.ndarray]:
     compiled = cglow.compile_model(model, **options)
     host = cglow.build(compiled)
-    return host(*(np.asarray(feeds[t.name], dtype=np.float32, order="C") for t in compiled.inputs))
+    return host(*(np.asarray(feeds[t.name], dtype=t.dtype, order="C") for t in compiled.inputs))
 
 
 def rel_error(got: np.ndarray, want: np.ndarray) -> float:

@@ -7,31 +7,31 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..instr.ir import Program, reads
+from ..instr.ir import Gather, Program, reads
 
 
 @dataclass(frozen=True)
 class Interval:
     buf: int
-    size: int        # elements, already rounded up to the alignment
+    size: int        # bytes, rounded up to the alignment
     first: int       # first instruction that touches the buffer
     last: int        # last instruction that touches it
 
 
 @dataclass(frozen=True)
 class Plan:
-    offsets: dict[int, int]      # buffer id -> element offset in the arena
-    size: int                    # arena elements
+    offsets: dict[int, int]      # buffer id -> byte offset in the arena
+    size: int                    # arena bytes
     intervals: tuple[Interval, ...]
 
 
-def lifetimes(prog: Program, align: int) -> list[Interval]:
+def lifetimes(prog: Program, align: int = 16) -> list[Interval]:
     span: dict[int, list[int]] = {}
     for i, instr in enumerate(prog.instrs):
         for v in (instr.out,) + reads(instr):
             if prog.buffer(v.buf).kind == "arena":
                 span.setdefault(v.buf, [i, i])[1] = i
-    return [Interval(b, -(-prog.buffer(b).size // align) * align, f, l) for b, (f, l) in sorted(span.items())]
+    return [Interval(b, -(-prog.buffer(b).nbytes // align) * align, f, l) for b, (f, l) in sorted(span.items())]
 
 
 def _overlap_in_time(a: Interval, b: Interval) -> bool:
@@ -64,7 +64,7 @@ def _place(intervals: list[Interval], key, best_fit: bool) -> dict[int, int]:
 
 
 def floor(intervals: list[Interval]) -> int:
-    """The most elements alive at one time: no placement can do better."""
+    """The most bytes alive at one time: no placement can do better."""
     events = sorted([(v.first, v.size) for v in intervals] + [(v.last + 1, -v.size) for v in intervals])
     live = peak = 0
     for _, change in events:
@@ -73,8 +73,8 @@ def floor(intervals: list[Interval]) -> int:
     return peak
 
 
-def allocate(prog: Program, align: int = 4) -> Plan:
-    """`align` is in elements (4 floats = 16 bytes). Tries several orderings and keeps the smallest
+def allocate(prog: Program, align: int = 16) -> Plan:
+    """Every buffer starts at a multiple of `align` bytes. Tries several orderings and keeps the smallest
     arena, stopping as soon as one reaches the floor."""
     intervals = lifetimes(prog, align)
     lowest = floor(intervals)
@@ -105,7 +105,10 @@ def verify(prog: Program, plan: Plan) -> None:
                 assert hi <= blo or blo + b.size <= lo, f"live buffers {a.buf} and {b.buf} overlap"
     for instr in prog.instrs:
         for v in (instr.out,) + reads(instr):
-            low = v.offset + sum(min(0, s) * (d - 1) for d, s in zip(v.shape, v.strides))
-            high = v.offset + sum(max(0, s) * (d - 1) for d, s in zip(v.shape, v.strides))
+            extent = list(zip(v.shape, v.strides))
+            if isinstance(instr, Gather) and v is instr.data:  # the gathered axis, folded out of the view
+                extent.append((instr.axis_len, instr.axis_stride))
+            low = v.offset + sum(min(0, s) * (d - 1) for d, s in extent)
+            high = v.offset + sum(max(0, s) * (d - 1) for d, s in extent)
             assert 0 <= low and high < prog.buffer(v.buf).size or v.size == 0, \
                 f"a view of buffer {v.buf} reaches outside it"

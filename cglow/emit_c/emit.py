@@ -11,7 +11,7 @@ from .. import __version__
 from ..alloc.arena import Plan
 from ..instr.ir import Program, View, reads
 from ..kernels.render import PRIMITIVE_NAMES, comment, render
-from ..lower.literals import c_float
+from ..lower.literals import c_array_lines, c_type
 
 ENV = jinja2.Environment(loader=jinja2.PackageLoader("cglow", "emit_c"), trim_blocks=True, lstrip_blocks=True,
                          undefined=jinja2.StrictUndefined, autoescape=False, keep_trailing_newline=True)
@@ -31,10 +31,15 @@ def c_identifier(text: str) -> str:
 class TensorInfo:
     name: str
     shape: tuple[int, ...]
+    dtype: np.dtype = np.dtype(np.float32)
 
     @property
     def size(self) -> int:
         return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def ctype(self) -> str:
+        return c_type(self.dtype)
 
 
 @dataclass(frozen=True)
@@ -46,12 +51,6 @@ class Emitted:
     kernels: int
 
 
-def float_lines(data: np.ndarray, per_line: int = 8) -> list[str]:
-    """Initializer lines for a C float array."""
-    values = [c_float(v) for v in np.asarray(data, np.float32).reshape(-1)]
-    return [", ".join(values[i:i + per_line]) + "," for i in range(0, len(values), per_line)]
-
-
 def emit(prog: Program, plan: Plan, prefix: str, source: str, opset: int,
          inputs: list[TensorInfo], outputs: list[TensorInfo]) -> Emitted:
     weight_names: dict[int, str] = {}
@@ -61,36 +60,36 @@ def emit(prog: Program, plan: Plan, prefix: str, source: str, opset: int,
             buf = prog.buffer(v.buf)
             if buf.kind == "const" and buf.id not in weight_names:
                 weight_names[buf.id] = f"{prefix}_w{len(weights)}"
-                weights.append(dict(name=weight_names[buf.id], size=buf.size, comment=comment(buf.label),
-                                    lines=float_lines(buf.data)))
+                weights.append(dict(name=weight_names[buf.id], size=max(buf.size, 1), ctype=c_type(buf.dtype),
+                                    nbytes=buf.nbytes, comment=comment(buf.label), lines=c_array_lines(buf.data)))
 
     def base(view: View) -> str:
         buf = prog.buffer(view.buf)
         if buf.kind == "arena":
-            name, offset = f"{prefix}_arena", plan.offsets[buf.id] + view.offset
-        else:
-            name = {"input": f"input_{buf.index}", "output": f"output_{buf.index}"}.get(buf.kind) or \
-                weight_names[buf.id]
-            offset = view.offset
-        return f"{name} + {offset}" if offset else name
+            offset = plan.offsets[buf.id] + view.offset * buf.dtype.itemsize
+            return f"{prefix.upper()}_AT({c_type(buf.dtype)}, {offset})"
+        name = {"input": f"input_{buf.index}", "output": f"output_{buf.index}"}.get(buf.kind) or weight_names[buf.id]
+        return f"{name} + {view.offset}" if view.offset else name
 
+    dtypes = {b.id: b.dtype for b in prog.buffers}
     kernels, calls, used = [], [], set()
     for n, instr in enumerate(prog.instrs):
         fn = f"{prefix}_{n}_{PRIMITIVE_NAMES[type(instr)]}"
-        kernel = render(fn, instr)
+        kernel = render(fn, instr, dtypes)
         kernels.append(kernel.text.strip())
         calls.append(f"{fn}({', '.join(base(v) for v in kernel.params)});")
         used.update(v.buf for v in kernel.params)
-    calls = [f"(void)input_{i};" for i, b in enumerate(prog.inputs) if b not in used] + calls
+    unused = [f"(void)input_{i};" for i, b in enumerate(prog.inputs) if b not in used]
+    unused += [f"(void)output_{i};" for i, b in enumerate(prog.outputs) if b not in used]
 
-    params = ", ".join([f"const float *input_{i}" for i in range(len(inputs))] +
-                       [f"float *output_{i}" for i in range(len(outputs))])
-    weights_bytes = 4 * sum(w["size"] for w in weights)
+    params = ", ".join([f"const {t.ctype} *input_{i}" for i, t in enumerate(inputs)] +
+                       [f"{t.ctype} *output_{i}" for i, t in enumerate(outputs)])
+    weights_bytes = sum(w["nbytes"] for w in weights)
     ctx = dict(prefix=prefix, P=prefix.upper(), guard=f"{prefix.upper()}_H", version=__version__,
-               source=comment(source, 120), opset=opset, params=params, arena_elems=plan.size,
-               arena_bytes=4 * plan.size, weights_bytes=weights_bytes, weights=weights, kernels=kernels,
-               calls=calls, instr_count=len(prog.instrs),
-               inputs=[dict(size=t.size, shape=t.shape, name=comment(t.name)) for t in inputs],
-               outputs=[dict(size=t.size, shape=t.shape, name=comment(t.name)) for t in outputs])
+               source=comment(source, 120), opset=opset, params=params, arena_slots=-(-plan.size // 8),
+               arena_bytes=plan.size, weights_bytes=weights_bytes, weights=weights, kernels=kernels,
+               calls=unused + calls, instr_count=len(prog.instrs),
+               inputs=[dict(size=t.size, shape=t.shape, dtype=t.dtype.name, name=comment(t.name)) for t in inputs],
+               outputs=[dict(size=t.size, shape=t.shape, dtype=t.dtype.name, name=comment(t.name)) for t in outputs])
     return Emitted(ENV.get_template("net.c.j2").render(ctx), ENV.get_template("net.h.j2").render(ctx),
-                   4 * plan.size, weights_bytes, len(prog.instrs))
+                   plan.size, weights_bytes, len(prog.instrs))

@@ -24,7 +24,12 @@ class Buffer:
     size: int               # elements
     label: str              # the ONNX tensor it was made for (data, not code)
     index: int = 0          # position among the graph inputs or outputs
-    data: np.ndarray | None = field(default=None, compare=False)  # a const buffer's values, flat float32
+    data: np.ndarray | None = field(default=None, compare=False)  # a const buffer's values, flat
+    dtype: np.dtype = np.dtype(np.float32)
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.dtype.itemsize
 
 
 def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -119,12 +124,28 @@ class Map:
 @dataclass(frozen=True)
 class Reduce:
     """out[o] = post(combine over r of pre(ins[0][o, r], ...)): each input has out's shape followed by
-    the reduced dims (broadcast views allowed)."""
+    the reduced dims (broadcast views allowed). Kinds "sum", "prod", "max", "min" combine values;
+    "argmax" and "argmin" (one reduced dim) store the index of the first extreme, or of the last one
+    when `last` is set."""
     out: View
     ins: tuple[View, ...]
-    kind: str                # "sum" or "max"
+    kind: str
     pre: str
     post: str
+    node: str
+    last: bool = False
+
+
+@dataclass(frozen=True)
+class Gather:
+    """out[o] = data[o + j * axis_stride] with j = index[o] (a negative j counts from axis_len; an index
+    out of range reads element 0 of the axis). data and index are views in out's shape: data's strides
+    place every output element, with the gathered axis folded out (stride 0)."""
+    out: View
+    data: View
+    index: View
+    axis_len: int
+    axis_stride: int
     node: str
 
 
@@ -161,7 +182,7 @@ class Pool:
     node: str
 
 
-Instr = Map | Reduce | Conv | Gemm | Pool
+Instr = Map | Reduce | Conv | Gemm | Pool | Gather
 
 
 def reads(instr: Instr) -> tuple[View, ...]:
@@ -169,6 +190,8 @@ def reads(instr: Instr) -> tuple[View, ...]:
         return instr.ins
     if isinstance(instr, Pool):
         return (instr.x,)
+    if isinstance(instr, Gather):
+        return (instr.data, instr.index)
     if isinstance(instr, Conv):
         return (instr.x, instr.w) + instr.epi.ins
     return (instr.a, instr.b) + instr.epi.ins

@@ -191,4 +191,9 @@ def reuse_dying_inputs(prog: Program) -> Program:
     return replace(prog, instrs=tuple(instrs))
 
 
-PIPELINE = (fuse_maps, fuse_epilogues, forward_copies, elide_copies, reuse_dying_inputs)
+def drop_empty(prog: Program) -> Program:
+    """Instructions that write no element (zero-sized tensors) do nothing."""
+    return replace(prog, instrs=tuple(i for i in prog.instrs if i.out.size))
+
+
+PIPELINE = (drop_empty, fuse_maps, fuse_epilogues, forward_copies, elide_copies, reuse_dying_inputs)

@@ -10,7 +10,10 @@ import re
 
 import jinja2
 
-from ..instr.ir import Conv, Epilogue, Gemm, Instr, Map, Pool, Reduce, View, reads, substitute
+import numpy as np
+
+from ..instr.ir import Conv, Epilogue, Gather, Gemm, Instr, Map, Pool, Reduce, View, reads, substitute
+from ..lower.literals import c_highest, c_literal, c_lowest, c_type
 
 ENV = jinja2.Environment(loader=jinja2.PackageLoader("cglow", "kernels"), trim_blocks=True, lstrip_blocks=True,
                          undefined=jinja2.StrictUndefined, autoescape=False)
@@ -41,6 +44,11 @@ def index(view: View, variables) -> str:
     return " + ".join(terms) or "0"
 
 
+def join(*terms: str) -> str:
+    """A C sum of index expressions, without the zero ones."""
+    return " + ".join(t for t in terms if t != "0") or "0"
+
+
 def collapse(shape, views) -> tuple[list[int], list[tuple[int, ...]]]:
     """Drop unit dims and merge dims that are contiguous in every view: fewer, longer loops."""
     dims = [(d, [v.strides[i] for v in views]) for i, d in enumerate(shape) if d != 1]
@@ -63,13 +71,15 @@ def _collapsed(views, shape, dims: slice, prefix: str):
     return loops, [View(v.buf, 0, tuple(sizes), s) for v, s in zip(views, strides)]
 
 
-def _signature(fn: str, instr: Instr, names: list[str], node: str) -> str:
+def _signature(fn: str, instr: Instr, names: list[str], dtypes) -> str:
+    """The kernel's C prototype: the output first, then the inputs, each typed by its buffer."""
     views = (instr.out,) + tuple(reads(instr))
     in_place = any(v.buf == instr.out.buf for v in reads(instr))
     restrict = "" if in_place else "restrict "
-    params = [f"float *{restrict}{names[0]}"] + [f"const float *{restrict}{n}" for n in names[1:]]
+    types = [c_type(dtypes[v.buf]) for v in views]
+    params = [f"{types[0]} *{restrict}{names[0]}"] + [f"const {t} *{restrict}{n}" for t, n in zip(types[1:], names[1:])]
     assert len(views) == len(names)
-    return f"/* {comment(node)} */\nstatic void {fn}({', '.join(params)})"
+    return f"/* {comment(instr.node)} */\nstatic void {fn}({', '.join(params)})"
 
 
 def _epilogue(epi: Epilogue, variables) -> str:
@@ -78,17 +88,17 @@ def _epilogue(epi: Epilogue, variables) -> str:
     return substitute(epi.expr, values)
 
 
-def _map(fn: str, m: Map) -> Kernel:
+def _map(fn: str, m: Map, dtypes) -> Kernel:
     loops, (out, *ins) = _collapsed((m.out,) + m.ins, m.out.shape, slice(None), "i")
     variables = [v for v, _ in loops]
     expr = substitute(m.expr, {str(i): f"x{i}[{index(v, variables)}]" for i, v in enumerate(ins)})
     names = ["y"] + [f"x{i}" for i in range(len(ins))]
-    text = ENV.get_template("map.c.j2").render(signature=_signature(fn, m, names, m.node), loops=loops,
+    text = ENV.get_template("map.c.j2").render(signature=_signature(fn, m, names, dtypes), loops=loops,
                                                 out=index(out, variables), expr=expr)
     return Kernel(text, (m.out,) + m.ins)
 
 
-def _reduce(fn: str, r: Reduce) -> Kernel:
+def _reduce(fn: str, r: Reduce, dtypes) -> Kernel:
     rank = len(r.out.shape)
     full = r.ins[0].shape
     outer, (out, *ins_o) = _collapsed((View(r.out.buf, 0, full, r.out.strides + (0,) * (len(full) - rank)),)
@@ -97,18 +107,50 @@ def _reduce(fn: str, r: Reduce) -> Kernel:
     ov, iv = [v for v, _ in outer], [v for v, _ in inner]
     terms = {}
     for i, (a, b) in enumerate(zip(ins_o, ins_i)):
-        both = " + ".join(t for t in (index(a, ov), index(b, iv)) if t != "0") or "0"
-        terms[str(i)] = f"x{i}[{both}]"
+        terms[str(i)] = f"x{i}[{join(index(a, ov), index(b, iv))}]"
     pre = substitute(r.pre, terms)
-    combine = f"acc += {pre}" if r.kind == "sum" else f"acc = fmaxf(acc, {pre})"
+    acc = dtypes[r.out.buf]
+    init = {"sum": c_literal(0, acc), "prod": c_literal(1, acc), "max": c_lowest(acc), "min": c_highest(acc)}
+    if acc == np.float32:
+        combine = {"max": f"acc = fmaxf(acc, {pre})", "min": f"acc = fminf(acc, {pre})"}
+    else:
+        combine = {"max": f"acc = ({pre} > acc) ? {pre} : acc", "min": f"acc = ({pre} < acc) ? {pre} : acc"}
+    combine.update(sum=f"acc += {pre}", prod=f"acc *= {pre}")
     names = ["y"] + [f"x{i}" for i in range(len(r.ins))]
     text = ENV.get_template("reduce.c.j2").render(
-        signature=_signature(fn, r, names, r.node), outer=outer, inner=inner, out=index(out, ov),
-        init="0.0f" if r.kind == "sum" else "-INFINITY", combine=combine, post=substitute(r.post, {"acc": "acc"}))
+        signature=_signature(fn, r, names, dtypes), outer=outer, inner=inner, out=index(out, ov), acc_t=c_type(acc),
+        init=init[r.kind], combine=combine[r.kind], post=substitute(r.post, {"acc": "acc"}))
     return Kernel(text, (r.out,) + r.ins)
 
 
-def _gemm(fn: str, g: Gemm) -> Kernel:
+def _arg_reduce(fn: str, r: Reduce, dtypes) -> Kernel:
+    """argmax / argmin over the one reduced dim, which is kept whole (never collapsed away)."""
+    rank = len(r.out.shape)
+    full = r.ins[0].shape
+    outer, (out, *ins_o) = _collapsed((View(r.out.buf, 0, full, r.out.strides + (0,)),) + r.ins, full,
+                                      slice(0, rank), "o")
+    ov = [v for v, _ in outer]
+    at = {str(i): f"x{i}[{join(index(a, ov), linear([('r', v.strides[rank])]))}]"
+          for i, (a, v) in enumerate(zip(ins_o, r.ins))}
+    first = {str(i): f"x{i}[{index(a, ov)}]" for i, a in enumerate(ins_o)}
+    better = {"argmax": ">", "argmin": "<"}[r.kind] + ("=" if r.last else "")
+    text = ENV.get_template("argreduce.c.j2").render(
+        signature=_signature(fn, r, ["y"] + [f"x{i}" for i in range(len(r.ins))], dtypes), outer=outer,
+        out=index(out, ov), value_t=c_type(dtypes[r.ins[0].buf]), first=substitute(r.pre, first),
+        value=substitute(r.pre, at), better=better, length=full[rank])
+    return Kernel(text, (r.out,) + r.ins)
+
+
+def _gather(fn: str, g: Gather, dtypes) -> Kernel:
+    loops, (out, data, idx) = _collapsed((g.out, g.data, g.index), g.out.shape, slice(None), "i")
+    variables = [v for v, _ in loops]
+    text = ENV.get_template("gather.c.j2").render(
+        signature=_signature(fn, g, ["y", "x", "index"], dtypes), loops=loops, out=index(out, variables),
+        data=index(data, variables), idx=index(idx, variables), length=g.axis_len, stride=g.axis_stride)
+    return Kernel(text, (g.out, g.data, g.index))
+
+
+def _gemm(fn: str, g: Gemm, dtypes) -> Kernel:
     nb = len(g.out.shape) - 2
     views = (g.out, g.a, g.b) + g.epi.ins
     loops, batched = _collapsed(views, g.out.shape, slice(0, nb), "t")
@@ -117,14 +159,15 @@ def _gemm(fn: str, g: Gemm) -> Kernel:
 
     def idx(full: View, batch: View, last2) -> str:
         tail = View(full.buf, 0, full.shape[-2:], full.strides[-2:])
-        return " + ".join(t for t in (index(batch, bv), index(tail, last2)) if t != "0") or "0"
+        return join(index(batch, bv), index(tail, last2))
 
     out_idx = idx(g.out, batched[0], ("m", "n"))
     epi_values = {"acc": "acc"}
     epi_values.update({str(i): f"e{i}[{idx(v, batched[3 + i], ('m', 'n'))}]" for i, v in enumerate(g.epi.ins)})
     names = ["y", "a", "b"] + [f"e{i}" for i in range(len(g.epi.ins))]
     text = ENV.get_template("gemm.c.j2").render(
-        signature=_signature(fn, g, names, g.node), loops=loops + [("m", m), ("n", n)], K=g.a.shape[-1],
+        signature=_signature(fn, g, names, dtypes), loops=loops + [("m", m), ("n", n)], K=g.a.shape[-1],
+        acc_t=c_type(dtypes[g.out.buf]), zero=c_literal(0, dtypes[g.out.buf]),
         a=idx(g.a, batched[1], ("m", "k")), b=idx(g.b, batched[2], ("k", "n")), out=out_idx,
         epilogue=substitute(g.epi.expr, epi_values))
     return Kernel(text, views)
@@ -136,7 +179,7 @@ def _window_args(win) -> dict:
                 iw=linear([("ow", win.strides[1]), ("kw", win.dilations[1])], -win.pads_begin[1]))
 
 
-def _conv(fn: str, c: Conv) -> Kernel:
+def _conv(fn: str, c: Conv, dtypes) -> Kernel:
     n, _, h, w = c.x.shape
     m, cg = c.w.shape[:2]
     out_vars = ("n", "oc", "oh", "ow")
@@ -144,24 +187,27 @@ def _conv(fn: str, c: Conv) -> Kernel:
     first = None if c.group == 1 else linear([("oc", cg)]) if mg == 1 else f"(oc / {mg}) * {cg}"
     names = ["y", "x", "w"] + [f"e{i}" for i in range(len(c.epi.ins))]
     text = ENV.get_template("conv.c.j2").render(
-        signature=_signature(fn, c, names, c.node), N=n, M=m, CG=cg, H=h, W=w, c0=first,
+        signature=_signature(fn, c, names, dtypes), N=n, M=m, CG=cg, H=h, W=w, c0=first,
         x=index(c.x, ("n", "c" if first is None else "(c0 + c)", "ih", "iw")), w=index(c.w, ("oc", "c", "kh", "kw")),
         out=index(c.out, out_vars), epilogue=_epilogue(c.epi, out_vars), **_window_args(c.win))
     return Kernel(text, (c.out, c.x, c.w) + c.epi.ins)
 
 
-def _pool(fn: str, p: Pool) -> Kernel:
+def _pool(fn: str, p: Pool, dtypes) -> Kernel:
     n, ch, h, w = p.x.shape
     text = ENV.get_template("pool.c.j2").render(
-        signature=_signature(fn, p, ["y", "x"], p.node), kind=p.kind, count_include_pad=p.count_include_pad,
+        signature=_signature(fn, p, ["y", "x"], dtypes), kind=p.kind, count_include_pad=p.count_include_pad,
         N=n, C=ch, H=h, W=w, x=index(p.x, ("n", "c", "ih", "iw")), out=index(p.out, ("n", "c", "oh", "ow")),
         **_window_args(p.win))
     return Kernel(text, (p.out, p.x))
 
 
-RENDER = {Map: _map, Reduce: _reduce, Gemm: _gemm, Conv: _conv, Pool: _pool}
-PRIMITIVE_NAMES = {Map: "map", Reduce: "reduce", Gemm: "gemm", Conv: "conv", Pool: "pool"}
+RENDER = {Map: _map, Gemm: _gemm, Conv: _conv, Pool: _pool, Gather: _gather}
+PRIMITIVE_NAMES = {Map: "map", Reduce: "reduce", Gemm: "gemm", Conv: "conv", Pool: "pool", Gather: "gather"}
 
 
-def render(fn: str, instr: Instr) -> Kernel:
-    return RENDER[type(instr)](fn, instr)
+def render(fn: str, instr: Instr, dtypes: dict[int, np.dtype]) -> Kernel:
+    """dtypes: the element type of every buffer, by id."""
+    if isinstance(instr, Reduce):
+        return (_arg_reduce if instr.kind.startswith("arg") else _reduce)(fn, instr, dtypes)
+    return RENDER[type(instr)](fn, instr, dtypes)

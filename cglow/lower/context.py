@@ -8,7 +8,7 @@ import numpy as np
 from ..errors import CglowError
 from ..graph.ir import Graph, Node
 from ..instr.ir import Buffer, Instr, Map, Program, View, substitute
-from .literals import c_float
+from .literals import C_TYPES, c_literal
 
 Lowering = Callable[["Context", Node], None]
 LOWERINGS: dict[str, Lowering] = {}
@@ -28,19 +28,22 @@ class Context:
         self.buffers: list[Buffer] = []
         self.instrs: list[Instr] = []
         self.views: dict[str, View] = {}
-        self.inputs = tuple(self._buffer("input", graph.types[n].size, n, i) for i, n in enumerate(graph.inputs))
+        self.inputs = tuple(self._buffer("input", graph.types[n].size, n, self.dtype(n), i)
+                            for i, n in enumerate(graph.inputs))
         for name, buf in zip(graph.inputs, self.inputs):
-            self._check_float(name)
             self.views[name] = View.of(buf, graph.types[name].shape)
 
-    def _buffer(self, kind: str, size: int, label: str, index: int = 0, data=None) -> int:
-        self.buffers.append(Buffer(len(self.buffers), kind, size, label, index, data))
+    def _buffer(self, kind: str, size: int, label: str, dtype: np.dtype, index: int = 0, data=None) -> int:
+        self.buffers.append(Buffer(len(self.buffers), kind, size, label, index, data, np.dtype(dtype)))
         return len(self.buffers) - 1
 
-    def _check_float(self, name: str) -> None:
-        t = self.graph.types[name]
-        if t.dtype != np.float32:
-            raise CglowError(f"tensor '{name}' is {t.dtype.name}; cglow supports float32 tensors at run time")
+    def dtype(self, name: str) -> np.dtype:
+        """The element type of a value, which must be one the generated C handles at run time."""
+        dtype = self.graph.types[name].dtype
+        if dtype not in C_TYPES:
+            raise CglowError(f"tensor '{name}' is {dtype.name}; supported at run time: float32, bool and the "
+                             f"8- to 64-bit integer types")
+        return dtype
 
     # --- values -------------------------------------------------------------------------------
     def shape(self, name: str) -> tuple[int, ...]:
@@ -55,24 +58,24 @@ class Context:
             data = self.const(name)
             if data is None:
                 raise AssertionError(f"value '{name}' read before it is produced")
-            self._check_float(name)
+            self.dtype(name)
             self.views[name] = self.const_view(data, name)
         return self.views[name]
 
-    def const_view(self, data: np.ndarray, label: str) -> View:
-        data = np.ascontiguousarray(data, dtype=np.float32)
-        return View.of(self._buffer("const", data.size, label, data=data.reshape(-1)), data.shape)
+    def const_view(self, data: np.ndarray, label: str, dtype=None) -> View:
+        """A const buffer holding data (as `dtype`, by default its own)."""
+        data = np.ascontiguousarray(data, dtype=dtype)
+        return View.of(self._buffer("const", data.size, label, data.dtype, data=data.reshape(-1)), data.shape)
 
     def new(self, name: str) -> View:
         """A fresh arena buffer for the value `name`, bound to it."""
-        self._check_float(name)
-        view = self.temp(self.shape(name), name)
+        view = self.temp(self.shape(name), name, self.dtype(name))
         self.views[name] = view
         return view
 
-    def temp(self, shape: tuple[int, ...], label: str) -> View:
+    def temp(self, shape: tuple[int, ...], label: str, dtype=np.float32) -> View:
         """A fresh arena buffer for an intermediate that no graph value names."""
-        return View.of(self._buffer("arena", int(np.prod(shape, dtype=np.int64)), label), shape)
+        return View.of(self._buffer("arena", int(np.prod(shape, dtype=np.int64)), label, dtype), shape)
 
     def bind(self, name: str, view: View) -> None:
         self.views[name] = view
@@ -99,11 +102,10 @@ class Context:
         for i, name in enumerate(names):
             data = self.const(name)
             if data is not None and data.size and np.all(data == data.reshape(-1)[0]):
-                values[str(i)] = c_float(data.reshape(-1)[0])
+                values[str(i)] = c_literal(data.reshape(-1)[0], data.dtype)
                 continue
             values[str(i)] = "{%d}" % (first + len(views))
-            view = self.view(name) if data is None or data.dtype == np.float32 else self.const_view(data, name)
-            views.append(view.broadcast_to(out_shape))
+            views.append(self.view(name).broadcast_to(out_shape))
         return tuple(views), values
 
     def elementwise(self, node: Node, expr: str, names=None) -> None:
@@ -124,8 +126,7 @@ def lower(graph: Graph) -> Program:
                 raise CglowError(f"{node.describe()}: output {i} ('{name}') is not supported (inference only)")
     outputs = []
     for i, name in enumerate(graph.outputs):
-        ctx._check_float(name)
-        buf = ctx._buffer("output", graph.types[name].size, name, i)
+        buf = ctx._buffer("output", graph.types[name].size, name, ctx.dtype(name), i)
         outputs.append(buf)
         ctx.emit(Map(View.of(buf, graph.types[name].shape), (ctx.view(name),), "{0}", f"output {name}"))
     return Program(graph.name, tuple(ctx.buffers), tuple(ctx.instrs), ctx.inputs, tuple(outputs))
