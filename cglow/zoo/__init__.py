@@ -1,10 +1,11 @@
-"""Seeded float32 ONNX builders for the MLPerf Tiny reference models plus a small transformer."""
+"""Seeded float32 ONNX builders for the MLPerf Tiny reference models, a small transformer, MobileNetV2,
+a U-Net, GRU and LSTM keyword spotters and an Inception-style classifier."""
 
 from collections.abc import Callable
 
 import onnx
 
-from . import autoencoder, kws, resnet8, transformer, vww
+from . import autoencoder, gru_kws, inception, kws, lstm_kws, mobilenetv2, resnet8, transformer, unet, vww
 
 MODELS: dict[str, Callable[[int], onnx.ModelProto]] = {
     "kws": kws.build,
@@ -12,6 +13,11 @@ MODELS: dict[str, Callable[[int], onnx.ModelProto]] = {
     "resnet8": resnet8.build,
     "autoencoder": autoencoder.build,
     "transformer": transformer.build,
+    "mobilenetv2": mobilenetv2.build,
+    "unet": unet.build,
+    "gru_kws": gru_kws.build,
+    "lstm_kws": lstm_kws.build,
+    "inception": inception.build,
 }
 
 

@@ -42,14 +42,24 @@ class Builder:
         self.nodes.append(helper.make_node(op, inputs, [name], name=name, **attrs))
         return name
 
+    def nodes_out(self, op: str, inputs: list[str], name: str, outputs: list[str | None], **attrs) -> list[str]:
+        """Add a multi-output node; `outputs` are suffixes of the node's name, None for an omitted optional
+        output (written as ""). Returns the output tensor names ("" where omitted)."""
+        name = self._unique(name)
+        outs = [self._unique(f"{name}/{o}") if o else "" for o in outputs]
+        self.nodes.append(helper.make_node(op, inputs, outs, name=name, **attrs))
+        return outs
+
     def conv(self, x: str, name: str, cin: int, cout: int, kernel, stride: int = 1,
-             pads: list[int] | None = None, group: int = 1) -> str:
-        """Conv with bias and He-normal weights; default pads keep the size ("same" for odd kernels)."""
+             pads: list[int] | None = None, group: int = 1, bias: bool = True) -> str:
+        """Conv with He-normal weights (and a bias unless bias=False); default pads keep the size
+        ("same" for odd kernels)."""
         kh, kw = (kernel, kernel) if isinstance(kernel, int) else kernel
-        w = self.normal(f"{name}/W", (cout, cin // group, kh, kw), np.sqrt(2.0 / (cin // group * kh * kw)))
-        b = self.normal(f"{name}/B", (cout,), 0.1)
+        inputs = [x, self.normal(f"{name}/W", (cout, cin // group, kh, kw), np.sqrt(2.0 / (cin // group * kh * kw)))]
+        if bias:
+            inputs.append(self.normal(f"{name}/B", (cout,), 0.1))
         pads = [kh // 2, kw // 2] * 2 if pads is None else pads
-        return self.node("Conv", [x, w, b], name, kernel_shape=[kh, kw], strides=[stride, stride],
+        return self.node("Conv", inputs, name, kernel_shape=[kh, kw], strides=[stride, stride],
                          pads=pads, group=group)
 
     def batchnorm(self, x: str, name: str, channels: int) -> str:
@@ -70,9 +80,9 @@ class Builder:
         return self.node("Clip", [x, "const/zero", "const/six"], f"{name}/relu6")
 
     def conv_bn(self, x: str, name: str, cin: int, cout: int, kernel, stride: int = 1,
-                pads: list[int] | None = None, group: int = 1, act: str | None = "relu") -> str:
+                pads: list[int] | None = None, group: int = 1, act: str | None = "relu", bias: bool = True) -> str:
         """Conv + BatchNormalization (+ activation unless act is None)."""
-        x = self.conv(x, f"{name}/conv", cin, cout, kernel, stride, pads, group)
+        x = self.conv(x, f"{name}/conv", cin, cout, kernel, stride, pads, group, bias)
         x = self.batchnorm(x, f"{name}/bn", cout)
         return x if act is None else self.act(x, name, act)
 
@@ -94,6 +104,14 @@ class Builder:
         if form == "matmul":
             return self.node("Add", [self.node("MatMul", [x, w], f"{name}/matmul"), b], f"{name}/add")
         return self.node("Gemm", [x, w, b], f"{name}/gemm", transB=int(form == "gemm_transb"))
+
+    def rnn_weights(self, name: str, gates: int, directions: int, fin: int, hidden: int) -> tuple[str, str, str]:
+        """W [dirs, gates*hidden, fin], R [dirs, gates*hidden, hidden] (std 1/sqrt(fan-in)) and
+        B [dirs, 2*gates*hidden] (Wb then Rb, std 0.1) for an ONNX RNN/GRU/LSTM node."""
+        w = self.normal(f"{name}/W", (directions, gates * hidden, fin), 1.0 / np.sqrt(fin))
+        r = self.normal(f"{name}/R", (directions, gates * hidden, hidden), 1.0 / np.sqrt(hidden))
+        b = self.normal(f"{name}/B", (directions, 2 * gates * hidden), 0.1)
+        return w, r, b
 
     def model(self, name: str, input_shape: list[int], output_shape: list[int]) -> onnx.ModelProto:
         self.nodes[-1].output[0] = "output"
