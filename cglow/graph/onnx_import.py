@@ -5,7 +5,7 @@ from pathlib import Path
 
 import numpy as np
 import onnx
-from onnx import helper, numpy_helper
+from onnx import helper, numpy_helper, version_converter  # noqa: F401  (onnx.version_converter)
 from onnx.reference import ReferenceEvaluator
 
 from ..errors import CglowError
@@ -13,7 +13,7 @@ from . import rules  # noqa: F401  (registers every shape rule)
 from .ir import Graph, Node, TensorType
 from .registry import SHAPE_RULES, Args
 
-OPSETS = range(11, 22)
+OPSETS = range(11, 29)  # later opsets mostly add element types; each rule checks where semantics changed
 RANDOM_OPS = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial", "Bernoulli"}
 
 
@@ -33,10 +33,23 @@ def _opset(model: onnx.ModelProto) -> int:
     versions = [o.version for o in model.opset_import if o.domain in ("", "ai.onnx")]
     if not versions:
         raise CglowError("the model imports no version of the default ONNX domain")
-    if versions[0] not in OPSETS:
-        raise CglowError(f"opset {versions[0]} is not supported (cglow supports opsets "
-                         f"{OPSETS.start} to {OPSETS.stop - 1}); convert the model with onnx.version_converter")
     return versions[0]
+
+
+def upgrade(model: onnx.ModelProto) -> onnx.ModelProto:
+    """A model older than the supported opsets, converted to the oldest supported one."""
+    opset = _opset(model)
+    if opset in OPSETS:
+        return model
+    if opset < OPSETS.start:
+        try:
+            return onnx.version_converter.convert_version(model, OPSETS.start)
+        except Exception as exc:
+            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise CglowError(f"opset {opset} is older than cglow supports ({OPSETS.start} to {OPSETS.stop - 1}) "
+                             f"and onnx.version_converter could not convert it: {reason}") from None
+    raise CglowError(f"opset {opset} is not supported (cglow supports opsets {OPSETS.start} to "
+                     f"{OPSETS.stop - 1})")
 
 
 def _dtype(elem_type: int, what: str) -> np.dtype:
@@ -88,6 +101,8 @@ def _fold(proto: onnx.NodeProto, node: Node, consts: dict, types: dict, opset: i
         return [shape[start:end] if opset >= 15 else shape]
     if node.op == "Size" and node.inputs[0] in types:
         return [np.array(types[node.inputs[0]].size, dtype=np.int64)]
+    if node.op == "CastLike" and node.inputs[0] in consts:
+        return [consts[node.inputs[0]].astype(types[node.inputs[1]].dtype)]
     feeds = {name: consts[name] for name in node.inputs if name}
     try:
         results = ReferenceEvaluator(proto, opsets={"": opset}).run(None, feeds)
@@ -97,14 +112,17 @@ def _fold(proto: onnx.NodeProto, node: Node, consts: dict, types: dict, opset: i
 
 
 def _foldable(node: Node, consts: dict, types: dict) -> bool:
-    if node.op in ("Shape", "Size"):
+    if node.op in ("Shape", "Size"):  # they need only the input's type
         return node.inputs[0] in types
+    if node.op == "CastLike":
+        return node.inputs[0] in consts and node.inputs[1] in types
     return node.op not in RANDOM_OPS and all(not name or name in consts for name in node.inputs)
 
 
 def import_model(model: onnx.ModelProto, shapes: dict[str, tuple[int, ...]] | None = None,
                  source: str = "") -> Graph:
     shapes = dict(shapes or {})
+    model = upgrade(model)
     g = model.graph
     opset = _opset(model)
     consts: dict[str, np.ndarray] = {}

@@ -23,18 +23,15 @@ def _window_2d(win: Window) -> Window:
 
 @lowering("Conv")
 def _conv(ctx: Context, node: Node) -> None:
-    w = ctx.const(node.inputs[1])
-    if w is None:
-        raise CglowError(f"{node.describe()}: the weights must be constant")
+    w = ctx.shape(node.inputs[1])
     x = _as_2d(ctx.view(node.inputs[0]))
-    win = window(node, ctx.shape(node.inputs[0])[2:], tuple(node.attr("kernel_shape", w.shape[2:])))
+    win = window(node, ctx.shape(node.inputs[0])[2:], tuple(node.attr("kernel_shape", w[2:])))
     out = _as_2d(ctx.new(node.outputs[0]))
     epi = Epilogue()
     if len(node.inputs) > 2 and node.inputs[2]:
-        bias = ctx.view(node.inputs[2]).reshape((w.shape[0], 1, 1)).broadcast_to(out.shape)
+        bias = ctx.view(node.inputs[2]).reshape((w[0], 1, 1)).broadcast_to(out.shape)
         epi = Epilogue("({acc} + {0})", (bias,))
-    w4 = ctx.view(node.inputs[1])
-    w4 = w4 if len(w.shape) == 4 else w4.reshape(w.shape[:2] + (1,) + w.shape[2:])
+    w4 = _as_2d(ctx.view(node.inputs[1]))
     ctx.emit(Conv(out, x, w4, _window_2d(win), node.attr("group", 1), epi, node.name))
 
 

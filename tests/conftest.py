@@ -1,0 +1,34 @@
+"""After a run that included the conformance cases: their counts per op, as the issue asks to report."""
+from __future__ import annotations
+
+import collections
+
+
+def pytest_terminal_summary(terminalreporter):
+    outcomes = {}
+    for outcome in ("passed", "failed", "xfailed", "xpassed"):
+        for report in terminalreporter.stats.get(outcome, []):
+            if "test_conformance.py::test_node_case[" in report.nodeid and report.when in ("call", "setup"):
+                outcomes[report.nodeid.split("[", 1)[1][:-1]] = outcome
+    if not outcomes:
+        return
+    from .conformance_cases import all_cases, in_scope, op_of, other_types
+    table = collections.defaultdict(collections.Counter)
+    for name, outcome in outcomes.items():
+        table[op_of(name)][outcome] += 1
+    for name in all_cases():
+        if in_scope(name) and other_types(name):
+            table[op_of(name)]["other types"] += 1
+    write = terminalreporter.write_line
+    terminalreporter.section("ONNX node conformance, ops in scope")
+    total = collections.Counter()
+    write(f"{'op':24} {'cases':>6} {'passed':>7} {'xfail':>6} {'failed':>7} {'other types (not run)':>22}")
+    for op in sorted(table):
+        c = table[op]
+        total.update(c)
+        run = c["passed"] + c["failed"] + c["xfailed"] + c["xpassed"]
+        write(f"{op:24} {run:6} {c['passed']:7} {c['xfailed']:6} {c['failed'] + c['xpassed']:7} "
+              f"{c['other types']:22}")
+    run = total["passed"] + total["failed"] + total["xfailed"] + total["xpassed"]
+    write(f"{'total':24} {run:6} {total['passed']:7} {total['xfailed']:6} {total['failed'] + total['xpassed']:7} "
+          f"{total['other types']:22}")
