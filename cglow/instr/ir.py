@@ -173,7 +173,7 @@ class Gemm:
 
 @dataclass(frozen=True)
 class Pool:
-    """2-D max or average pooling, x [N,C,H,W], out [N,C,OH,OW]."""
+    """Max or average pooling over 1 to 3 spatial dims, x [N,C,*spatial], out [N,C,*out]."""
     out: View
     x: View
     kind: str                # "max" or "avg"

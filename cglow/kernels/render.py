@@ -32,11 +32,15 @@ def comment(text: str, limit: int = 60) -> str:
 
 
 def linear(terms, constant: int = 0) -> str:
-    """A C sum of (variable, factor) terms plus a constant, without the * 1 and + 0 noise."""
-    parts = [v if f == 1 else f"{v} * {f}" for v, f in terms if f]
+    """A C sum of (variable, factor) terms plus a constant: "oh * 2 + kh - 1", "32 - o0 * 3"."""
+    pieces = [(f > 0, v if abs(f) == 1 else f"{v} * {abs(f)}") for v, f in terms if f]
     if constant:
-        parts.append(str(constant) if not parts else f"- {-constant}" if constant < 0 else f"+ {constant}")
-    return " + ".join(parts).replace("+ -", "-") or "0"
+        const = (constant > 0, str(abs(constant)))
+        pieces = [const] + pieces if constant > 0 and pieces and not pieces[0][0] else pieces + [const]
+    if not pieces:
+        return "0"
+    (first_positive, first), rest = pieces[0], pieces[1:]
+    return "".join([first if first_positive else f"-{first}"] + [f" {'+' if p else '-'} {t}" for p, t in rest])
 
 
 def index(view: View, variables) -> str:
@@ -194,11 +198,22 @@ def _conv(fn: str, c: Conv, dtypes) -> Kernel:
 
 
 def _pool(fn: str, p: Pool, dtypes) -> Kernel:
-    n, ch, h, w = p.x.shape
+    """Pooling over any number of spatial dims; taps outside the input are skipped. With
+    count_include_pad the divisor counts the taps inside the input plus its pads, per axis in closed form."""
+    win, spatial = p.win, p.x.shape[2:]
+    outs = [f"o{d}" for d in range(len(spatial))]
+    taps, divisor = [], []
+    for d, size in enumerate(spatial):
+        s, k, dil, begin, end = win.strides[d], win.kernel[d], win.dilations[d], win.pads_begin[d], win.pads_end[d]
+        taps.append(dict(k=f"k{d}", n=k, i=f"i{d}", size=size, at=linear([(outs[d], s), (f"k{d}", dil)], -begin)))
+        room = linear([(outs[d], -s)], size + begin + end)  # padded extent left from the window's start
+        reach = f"(({room}) + {dil - 1}) / {dil}" if dil > 1 else f"({room})"
+        divisor.append(f"({reach} < {k} ? {reach} : {k})")
     text = ENV.get_template("pool.c.j2").render(
         signature=_signature(fn, p, ["y", "x"], dtypes), kind=p.kind, count_include_pad=p.count_include_pad,
-        N=n, C=ch, H=h, W=w, x=index(p.x, ("n", "c", "ih", "iw")), out=index(p.out, ("n", "c", "oh", "ow")),
-        **_window_args(p.win))
+        outer=[("n", p.x.shape[0]), ("c", p.x.shape[1])] + list(zip(outs, win.out)), taps=taps,
+        x=index(p.x, ["n", "c"] + [t["i"] for t in taps]), out=index(p.out, ["n", "c"] + outs),
+        divisor=" * ".join(divisor))
     return Kernel(text, (p.out, p.x))
 
 

@@ -9,11 +9,11 @@ from ..ir import TensorType
 from ..registry import F32, Args, require_float, same_as_input, shape_rule
 
 
-def _spatial(args: Args, least: int = 1) -> tuple[int, ...]:
+def _spatial(args: Args, most: int) -> tuple[int, ...]:
     shape = args.shape(0)
-    if not 3 <= len(shape) <= 4 or len(shape) - 2 < least:
-        raise CglowError(f"{args.node.describe()}: input rank {len(shape)} is not supported (1-D or 2-D spatial, "
-                         f"NCW or NCHW)")
+    if not 3 <= len(shape) <= 2 + most:
+        raise CglowError(f"{args.node.describe()}: input rank {len(shape)} is not supported (1 to {most} spatial "
+                         f"dims after N and C)")
     return shape[2:]
 
 
@@ -23,7 +23,7 @@ def _conv(args: Args) -> list[TensorType]:
     n, c = args.shape(0)[:2]
     w = args.shape(1)
     group = args.node.attr("group", 1)
-    spatial = _spatial(args)
+    spatial = _spatial(args, 2)
     kernel = tuple(args.node.attr("kernel_shape", w[2:]))
     if len(w) != len(args.shape(0)) or tuple(w[2:]) != kernel or c != w[1] * group or w[0] % group:
         raise CglowError(f"{args.node.describe()}: weight shape {w} does not match input {args.shape(0)} "
@@ -37,7 +37,7 @@ def _conv(args: Args) -> list[TensorType]:
 def _pool(args: Args) -> list[TensorType]:
     require_float(args, 0)
     kernel = tuple(args.node.attr("kernel_shape", ()))
-    win = window(args.node, _spatial(args), kernel, bool(args.node.attr("ceil_mode", 0)))
+    win = window(args.node, _spatial(args, 3), kernel, bool(args.node.attr("ceil_mode", 0)))
     out = args.shape(0)[:2] + win.out
     return [TensorType(F32, out), TensorType(np.dtype(np.int64), out)][:len(args.node.outputs)]
 

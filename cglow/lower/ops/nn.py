@@ -10,7 +10,7 @@ from ..literals import c_float
 
 
 def _as_2d(view: View) -> View:
-    """NCW views become NC1W so that one 2-D kernel serves 1-D and 2-D windows."""
+    """NCW views become NC1W so that one 2-D conv kernel serves 1-D and 2-D windows."""
     return view if len(view.shape) == 4 else view.reshape(view.shape[:2] + (1,) + view.shape[2:])
 
 
@@ -73,7 +73,7 @@ def _pool(ctx: Context, node: Node) -> None:
     win = window(node, ctx.shape(node.inputs[0])[2:], tuple(node.attr("kernel_shape")),
                  bool(node.attr("ceil_mode", 0)))
     kind = "max" if node.op == "MaxPool" else "avg"
-    ctx.emit(Pool(_as_2d(ctx.new(node.outputs[0])), _as_2d(ctx.view(node.inputs[0])), kind, _window_2d(win),
+    ctx.emit(Pool(ctx.new(node.outputs[0]), ctx.view(node.inputs[0]), kind, win,
                   bool(node.attr("count_include_pad", 0)), node.name))
 
 
