@@ -11,7 +11,7 @@ from onnx.reference import ReferenceEvaluator
 from ..errors import CglowError
 from . import rules  # noqa: F401  (registers every shape rule)
 from .ir import Graph, Node, TensorType
-from .registry import SHAPE_RULES, Args
+from .registry import RUNTIME_DTYPES, SHAPE_RULES, Args
 
 OPSETS = range(11, 29)  # later opsets mostly add element types; each rule checks where semantics changed
 RANDOM_OPS = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial", "Bernoulli"}
@@ -136,9 +136,16 @@ def import_model(model: onnx.ModelProto, shapes: dict[str, tuple[int, ...]] | No
     if unknown:
         raise CglowError(f"--shape names no graph input: {', '.join(sorted(unknown))} "
                          f"(inputs: {', '.join(v.name for v in inputs)})")
-    types = {v.name: _input_type(v, shapes) for v in inputs}
+    problems: list[str] = []  # every problem is reported, in one message
+    types: dict[str, TensorType] = {}
+    for v in inputs:
+        try:
+            types[v.name] = _input_type(v, shapes)
+        except CglowError as exc:
+            problems.append(str(exc))
     types.update({k: TensorType(v.dtype, v.shape) for k, v in consts.items()})
 
+    known = {o for p in g.node for o in p.output} | {v.name for v in inputs}
     nodes, unsupported = [], {}
     for i, proto in enumerate(g.node):
         node = Node(proto.op_type, proto.name or f"{proto.op_type}_{i}", tuple(proto.input),
@@ -147,28 +154,34 @@ def import_model(model: onnx.ModelProto, shapes: dict[str, tuple[int, ...]] | No
         if proto.domain not in ("", "ai.onnx"):
             unsupported.setdefault(f"{proto.domain}.{node.op}", []).append(node.name)
             continue
-        if any(m not in {o for p in g.node for o in p.output} for m in missing):
-            bad = next(m for m in missing if m not in {o for p in g.node for o in p.output})
-            raise CglowError(f"{node.describe()}: input '{bad}' is produced by no node, initializer or graph input")
-        if missing:  # produced by an unsupported node, or a later node (not topologically sorted / cycle)
+        dangling = [m for m in missing if m not in known]
+        if dangling:
+            problems.append(f"{node.describe()}: input '{dangling[0]}' is produced by no node, initializer or "
+                            f"graph input")
+            continue
+        if missing:  # produced by a node that failed, or a later node (not topologically sorted / cycle)
             if node.op not in SHAPE_RULES and not _foldable(node, consts, types):
                 unsupported.setdefault(node.op, []).append(node.name)
             continue
-        if _foldable(node, consts, types):
-            for name, value in zip(node.outputs, _fold(proto, node, consts, types, opset)):
-                consts[name] = value
-                types[name] = TensorType(value.dtype, value.shape)
-            continue
-        rule = SHAPE_RULES.get(node.op)
-        if rule is None:
-            unsupported.setdefault(node.op, []).append(node.name)
-            continue
-        args = Args(node, tuple(types.get(n) for n in node.inputs),
-                    tuple(consts.get(n) for n in node.inputs), opset)
         try:
-            out_types = rule(args)
-        except (IndexError, KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise CglowError(f"{node.describe()}: malformed node ({type(exc).__name__}: {exc})") from None
+            if _foldable(node, consts, types):
+                for name, value in zip(node.outputs, _fold(proto, node, consts, types, opset)):
+                    consts[name] = value
+                    types[name] = TensorType(value.dtype, value.shape)
+                continue
+            rule = SHAPE_RULES.get(node.op)
+            if rule is None:
+                unsupported.setdefault(node.op, []).append(node.name)
+                continue
+            args = Args(node, tuple(types.get(n) for n in node.inputs),
+                        tuple(consts.get(n) for n in node.inputs), opset)
+            try:
+                out_types = rule(args)
+            except (IndexError, KeyError, TypeError, ValueError, AttributeError) as exc:
+                raise CglowError(f"{node.describe()}: malformed node ({type(exc).__name__}: {exc})") from None
+        except CglowError as exc:
+            problems.append(str(exc))
+            continue
         for name, t in zip(node.outputs, out_types):
             if name:
                 types[name] = t
@@ -176,7 +189,17 @@ def import_model(model: onnx.ModelProto, shapes: dict[str, tuple[int, ...]] | No
 
     if unsupported:
         listing = "; ".join(f"{op} ({', '.join(repr(n) for n in names)})" for op, names in sorted(unsupported.items()))
-        raise CglowError(f"unsupported operators: {listing}")
+        problems.insert(0, f"unsupported operators: {listing}")
+    bad_types: dict[str, list[str]] = {}
+    for name in [v.name for v in inputs] + [o for n in nodes for o in n.outputs]:
+        if name in types and types[name].dtype not in RUNTIME_DTYPES:
+            bad_types.setdefault(types[name].dtype.name, []).append(name)
+    if bad_types:
+        problems.append("unsupported element types at run time (cglow runs float32, bool and 8- to 64-bit "
+                        "integers): " + "; ".join(f"{t} ({', '.join(repr(n) for n in names)})"
+                                                  for t, names in sorted(bad_types.items())))
+    if problems:
+        raise CglowError("; ".join(problems))
     outputs = tuple(o.name for o in g.output)
     for name in outputs:
         if name not in types:

@@ -46,6 +46,8 @@ def shape_rule(*ops: str):
 
 
 F32 = np.dtype(np.float32)
+RUNTIME_DTYPES = {np.dtype(t) for t in (np.float32, np.bool_, np.int8, np.uint8, np.int16, np.uint16, np.int32,
+                                        np.uint32, np.int64, np.uint64)}  # what the generated C computes with
 
 
 def same_as_input(args: Args) -> list[TensorType]:
