@@ -31,7 +31,8 @@ def lifetimes(prog: Program, align: int = 16) -> list[Interval]:
         for v in (instr.out,) + reads(instr):
             if prog.buffer(v.buf).kind == "arena":
                 span.setdefault(v.buf, [i, i])[1] = i
-    return [Interval(b, -(-prog.buffer(b).nbytes // align) * align, f, l) for b, (f, l) in sorted(span.items())]
+    # an empty buffer still takes one slot, so that its (never dereferenced) pointer aliases no other
+    return [Interval(b, max(1, -(-prog.buffer(b).nbytes // align)) * align, f, l) for b, (f, l) in sorted(span.items())]
 
 
 def _overlap_in_time(a: Interval, b: Interval) -> bool:

@@ -150,7 +150,8 @@ def _gather(fn: str, g: Gather, dtypes) -> Kernel:
     variables = [v for v, _ in loops]
     text = ENV.get_template("gather.c.j2").render(
         signature=_signature(fn, g, ["y", "x", "index"], dtypes), loops=loops, out=index(out, variables),
-        data=index(data, variables), idx=index(idx, variables), length=g.axis_len, stride=g.axis_stride)
+        data=join(index(data, variables), linear([("j", g.axis_stride)])), idx=index(idx, variables),
+        length=g.axis_len)
     return Kernel(text, (g.out, g.data, g.index))
 
 
