@@ -100,7 +100,7 @@ def _batchnorm(args: Args) -> list[TensorType]:
     return same_as_input(args) + [statistics] * (len(args.node.outputs) - 1)
 
 
-@shape_rule("Softmax")
+@shape_rule("Softmax", "LogSoftmax", "Hardmax")
 def _softmax(args: Args) -> list[TensorType]:
     require_float(args, 0)
     axis(args.node, args.node.attr("axis", -1 if args.opset >= 13 else 1), len(args.shape(0)))

@@ -1,10 +1,11 @@
-"""Shape rules of data-movement ops: reshape family, transpose, concat."""
+"""Shape rules of data-movement ops: reshape family, transpose, concat, split, slice, pad, tile, expand,
+depth/space rearrangements. The helpers that read an op's constant operands serve the lowering too."""
 from __future__ import annotations
 
 import numpy as np
 
 from ...errors import CglowError
-from ..geometry import axis
+from ..geometry import axis, broadcast
 from ..ir import Node, TensorType
 from ..registry import Args, shape_rule
 
@@ -94,3 +95,129 @@ def _concat(args: Args) -> list[TensorType]:
             raise CglowError(f"{args.node.describe()}: input {t} does not match {args.types[0]} outside axis {at}")
         total += t.shape[at]
     return [TensorType(args.types[0].dtype, first[:at] + (total,) + first[at + 1:])]
+
+
+@shape_rule("Split")
+def _split(args: Args) -> list[TensorType]:
+    at, sizes = split_sizes(args)
+    shape = args.shape(0)
+    return [TensorType(args.types[0].dtype, shape[:at] + (n,) + shape[at + 1:]) for n in sizes]
+
+
+def split_sizes(args: Args) -> tuple[int, list[int]]:
+    """The split axis and the length of each part: the `split` attribute before opset 13, an optional
+    input since; without it, equal parts (the last one smaller when the axis does not divide evenly)."""
+    node, shape = args.node, args.shape(0)
+    at = axis(node, node.attr("axis", 0), len(shape))
+    split = node.attr("split") if args.opset < 13 else args.const(1, "split").tolist() if args.has(1) else None
+    if split is None:
+        parts = node.attr("num_outputs", len(node.outputs))
+        chunk = -(-shape[at] // parts)
+        split = [chunk] * (parts - 1) + [shape[at] - chunk * (parts - 1)]
+    split = [int(n) for n in split]
+    if len(split) != len(node.outputs) or sum(split) != shape[at] or min(split) < 0:
+        raise CglowError(f"{node.describe()}: cannot split axis {at} of {shape} into {split} "
+                         f"for {len(node.outputs)} outputs")
+    return at, split
+
+
+@shape_rule("Slice")
+def _slice(args: Args) -> list[TensorType]:
+    return [TensorType(args.types[0].dtype, tuple(len(r) for r in slice_ranges(args)))]
+
+
+def slice_ranges(args: Args) -> list[range]:
+    """The input indices Slice keeps along each axis (ONNX clamps starts and ends as Python slices do)."""
+    node, shape = args.node, args.shape(0)
+    starts, ends = args.const(1, "starts").tolist(), args.const(2, "ends").tolist()
+    axes = args.const(3, "axes").tolist() if args.has(3) else list(range(len(starts)))
+    steps = args.const(4, "steps").tolist() if args.has(4) else [1] * len(starts)
+    if not len(starts) == len(ends) == len(axes) == len(steps) or 0 in steps:
+        raise CglowError(f"{node.describe()}: starts {starts}, ends {ends}, axes {axes} and steps {steps} "
+                         f"must have one entry per axis, and steps no zero")
+    kept = [range(d) for d in shape]
+    for a, start, end, step in zip(axes, starts, ends, steps):
+        a = axis(node, a, len(shape))
+        kept[a] = kept[a][start:end:step]
+    return kept
+
+
+PAD_MODES = ("constant", "reflect", "edge", "wrap")
+
+
+@shape_rule("Pad")
+def _pad(args: Args) -> list[TensorType]:
+    node, shape = args.node, args.shape(0)
+    mode = node.attr("mode", "constant")
+    if mode not in PAD_MODES:
+        raise CglowError(f"{node.describe()}: unknown mode '{mode}' (supported: {', '.join(PAD_MODES)})")
+    out = []
+    for d, (begin, end) in zip(shape, pad_widths(args)):
+        kept = d + min(begin, 0) + min(end, 0)  # negative pads crop
+        if kept < 0 or mode != "constant" and max(begin, end) > 0 and \
+                (kept == 0 or mode == "reflect" and max(begin, end) >= kept):
+            raise CglowError(f"{node.describe()}: cannot pad an axis of {kept} elements by {(begin, end)} "
+                             f"in mode '{mode}'")
+        out.append(kept + max(begin, 0) + max(end, 0))
+    return [TensorType(args.types[0].dtype, tuple(out))]
+
+
+def pad_widths(args: Args) -> list[tuple[int, int]]:
+    """(begin, end) for every axis, from the `pads` input and the optional `axes` input (opset 18)."""
+    node, rank = args.node, len(args.shape(0))
+    pads = [int(p) for p in args.const(1, "pads").reshape(-1)]
+    axes = [axis(node, int(a), rank) for a in args.const(3, "axes").reshape(-1)] if args.has(3) else range(rank)
+    if len(pads) != 2 * len(axes):
+        raise CglowError(f"{node.describe()}: {len(pads)} pads for {len(axes)} axes")
+    widths = [(0, 0)] * rank
+    for i, a in enumerate(axes):
+        widths[a] = (pads[i], pads[len(axes) + i])
+    return widths
+
+
+@shape_rule("Tile")
+def _tile(args: Args) -> list[TensorType]:
+    shape = args.shape(0)
+    repeats = [int(r) for r in args.const(1, "repeats").reshape(-1)]
+    if len(repeats) != len(shape) or min(repeats, default=0) < 0:
+        raise CglowError(f"{args.node.describe()}: repeats {repeats} do not match rank {len(shape)}")
+    return [TensorType(args.types[0].dtype, tuple(d * r for d, r in zip(shape, repeats)))]
+
+
+@shape_rule("Expand")
+def _expand(args: Args) -> list[TensorType]:
+    target = tuple(int(d) for d in args.const(1, "the target shape").reshape(-1))
+    return [TensorType(args.types[0].dtype, broadcast(args.node, args.shape(0), target))]
+
+
+@shape_rule("DepthToSpace", "SpaceToDepth")
+def _depth_space(args: Args) -> list[TensorType]:
+    shape, b = args.shape(0), args.node.attr("blocksize", 0)
+    divisors = (b * b, 1, 1) if args.node.op == "DepthToSpace" else (1, b, b)
+    if len(shape) != 4 or b < 1 or any(d % k for d, k in zip(shape[1:], divisors)) or \
+            args.node.attr("mode", "DCR") not in ("DCR", "CRD"):
+        raise CglowError(f"{args.node.describe()}: needs a 4-D NCHW input whose dims fit blocksize {b}, and mode "
+                         f"DCR or CRD")
+    return [TensorType(args.types[0].dtype, block_layout(args.node, shape)[2])]
+
+
+def block_layout(node: Node, shape: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    """DepthToSpace and SpaceToDepth as a reshape of the input to 6-D, a transpose, and the output shape."""
+    n, c, h, w = shape
+    b, dcr = node.attr("blocksize"), node.attr("mode", "DCR") == "DCR"  # SpaceToDepth has a mode since opset 28
+    if node.op == "SpaceToDepth":
+        return (n, c, h // b, b, w // b, b), (0, 3, 5, 1, 2, 4) if dcr else (0, 1, 3, 5, 2, 4), \
+            (n, c * b * b, h // b, w // b)
+    if dcr:
+        six, perm = (n, b, b, c // (b * b), h, w), (0, 3, 4, 1, 5, 2)
+    else:
+        six, perm = (n, c // (b * b), b, b, h, w), (0, 1, 4, 2, 5, 3)
+    return six, perm, (n, c // (b * b), h * b, w * b)
+
+
+@shape_rule("ConstantOfShape", "Range", "Shape", "Size")
+def _folded(args: Args) -> list[TensorType]:
+    """These ops are folded at import: Shape and Size always (shapes are static), ConstantOfShape and Range
+    when their inputs are constants. Only a run-time input gets here, and then the output has no static shape."""
+    raise CglowError(f"{args.node.describe()}: its output shape depends on run-time values; cglow compiles "
+                     f"static graphs, so its inputs must be constants")

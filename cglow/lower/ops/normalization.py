@@ -1,14 +1,17 @@
-"""Lowering of BatchNormalization, LayerNormalization and Softmax to reduce and map primitives."""
+"""Lowering of the normalizations (BatchNormalization, LayerNormalization, InstanceNormalization,
+LpNormalization, LRN) and of the softmax family (Softmax, LogSoftmax, Hardmax) to reduce, map and pool
+primitives."""
 from __future__ import annotations
 
 import numpy as np
 
 from ...errors import CglowError
-from ...graph.geometry import axis
+from ...graph.geometry import Window, axis
 from ...graph.ir import Node
-from ...instr.ir import Map, Reduce, View, substitute
+from ...instr.ir import Map, Pool, Reduce, View, substitute
 from ..context import Context, lowering
 from ..literals import c_float
+from .reduce import last_axis, positions, spread
 
 
 @lowering("BatchNormalization")
@@ -35,11 +38,6 @@ def _split(ctx: Context, name: str, first: int) -> tuple[View, tuple[int, ...], 
     return view, shape[:first], inner
 
 
-def _spread(stat: View, outer: tuple[int, ...], inner: int) -> View:
-    """A per-row statistic [outer...] seen as [outer..., inner] (broadcast along the row)."""
-    return stat.reshape(outer + (1,)).broadcast_to(outer + (inner,))
-
-
 def _affine(ctx: Context, name: str, norm_shape: tuple[int, ...], outer: tuple[int, ...], inner: int) -> View:
     """LayerNormalization's scale or bias, seen as [outer..., inner]."""
     view = ctx.view(name).broadcast_to(norm_shape).reshape((inner,))
@@ -52,18 +50,24 @@ def _affine(ctx: Context, name: str, norm_shape: tuple[int, ...], outer: tuple[i
     return view.broadcast_to(outer + (inner,))
 
 
+def _moments(ctx: Context, node: Node, x: View) -> tuple[View, View]:
+    """The mean and 1 / sqrt(variance + epsilon) of each row of x [outer..., inner], spread along the rows."""
+    outer, inner = x.shape[:-1], x.shape[-1]
+    mean = ctx.temp(outer, f"{node.name} mean")
+    rstd = ctx.temp(outer, f"{node.name} rstd")
+    n, eps = c_float(inner), c_float(node.attr("epsilon", 1e-5))
+    ctx.emit(Reduce(mean, (x,), "sum", "{0}", f"{{acc}} / {n}", node.name))
+    ctx.emit(Reduce(rstd, (x, spread(mean, inner)), "sum", "({0} - {1}) * ({0} - {1})",
+                    f"1.0f / sqrtf({{acc}} / {n} + {eps})", node.name))
+    return spread(mean, inner), spread(rstd, inner)
+
+
 @lowering("LayerNormalization")
 def _layernorm(ctx: Context, node: Node) -> None:
     shape = ctx.shape(node.inputs[0])
     first = axis(node, node.attr("axis", -1), len(shape))
     x, outer, inner = _split(ctx, node.inputs[0], first)
-    mean = ctx.temp(outer, f"{node.name} mean")
-    rstd = ctx.temp(outer, f"{node.name} rstd")
-    n, eps = c_float(inner), c_float(node.attr("epsilon", 1e-5))
-    ctx.emit(Reduce(mean, (x,), "sum", "{0}", f"{{acc}} / {n}", node.name))
-    ctx.emit(Reduce(rstd, (x, _spread(mean, outer, inner)), "sum", "({0} - {1}) * ({0} - {1})",
-                    f"1.0f / sqrtf({{acc}} / {n} + {eps})", node.name))
-    views = [x, _spread(mean, outer, inner), _spread(rstd, outer, inner)]
+    views = [x, *_moments(ctx, node, x)]
     expr = "(({0} - {1}) * {2})"  # parenthesized, as the fusion passes substitute it into other expressions
     for i, template in ((1, "({e} * {v})"), (2, "({e} + {v})")):
         if len(node.inputs) > i and node.inputs[i]:
@@ -73,22 +77,93 @@ def _layernorm(ctx: Context, node: Node) -> None:
     ctx.emit(Map(out, tuple(views), expr, node.name))
 
 
-@lowering("Softmax")
-def _softmax(ctx: Context, node: Node) -> None:
+@lowering("InstanceNormalization")
+def _instance_norm(ctx: Context, node: Node) -> None:
+    x, outer, inner = _split(ctx, node.inputs[0], 2)
+    scale, bias = (ctx.view(name).reshape((outer[1], 1)).broadcast_to(outer + (inner,)) for name in node.inputs[1:3])
+    views = (x, *_moments(ctx, node, x), scale, bias)
+    out = ctx.new(node.outputs[0]).reshape(outer + (inner,))
+    ctx.emit(Map(out, views, "(({0} - {1}) * {2} * {3} + {4})", node.name))
+
+
+def _along(ctx: Context, node: Node, at: int) -> tuple[View, View, tuple[int, ...], int]:
+    """The input and output as [outer..., inner] rows, inner being the axis `at` moved last."""
+    shape = ctx.shape(node.inputs[0])
+    last = last_axis(len(shape), at)
+    x, out = ctx.view(node.inputs[0]).permute(last), ctx.new(node.outputs[0]).permute(last)
+    return x, out, x.shape[:-1], shape[at]
+
+
+def _rows(ctx: Context, node: Node) -> tuple[View, View, tuple[int, ...], int]:
+    """The rows a softmax-like op normalizes: along one axis since opset 13, before it the input coerced
+    to 2-D at axis."""
     shape = ctx.shape(node.inputs[0])
     at = axis(node, node.attr("axis", -1 if ctx.graph.opset >= 13 else 1), len(shape))
-    out = ctx.new(node.outputs[0])
-    if ctx.graph.opset >= 13:  # one axis; move it last
-        rest = tuple(d for d in range(len(shape)) if d != at)
-        x = ctx.view(node.inputs[0]).permute(rest + (at,))
-        out = out.permute(rest + (at,))
-        outer, inner = tuple(shape[d] for d in rest), shape[at]
-    else:  # before opset 13 the input is coerced to 2-D at axis
-        x, outer, inner = _split(ctx, node.inputs[0], at)
-        out = out.reshape(outer + (inner,))
+    if ctx.graph.opset >= 13:
+        return _along(ctx, node, at)
+    x, outer, inner = _split(ctx, node.inputs[0], at)
+    return x, ctx.new(node.outputs[0]).reshape(outer + (inner,)), outer, inner
+
+
+@lowering("Softmax")
+def _softmax(ctx: Context, node: Node) -> None:
+    x, out, outer, inner = _rows(ctx, node)
     peak = ctx.temp(outer, f"{node.name} max")
     total = ctx.temp(outer, f"{node.name} sum")
     ctx.emit(Reduce(peak, (x,), "max", "{0}", "{acc}", node.name))
-    ctx.emit(Map(out, (x, _spread(peak, outer, inner)), "expf({0} - {1})", node.name))
+    ctx.emit(Map(out, (x, spread(peak, inner)), "expf({0} - {1})", node.name))
     ctx.emit(Reduce(total, (out,), "sum", "{0}", "1.0f / {acc}", node.name))
-    ctx.emit(Map(out, (out, _spread(total, outer, inner)), "({0} * {1})", node.name))
+    ctx.emit(Map(out, (out, spread(total, inner)), "({0} * {1})", node.name))
+
+
+@lowering("LogSoftmax")
+def _log_softmax(ctx: Context, node: Node) -> None:
+    x, out, outer, inner = _rows(ctx, node)
+    peak = ctx.temp(outer, f"{node.name} max")
+    log_total = ctx.temp(outer, f"{node.name} log sum")
+    ctx.emit(Reduce(peak, (x,), "max", "{0}", "{acc}", node.name))
+    ctx.emit(Reduce(log_total, (x, spread(peak, inner)), "sum", "expf({0} - {1})", "logf({acc})", node.name))
+    ctx.emit(Map(out, (x, spread(peak, inner), spread(log_total, inner)), "({0} - {1} - {2})", node.name))
+
+
+@lowering("Hardmax")
+def _hardmax(ctx: Context, node: Node) -> None:
+    """1 at the first maximum of each row, 0 elsewhere."""
+    x, out, outer, inner = _rows(ctx, node)
+    first = ctx.temp(outer, f"{node.name} argmax", np.int64)
+    ctx.emit(Reduce(first, (x,), "argmax", "{0}", "{acc}", node.name))
+    pos = positions(ctx, inner, node.name).broadcast_to(outer + (inner,))
+    ctx.emit(Map(out, (spread(first, inner), pos), "({0} == {1} ? 1.0f : 0.0f)", node.name))
+
+
+LP_NORMS = {1: ("fabsf({0})", "{acc}"), 2: ("{0} * {0}", "sqrtf({acc})")}  # p: (pre, norm from {acc})
+
+
+@lowering("LpNormalization")
+def _lp_normalization(ctx: Context, node: Node) -> None:
+    """x / norm along the axis (0 where the norm is 0)."""
+    x, out, outer, inner = _along(ctx, node, axis(node, node.attr("axis", -1), len(ctx.shape(node.inputs[0]))))
+    pre, norm = LP_NORMS[node.attr("p", 2)]
+    scale = ctx.temp(outer, f"{node.name} 1/norm")
+    ctx.emit(Reduce(scale, (x,), "sum", pre, f"({{acc}} == 0.0f ? 0.0f : 1.0f / {norm})", node.name))
+    ctx.emit(Map(out, (x, spread(scale, inner)), "({0} * {1})", node.name))
+
+
+@lowering("LRN")
+def _lrn(ctx: Context, node: Node) -> None:
+    """x / (bias + alpha / size * sum of x^2 over a window of channels) ^ beta; the window sum is an
+    average pool (padding counted) over a view in which the channels are the width."""
+    shape = ctx.shape(node.inputs[0])
+    n, c, s = shape[0], shape[1], int(np.prod(shape[2:], dtype=np.int64))
+    size = node.attr("size")
+    x = ctx.view(node.inputs[0])
+    square = ctx.temp(shape, f"{node.name} square")
+    mean = ctx.temp(shape, f"{node.name} window mean")
+    ctx.emit(Map(square, (x,), "({0} * {0})", node.name))
+    half = (size - 1) // 2
+    win = Window((1, size), (1, 1), (1, 1), (0, half), (0, size - 1 - half), (1, c))
+    as_width = [v.reshape((n, c, s)).permute((0, 2, 1)).reshape((n, s, 1, c)) for v in (mean, square)]
+    ctx.emit(Pool(*as_width, "avg", win, True, node.name))
+    alpha, beta, bias = (c_float(node.attr(k, d)) for k, d in (("alpha", 1e-4), ("beta", 0.75), ("bias", 1.0)))
+    ctx.emit(Map(ctx.new(node.outputs[0]), (x, mean), f"({{0}} / powf({bias} + {alpha} * {{1}}, {beta}))",
+                 node.name))

@@ -1,17 +1,45 @@
-"""Lowering of data movement: reshapes and transposes are views, concat copies into slices."""
+"""Lowering of data movement: reshapes, transposes, slices and splits are views; concat, pad, tile, expand
+and the depth/space rearrangements copy through views (maps whose expression is the input itself)."""
 from __future__ import annotations
+
+from dataclasses import replace
 
 from ...graph.geometry import axis
 from ...graph.ir import Node
-from ...instr.ir import Map
+from ...graph.registry import Args
+from ...graph.rules.tensor import block_layout, pad_widths, slice_ranges, split_sizes
+from ...instr.ir import Map, View, substitute
 from ..context import Context, lowering
+from ..literals import c_literal
+
+
+def node_args(ctx: Context, node: Node) -> Args:
+    """What the node's shape rule saw, for the helpers that read its constant operands."""
+    return Args(node, tuple(ctx.graph.types.get(n) for n in node.inputs), tuple(ctx.const(n) for n in node.inputs),
+                ctx.graph.opset)
+
+
+def along(view: View, at: int, start: int, length: int, step: int = 1) -> View:
+    """`length` elements of axis `at`, from `start` (relative to the view, may be negative) every `step`."""
+    stride = view.strides[at]
+    return replace(view, offset=view.offset + start * stride, shape=view.shape[:at] + (length,) + view.shape[at + 1:],
+                   strides=view.strides[:at] + (stride * step,) + view.strides[at + 1:])
+
+
+def reshaped(ctx: Context, name: str, shape: tuple[int, ...]) -> View:
+    """The value under a new shape: a view, after a copy only when its strides cannot express the shape."""
+    return ctx.view(name).reshape(shape) or ctx.contiguous(name).reshape(shape)
+
+
+def copy(ctx: Context, node: Node, source: View) -> None:
+    """The output, a fresh buffer, is `source` in row-major order (source may have more dims, same size)."""
+    out = ctx.new(node.outputs[0])
+    ctx.emit(Map(out.reshape(source.shape), (source,), "{0}", node.name))
 
 
 @lowering("Reshape", "Flatten", "Squeeze", "Unsqueeze")
 def _reshape(ctx: Context, node: Node) -> None:
-    shape = ctx.shape(node.outputs[0])
-    view = ctx.view(node.inputs[0]).reshape(shape) or ctx.contiguous(node.inputs[0]).reshape(shape)
-    ctx.bind(node.outputs[0], view)
+    ctx.bind(node.outputs[0], reshaped(ctx, node.inputs[0], ctx.shape(node.outputs[0])))
 
 
 @lowering("Transpose")
@@ -31,3 +59,93 @@ def _concat(ctx: Context, node: Node) -> None:
         if length:
             ctx.emit(Map(out.slice(at, start, length), (ctx.view(name),), "{0}", node.name))
         start += length
+
+
+@lowering("Split")
+def _split(ctx: Context, node: Node) -> None:
+    at, sizes = split_sizes(node_args(ctx, node))
+    x, start = ctx.view(node.inputs[0]), 0
+    for name, length in zip(node.outputs, sizes):
+        ctx.bind(name, x.slice(at, start, length))
+        start += length
+
+
+@lowering("Slice")
+def _slice(ctx: Context, node: Node) -> None:
+    view = ctx.view(node.inputs[0])
+    for at, kept in enumerate(slice_ranges(node_args(ctx, node))):
+        view = along(view, at, kept.start, len(kept), kept.step)
+    ctx.bind(node.outputs[0], view)
+
+
+@lowering("Pad")
+def _pad(ctx: Context, node: Node) -> None:
+    """The input is copied into the interior of the output; then, axis by axis, each border is written:
+    a constant, or a copy from the output itself (mirrored with a negative stride, repeated with a zero
+    stride, or shifted by the axis length). Borders of axis k span the padded extent of the axes before k,
+    which are complete by then, and the interior of the axes after it, which get their borders later."""
+    widths = pad_widths(node_args(ctx, node))
+    mode = node.attr("mode", "constant")
+    value = node.inputs[2] if len(node.inputs) > 2 and node.inputs[2] else None
+    out, x = ctx.new(node.outputs[0]), ctx.view(node.inputs[0])
+    inner = out
+    for at, (begin, end) in enumerate(widths):  # negative pads crop the input
+        x = along(x, at, max(-begin, 0), x.shape[at] - max(-begin, 0) - max(-end, 0))
+        inner = along(inner, at, max(begin, 0), x.shape[at])
+    ctx.emit(Map(inner, (x,), "{0}", node.name))
+    for at, (begin, end) in enumerate(widths):
+        begin, end, n = max(begin, 0), max(end, 0), inner.shape[at]
+        if not begin and not end:
+            continue
+        for dest, source in _borders(mode, inner, at, begin, n, end):
+            if source is not None:
+                ctx.emit(Map(dest, (source,), "{0}", node.name))
+            elif value:
+                views, values = ctx.operands([value], dest.shape)
+                ctx.emit(Map(dest, views, substitute("{0}", values), node.name))
+            else:
+                ctx.emit(Map(dest, (), c_literal(0, ctx.dtype(node.outputs[0])), node.name))
+        inner = along(inner, at, -begin, begin + n + end)
+
+
+def _borders(mode: str, inner: View, at: int, begin: int, n: int, end: int) -> list[tuple[View, View | None]]:
+    """(destination, source) views of the output for the borders of axis `at` around its n interior
+    elements (at offsets 0 to n - 1 of `inner`), ordered so that every source is written before it is read."""
+    if mode == "wrap":  # blocks of at most n elements, each a copy of the n elements further in
+        pairs = []
+        for high in range(0, -begin, -n):
+            low = max(high - n, -begin)
+            pairs.append((along(inner, at, low, high - low), along(inner, at, low + n, high - low)))
+        for low in range(n, n + end, n):
+            high = min(low + n, n + end)
+            pairs.append((along(inner, at, low, high - low), along(inner, at, low - n, high - low)))
+        return pairs
+    sources = {"constant": (None, None),
+               "edge": (along(inner, at, 0, begin, 0), along(inner, at, n - 1, end, 0)),
+               "reflect": (along(inner, at, begin, begin, -1), along(inner, at, n - 2, end, -1))}[mode]
+    return [(along(inner, at, -begin, begin), sources[0]), (along(inner, at, n, end), sources[1])]
+
+
+@lowering("Tile")
+def _tile(ctx: Context, node: Node) -> None:
+    """A copy from a view with an extra stride-0 dim before each dim: (r0, d0, r1, d1, ...)."""
+    x = ctx.view(node.inputs[0])
+    repeats = [int(r) for r in ctx.const(node.inputs[1]).reshape(-1)]
+    shape = sum(((r, d) for r, d in zip(repeats, x.shape)), ())
+    copy(ctx, node, View(x.buf, x.offset, shape, sum(((0, s) for s in x.strides), ())))
+
+
+@lowering("Expand")
+def _expand(ctx: Context, node: Node) -> None:
+    copy(ctx, node, ctx.view(node.inputs[0]).broadcast_to(ctx.shape(node.outputs[0])))
+
+
+@lowering("DepthToSpace", "SpaceToDepth")
+def _depth_space(ctx: Context, node: Node) -> None:
+    six, perm, _ = block_layout(node, ctx.shape(node.inputs[0]))
+    copy(ctx, node, reshaped(ctx, node.inputs[0], six).permute(perm))
+
+
+@lowering("ConstantOfShape", "Range", "Shape", "Size")
+def _folded(ctx: Context, node: Node) -> None:
+    raise AssertionError(f"{node.describe()}: folded at import, or refused by its shape rule")
