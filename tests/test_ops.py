@@ -959,8 +959,22 @@ def test_unused_extra_outputs_are_fine():
 
 def test_used_extra_output_is_refused():
     from cglow import CglowError
-    nodes = [helper.make_node("LayerNormalization", ["x", "g"], ["y", "mean"], axis=-1),
-             helper.make_node("Add", ["y", "mean"], ["z"])]
-    model = make_model(nodes, {"x": (3, 4)}, ["z"], {"g": pos(4)}, opset=17)
-    with pytest.raises(CglowError, match="output 1 \\('mean'\\) is not supported"):
+    nodes = [helper.make_node("MaxPool", ["x"], ["y", "idx"], kernel_shape=[2, 2]),
+             helper.make_node("Cast", ["idx"], ["i"], to=TensorProto.FLOAT),
+             helper.make_node("Add", ["y", "i"], ["z"])]
+    model = make_model(nodes, {"x": (1, 1, 4, 4)}, ["z"])
+    with pytest.raises(CglowError, match="output 1 \\('idx'\\) is not supported"):
         cglow_run(model, feeds_for(model))
+
+
+def test_layernorm_statistics_outputs():
+    nodes = [helper.make_node("LayerNormalization", ["x", "g"], ["y", "mean", "rstd"], axis=-2)]
+    check(make_model(nodes, {"x": (2, 3, 4)}, ["y", "mean", "rstd"], {"g": pos(3, 4)}, opset=17))
+
+
+def test_batchnorm_with_run_time_parameters():
+    node = helper.make_node("BatchNormalization", ["x", "s", "b", "m", "v"], ["y"], epsilon=1e-3)
+    model = make_model([node], {"x": (2, 3, 4, 4), "s": (3,), "b": (3,), "m": (3,), "v": (3,)}, ["y"])
+    feeds = feeds_for(model)
+    feeds["v"] = np.abs(feeds["v"]) + 0.5
+    check(model, feeds=feeds)

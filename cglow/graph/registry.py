@@ -37,10 +37,15 @@ ShapeRule = Callable[[Args], list[TensorType]]
 SHAPE_RULES: dict[str, ShapeRule] = {}
 
 
-def shape_rule(*ops: str):
+COMPILE_TIME: set[str] = set()  # ops always folded at import: they have a shape rule but no lowering
+
+
+def shape_rule(*ops: str, compile_time: bool = False):
     def register(fn: ShapeRule) -> ShapeRule:
         for op in ops:
             SHAPE_RULES[op] = fn
+        if compile_time:
+            COMPILE_TIME.update(ops)
         return fn
     return register
 

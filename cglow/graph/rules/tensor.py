@@ -215,7 +215,7 @@ def block_layout(node: Node, shape: tuple[int, ...]) -> tuple[tuple[int, ...], t
     return six, perm, (n, c // (b * b), h * b, w * b)
 
 
-@shape_rule("ConstantOfShape", "Range", "Shape", "Size")
+@shape_rule("ConstantOfShape", "Range", "Shape", "Size", compile_time=True)
 def _folded(args: Args) -> list[TensorType]:
     """These ops are folded at import: Shape and Size always (shapes are static), ConstantOfShape and Range
     when their inputs are constants. Only a run-time input gets here, and then the output has no static shape."""

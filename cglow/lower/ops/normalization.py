@@ -16,17 +16,20 @@ from .reduce import last_axis, positions, spread
 
 @lowering("BatchNormalization")
 def _batchnorm(ctx: Context, node: Node) -> None:
-    params = [ctx.const(n) for n in node.inputs[1:5]]
-    if any(p is None for p in params):
-        raise CglowError(f"{node.describe()}: scale, bias, mean and var must be constant")
-    gamma, beta, mean, var = (p.astype(np.float32) for p in params)
-    scale = gamma / np.sqrt(var + np.float32(node.attr("epsilon", 1e-5)))
-    shift = beta - mean * scale
     shape = ctx.shape(node.inputs[0])
     channel = (shape[1],) + (1,) * (len(shape) - 2)
-    views = [ctx.view(node.inputs[0])] + [ctx.const_view(p.reshape(channel), f"{node.name} {what}").broadcast_to(shape)
-                                          for p, what in ((scale, "scale"), (shift, "shift"))]
-    ctx.emit(Map(ctx.new(node.outputs[0]), tuple(views), "({0} * {1} + {2})", node.name))
+    eps = node.attr("epsilon", 1e-5)
+    params = [ctx.const(n) for n in node.inputs[1:5]]
+    if all(p is not None for p in params):  # fold into one scale and shift per channel
+        gamma, beta, mean, var = (p.astype(np.float32) for p in params)
+        scale = gamma / np.sqrt(var + np.float32(eps))
+        folded = [(scale, "scale"), (beta - mean * scale, "shift")]
+        views = [ctx.const_view(p.reshape(channel), f"{node.name} {what}").broadcast_to(shape) for p, what in folded]
+        expr = "({0} * {1} + {2})"
+    else:
+        views = [ctx.view(n).reshape(channel).broadcast_to(shape) for n in node.inputs[1:5]]
+        expr = f"(({{0}} - {{3}}) / sqrtf({{4}} + {c_float(eps)}) * {{1}} + {{2}})"
+    ctx.emit(Map(ctx.new(node.outputs[0]), (ctx.view(node.inputs[0]), *views), expr, node.name))
 
 
 def _split(ctx: Context, name: str, first: int) -> tuple[View, tuple[int, ...], int]:
@@ -50,11 +53,13 @@ def _affine(ctx: Context, name: str, norm_shape: tuple[int, ...], outer: tuple[i
     return view.broadcast_to(outer + (inner,))
 
 
-def _moments(ctx: Context, node: Node, x: View) -> tuple[View, View]:
-    """The mean and 1 / sqrt(variance + epsilon) of each row of x [outer..., inner], spread along the rows."""
+def _moments(ctx: Context, node: Node, x: View, mean: View | None = None,
+             rstd: View | None = None) -> tuple[View, View]:
+    """The mean and 1 / sqrt(variance + epsilon) of each row of x [outer..., inner], spread along the rows;
+    written into `mean` and `rstd` when given (views of shape [outer...])."""
     outer, inner = x.shape[:-1], x.shape[-1]
-    mean = ctx.temp(outer, f"{node.name} mean")
-    rstd = ctx.temp(outer, f"{node.name} rstd")
+    mean = mean or ctx.temp(outer, f"{node.name} mean")
+    rstd = rstd or ctx.temp(outer, f"{node.name} rstd")
     n, eps = c_float(inner), c_float(node.attr("epsilon", 1e-5))
     ctx.emit(Reduce(mean, (x,), "sum", "{0}", f"{{acc}} / {n}", node.name))
     ctx.emit(Reduce(rstd, (x, spread(mean, inner)), "sum", "({0} - {1}) * ({0} - {1})",
@@ -67,7 +72,8 @@ def _layernorm(ctx: Context, node: Node) -> None:
     shape = ctx.shape(node.inputs[0])
     first = axis(node, node.attr("axis", -1), len(shape))
     x, outer, inner = _split(ctx, node.inputs[0], first)
-    views = [x, *_moments(ctx, node, x)]
+    statistics = [ctx.new(name).reshape(outer) if name else None for name in node.outputs[1:3]]  # Mean, InvStdDev
+    views = [x, *_moments(ctx, node, x, *statistics)]
     expr = "(({0} - {1}) * {2})"  # parenthesized, as the fusion passes substitute it into other expressions
     for i, template in ((1, "({e} * {v})"), (2, "({e} + {v})")):
         if len(node.inputs) > i and node.inputs[i]:

@@ -145,7 +145,3 @@ def _depth_space(ctx: Context, node: Node) -> None:
     six, perm, _ = block_layout(node, ctx.shape(node.inputs[0]))
     copy(ctx, node, reshaped(ctx, node.inputs[0], six).permute(perm))
 
-
-@lowering("ConstantOfShape", "Range", "Shape", "Size")
-def _folded(ctx: Context, node: Node) -> None:
-    raise AssertionError(f"{node.describe()}: folded at import, or refused by its shape rule")
