@@ -1,0 +1,156 @@
+"""Lowering of Resize. Interpolation is separable: each resized axis is a constant (out x in) matrix,
+built here with the ONNX coordinate transforms and filter taps, and applied as a batched Gemm over that
+axis. A nearest resize whose index maps are strided views (integer factors) is one copy instead."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ...errors import CglowError
+from ...graph.ir import Node
+from ...graph.rules.resize import Axis, cropping, resize_axes
+from ...instr.ir import Epilogue, Gemm, Map, View
+from ..context import Context, lowering
+
+
+def _source(node: Node, ax: Axis, size: int) -> np.ndarray:
+    """x_original of each output index, per coordinate_transformation_mode (spec equations;
+    length_resized is the integer output length)."""
+    mode = node.attr("coordinate_transformation_mode", "half_pixel")
+    y, s, out = np.arange(ax.out, dtype=np.float64), ax.scale, ax.out
+    if mode == "half_pixel":
+        return (y + 0.5) / s - 0.5
+    if mode == "half_pixel_symmetric":
+        return size / 2 * (1 - out / (s * size)) + (y + 0.5) / s - 0.5
+    if mode == "pytorch_half_pixel":
+        return (y + 0.5) / s - 0.5 if out > 1 else np.zeros(out)
+    if mode == "align_corners":
+        return y * (size - 1) / (out - 1) if out > 1 else np.zeros(out)
+    if mode == "asymmetric":
+        return y / s
+    if mode == "tf_half_pixel_for_nearest":
+        return (y + 0.5) / s
+    if mode == "tf_crop_and_resize":
+        start, end = ax.roi
+        if out == 1:
+            return np.full(out, 0.5 * (start + end) * (size - 1))
+        return start * (size - 1) + y * (end - start) * (size - 1) / (out - 1)
+    raise CglowError(f"{node.describe()}: unknown coordinate_transformation_mode '{mode}'")
+
+
+def _cubic(x: np.ndarray, a: float) -> np.ndarray:
+    x = np.abs(x)
+    near = ((a + 2) * x - (a + 3)) * x * x + 1
+    far = ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+    return np.where(x <= 1, near, np.where(x < 2, far, 0.0))
+
+
+def _filter(node: Node, ratio: np.ndarray, scale: float) -> tuple[int, np.ndarray]:
+    """The first tap's offset and the weights [out, taps]; tap j sits at x - ratio + first + j."""
+    mode = node.attr("mode", "nearest")
+    if mode == "nearest":
+        if node.attr("antialias", 0):
+            raise CglowError(f"{node.describe()}: antialias is not defined for mode 'nearest'")
+        rounding = node.attr("nearest_mode", "round_prefer_floor")
+        rules = {"round_prefer_floor": ratio > 0.5, "round_prefer_ceil": ratio >= 0.5, "floor": ratio == 1.0,
+                 "ceil": np.ones_like(ratio, bool)}
+        if rounding not in rules:
+            raise CglowError(f"{node.describe()}: unknown nearest_mode '{rounding}'")
+        return 0, np.stack([~rules[rounding], rules[rounding]], axis=1).astype(np.float64)
+    kernels = {"linear": (1, lambda x: np.clip(1 - np.abs(x), 0, 1)),
+               "cubic": (2, lambda x: _cubic(x, node.attr("cubic_coeff_a", -0.75)))}
+    if mode not in kernels:
+        raise CglowError(f"{node.describe()}: unknown mode '{mode}'")
+    reach, kernel = kernels[mode]
+    stretch = min(scale, 1.0) if node.attr("antialias", 0) else 1.0  # antialias widens the filter when shrinking
+    first = int(np.floor(-reach / stretch) + 1)
+    weights = kernel((np.arange(first, 2 - first)[None, :] - ratio[:, None]) * stretch)
+    return first, weights / weights.sum(axis=1, keepdims=True)
+
+
+def _matrix(node: Node, ax: Axis, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """The axis's interpolation matrix [out, in] and the outputs left to extrapolation_value."""
+    x = _source(node, ax, size)
+    ratio = np.where(x == np.floor(x), 1.0, x - np.floor(x))  # in (0, 1]: an integer x counts as the right tap
+    first, weights = _filter(node, ratio, ax.scale)
+    taps = np.round(x - ratio).astype(np.int64)[:, None] + first + np.arange(weights.shape[1])
+    if node.attr("exclude_outside", 0):
+        weights = np.where((taps < 0) | (taps >= size), 0.0, weights)
+        total = weights.sum(axis=1, keepdims=True)
+        weights = weights / np.where(total == 0, 1.0, total)
+    matrix = np.zeros((ax.out, size))
+    np.add.at(matrix, (np.arange(ax.out)[:, None], np.clip(taps, 0, size - 1)), weights)  # edges repeat
+    outside = (x < 0) | (x > size - 1) if cropping(node) else np.zeros(ax.out, bool)
+    matrix[outside] = 0.0
+    return matrix, outside
+
+
+def _strided(matrix: np.ndarray) -> tuple[int, int, int] | None:
+    """(start, step, repeat) with row o picking input start + (o // repeat) * step, for a one-hot matrix."""
+    picks = matrix.argmax(axis=1)
+    repeat = int(np.argmax(picks != picks[0])) or len(picks)
+    if len(picks) % repeat:
+        return None
+    step = int(picks[repeat] - picks[0]) if repeat < len(picks) else 0
+    expected = np.repeat(picks[0] + step * np.arange(len(picks) // repeat), repeat)
+    return (int(picks[0]), step, repeat) if np.array_equal(picks, expected) else None
+
+
+def _copy_through_views(ctx: Context, node: Node, x: View, patterns) -> None:
+    """out[..., o, ...] = x[..., start + (o // repeat) * step, ...] on every axis, as one map."""
+    offset, shape, strides = x.offset, [], []
+    for (start, step, repeat), s, out in zip(patterns, x.strides, ctx.shape(node.outputs[0])):
+        offset += start * s
+        shape += [out // repeat, repeat]
+        strides += [step * s, 0]
+    source = View(x.buf, offset, tuple(shape), tuple(strides))
+    ctx.emit(Map(ctx.new(node.outputs[0]).reshape(tuple(shape)), (source,), "{0}", node.name))
+
+
+def _along(ctx: Context, x: View, axis: int, matrix: np.ndarray, bias: np.ndarray | None, out: View,
+           label: str) -> None:
+    """out = matrix applied along `axis` of x (plus bias per output index): one batched Gemm."""
+    before, cols = x.shape[:axis], int(np.prod(x.shape[axis + 1:], dtype=np.int64))
+    right = x.reshape(before + (x.shape[axis], cols))
+    if right is None:  # strides that do not merge: copy to row-major first
+        copy = ctx.temp(x.shape, label)
+        ctx.emit(Map(copy, (x,), "{0}", label))
+        right = copy.reshape(before + (x.shape[axis], cols))
+    shape = before + (matrix.shape[0], cols)
+    left = ctx.const_view(matrix.astype(np.float32), f"{label} axis {axis}").broadcast_to(before + matrix.shape)
+    epi = Epilogue()
+    if bias is not None:
+        values = ctx.const_view(bias[:, None].astype(np.float32), f"{label} extrapolation")
+        epi = Epilogue("({acc} + {0})", (values.broadcast_to(shape),))
+    ctx.emit(Gemm(out.reshape(shape), left, right, epi, label))
+
+
+def _given(ctx: Context, node: Node, i: int) -> np.ndarray | None:
+    return ctx.const(node.inputs[i]) if len(node.inputs) > i and node.inputs[i] else None
+
+
+@lowering("Resize")
+def _resize(ctx: Context, node: Node) -> None:
+    x = ctx.view(node.inputs[0])
+    roi = _given(ctx, node, 1) if cropping(node) else None
+    axes = resize_axes(node, ctx.graph.opset, x.shape, roi, _given(ctx, node, 2), _given(ctx, node, 3))
+    resized = [(a, ax) for a, ax in enumerate(axes)  # as the ONNX reference, axes left as they are are skipped
+               if not (ax.out == x.shape[a] and math.isclose(ax.scale, 1.0) and ax.roi == (0.0, 1.0))]
+    plans = {a: _matrix(node, ax, x.shape[a]) for a, ax in resized}
+    if not plans:
+        ctx.bind(node.outputs[0], x)
+        return
+    if node.attr("mode", "nearest") == "nearest" and not any(outside.any() for _, outside in plans.values()):
+        patterns = [_strided(plans[a][0]) if a in plans else (0, 1, 1) for a in range(len(axes))]
+        if None not in patterns:
+            _copy_through_views(ctx, node, x, patterns)
+            return
+    extrapolation = np.float32(node.attr("extrapolation_value", 0.0))
+    for i, (a, ax) in enumerate(resized):
+        matrix, outside = plans[a]
+        bias = np.where(outside, extrapolation, 0.0) if outside.any() and extrapolation != 0 else None
+        shape = x.shape[:a] + (ax.out,) + x.shape[a + 1:]
+        out = ctx.new(node.outputs[0]) if i == len(resized) - 1 else ctx.temp(shape, f"{node.name} axis {a}")
+        _along(ctx, x, a, matrix, bias, out, node.name)
+        x = out
