@@ -23,6 +23,7 @@ SHAPE_INPUTS: dict[str, tuple[int, ...]] = {
     "Reshape": (1,), "Slice": (1, 2, 3, 4), "Pad": (1, 2, 3), "Resize": (1, 2, 3), "Upsample": (1,),
     "TopK": (1,), "Expand": (1,), "Tile": (1,), "ConstantOfShape": (0,), "Range": (0, 1, 2), "Split": (1,),
     "Squeeze": (1,), "Unsqueeze": (1,), "OneHot": (1,), "CumSum": (1,), "Dropout": (1, 2),
+    "RNN": (4,), "GRU": (4,), "LSTM": (4,),  # sequence_lens: how many steps to unroll
     **{op: (1,) for op in REDUCE_OPS},
 }
 

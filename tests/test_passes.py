@@ -68,3 +68,12 @@ def test_softmax_finishes_in_the_output():
     prog = compile_and_check(model(nodes, {"x": [4, 16]}, "y", {"w": W}))
     assert prog.buffer(prog.instrs[-1].out.buf).kind == "output"
     assert isinstance(prog.instrs[-1], Map)
+
+
+def test_a_map_reading_a_buffer_renamed_earlier_in_the_same_pass():
+    """exp overwrites the pooled result (no fusion into a pool); tanh + add, fused, then reads exp's
+    renamed result and writes an arena buffer for the last pool."""
+    nodes = [helper.make_node("MaxPool", ["x"], ["p"], kernel_shape=[2, 2]), helper.make_node("Exp", ["p"], ["e"]),
+             helper.make_node("Tanh", ["e"], ["t"]), helper.make_node("Add", ["t", "e"], ["a"]),
+             helper.make_node("MaxPool", ["a"], ["y"], kernel_shape=[2, 2])]
+    compile_and_check(model(nodes, {"x": [1, 2, 8, 8]}, "y", {}))

@@ -173,13 +173,15 @@ class Gemm:
 
 @dataclass(frozen=True)
 class Pool:
-    """Max or average pooling over 1 to 3 spatial dims, x [N,C,*spatial], out [N,C,*out]."""
+    """Pooling over 1 to 3 spatial dims, x [N,C,*spatial], out [N,C,*out]: kind "max", "avg", or "argmax"
+    (the flat index in x of each window's first maximum, column-major over the spatial dims if asked)."""
     out: View
     x: View
-    kind: str                # "max" or "avg"
+    kind: str
     win: Window
     count_include_pad: bool
     node: str
+    column_major: bool = False
 
 
 Instr = Map | Reduce | Conv | Gemm | Pool | Gather

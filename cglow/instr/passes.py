@@ -173,7 +173,8 @@ def reuse_dying_inputs(prog: Program) -> Program:
     """An elementwise map whose input T dies there writes its result over T, index for index, instead
     of into a fresh buffer U: U is renamed to T everywhere."""
     instrs = list(prog.instrs)
-    for j, b in enumerate(instrs):
+    for j in range(len(instrs)):
+        b = instrs[j]  # read anew: an earlier rename may have rewritten it
         u = prog.buffer(b.out.buf)
         if not isinstance(b, Map) or u.kind != "arena" or not b.out.covers(u.size):
             continue

@@ -12,7 +12,8 @@ import jinja2
 
 import numpy as np
 
-from ..instr.ir import Conv, Epilogue, Gather, Gemm, Instr, Map, Pool, Reduce, View, reads, substitute
+from ..instr.ir import (Conv, Epilogue, Gather, Gemm, Instr, Map, Pool, Reduce, View, contiguous_strides, reads,
+                        substitute)
 from ..lower.literals import c_highest, c_literal, c_lowest, c_type
 
 ENV = jinja2.Environment(loader=jinja2.PackageLoader("cglow", "kernels"), trim_blocks=True, lstrip_blocks=True,
@@ -200,7 +201,8 @@ def _conv(fn: str, c: Conv, dtypes) -> Kernel:
 
 def _pool(fn: str, p: Pool, dtypes) -> Kernel:
     """Pooling over any number of spatial dims; taps outside the input are skipped. With
-    count_include_pad the divisor counts the taps inside the input plus its pads, per axis in closed form."""
+    count_include_pad the divisor counts the taps inside the input plus its pads, per axis in closed form.
+    "argmax" stores the flat index of the first maximum (row- or column-major over the spatial dims)."""
     win, spatial = p.win, p.x.shape[2:]
     outs = [f"o{d}" for d in range(len(spatial))]
     taps, divisor = [], []
@@ -210,11 +212,28 @@ def _pool(fn: str, p: Pool, dtypes) -> Kernel:
         room = linear([(outs[d], -s)], size + begin + end)  # padded extent left from the window's start
         reach = f"(({room}) + {dil - 1}) / {dil}" if dil > 1 else f"({room})"
         divisor.append(f"({reach} < {k} ? {reach} : {k})")
+    value_t = dtypes[p.x.buf]
+    x = f"x[{index(p.x, ['n', 'c'] + [t['i'] for t in taps])}]"
+    larger = f"acc = fmaxf(acc, {x});" if value_t == np.float32 else f"acc = ({x} > acc) ? {x} : acc;"
+    if p.kind == "max":
+        init, combine, result = [f"{c_type(value_t)} acc = {c_lowest(value_t)};"], [larger], "acc"
+    elif p.kind == "argmax":
+        order = list(range(len(spatial)))[::-1] if p.column_major else list(range(len(spatial)))
+        strides = dict(zip(order, contiguous_strides(tuple(spatial[d] for d in order))))
+        flat = linear([("n", p.x.shape[1] * int(np.prod(spatial))), ("c", int(np.prod(spatial)))] +
+                      [(f"i{d}", strides[d]) for d in range(len(spatial))])
+        init = [f"{c_type(value_t)} best = {c_lowest(value_t)};", "int64_t arg = -1;"]
+        combine = [f"if (arg < 0 || {x} > best) {{", f"    best = {x};", f"    arg = {flat};", "}"]
+        result = "arg"
+    elif p.count_include_pad:
+        init, combine, result = ["float acc = 0.0f;"], [f"acc += {x};"], f"acc / (float)({' * '.join(divisor)})"
+    else:
+        init, combine, result = ["float acc = 0.0f;", "int32_t count = 0;"], [f"acc += {x};", "count += 1;"], \
+            "acc / (float)count"
     text = ENV.get_template("pool.c.j2").render(
-        signature=_signature(fn, p, ["y", "x"], dtypes), kind=p.kind, count_include_pad=p.count_include_pad,
-        outer=[("n", p.x.shape[0]), ("c", p.x.shape[1])] + list(zip(outs, win.out)), taps=taps,
-        x=index(p.x, ["n", "c"] + [t["i"] for t in taps]), out=index(p.out, ["n", "c"] + outs),
-        divisor=" * ".join(divisor))
+        signature=_signature(fn, p, ["y", "x"], dtypes), init=init, combine=combine, result=result, taps=taps,
+        outer=[("n", p.x.shape[0]), ("c", p.x.shape[1])] + list(zip(outs, win.out)),
+        out=index(p.out, ["n", "c"] + outs))
     return Kernel(text, (p.out, p.x))
 
 

@@ -35,11 +35,12 @@ def _conv(args: Args) -> list[TensorType]:
 
 @shape_rule("MaxPool", "AveragePool")
 def _pool(args: Args) -> list[TensorType]:
-    require_float(args, 0)
+    if args.node.op == "AveragePool" or args.types[0].dtype not in (np.int8, np.uint8):  # MaxPool: also 8-bit ints
+        require_float(args, 0)
     kernel = tuple(args.node.attr("kernel_shape", ()))
     win = window(args.node, _spatial(args, 3), kernel, bool(args.node.attr("ceil_mode", 0)))
     out = args.shape(0)[:2] + win.out
-    return [TensorType(F32, out), TensorType(np.dtype(np.int64), out)][:len(args.node.outputs)]
+    return [TensorType(args.types[0].dtype, out), TensorType(np.dtype(np.int64), out)][:len(args.node.outputs)]
 
 
 @shape_rule("GlobalAveragePool")

@@ -68,13 +68,14 @@ def _matmul(ctx: Context, node: Node) -> None:
 
 @lowering("MaxPool", "AveragePool")
 def _pool(ctx: Context, node: Node) -> None:
-    if node.op == "MaxPool" and node.attr("storage_order", 0):
-        raise CglowError(f"{node.describe()}: storage_order=1 is not supported")
     win = window(node, ctx.shape(node.inputs[0])[2:], tuple(node.attr("kernel_shape")),
                  bool(node.attr("ceil_mode", 0)))
     kind = "max" if node.op == "MaxPool" else "avg"
-    ctx.emit(Pool(ctx.new(node.outputs[0]), ctx.view(node.inputs[0]), kind, win,
-                  bool(node.attr("count_include_pad", 0)), node.name))
+    x = ctx.view(node.inputs[0])
+    ctx.emit(Pool(ctx.new(node.outputs[0]), x, kind, win, bool(node.attr("count_include_pad", 0)), node.name))
+    if len(node.outputs) > 1 and node.outputs[1]:  # MaxPool's Indices
+        ctx.emit(Pool(ctx.new(node.outputs[1]), x, "argmax", win, False, node.name,
+                      bool(node.attr("storage_order", 0))))
 
 
 @lowering("GlobalAveragePool")
