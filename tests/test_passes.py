@@ -77,3 +77,16 @@ def test_a_map_reading_a_buffer_renamed_earlier_in_the_same_pass():
              helper.make_node("Tanh", ["e"], ["t"]), helper.make_node("Add", ["t", "e"], ["a"]),
              helper.make_node("MaxPool", ["a"], ["y"], kernel_shape=[2, 2])]
     compile_and_check(model(nodes, {"x": [1, 2, 8, 8]}, "y", {}))
+
+
+def test_fused_integer_result_keeps_its_wrap_around():
+    """A uint8 sum wraps when stored; fused into the cast that reads it, it must wrap all the same."""
+    nodes = [helper.make_node("Add", ["a", "b"], ["s"]), helper.make_node("Cast", ["s"], ["y"], to=TensorProto.FLOAT)]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info(n, TensorProto.UINT8, [8]) for n in "ab"],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [8])])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    feeds = {"a": np.arange(200, 208, dtype=np.uint8), "b": np.full(8, 100, np.uint8)}
+    (got,), (want,) = cglow_run(m, feeds), ort_run(m, feeds)
+    np.testing.assert_array_equal(got, want)
+    assert [type(i) for i in cglow.compile_model(m).program.instrs] == [Map]

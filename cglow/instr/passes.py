@@ -9,6 +9,9 @@ from __future__ import annotations
 from dataclasses import fields, replace
 import re
 
+import numpy as np
+
+from ..lower.literals import c_type
 from .ir import Conv, Epilogue, Gemm, Instr, Map, Program, View, placeholder_count, reads, substitute
 
 _CALL = re.compile(r"[A-Za-z_]\w*\s*\(")
@@ -35,8 +38,9 @@ def _reshaped(views, shape) -> tuple[View, ...] | None:
     return None if any(v is None for v in out) else out
 
 
-def _fuse_map(a: Instr, b: Map, k: int) -> Instr | None:
-    """B(..., A(...), ...) as one map over B's shape."""
+def _fuse_map(prog: Program, a: Instr, b: Map, k: int) -> Instr | None:
+    """B(..., A(...), ...) as one map over B's shape. A's result keeps the conversion to A's element type
+    that storing it made, unless it is plain float arithmetic."""
     if not isinstance(a, Map) or not b.ins[k].covers(a.out.size) or \
             (placeholder_count(b.expr, str(k)) > 1 and not _may_repeat(a.expr)):
         return None
@@ -45,7 +49,11 @@ def _fuse_map(a: Instr, b: Map, k: int) -> Instr | None:
         return None
     others = [i for i in range(len(b.ins)) if i != k]
     values = {str(i): "{%d}" % n for n, i in enumerate(others)}
-    values[str(k)] = substitute(a.expr, {str(i): "{%d}" % (len(others) + i) for i in range(len(a.ins))})
+    inner = substitute(a.expr, {str(i): "{%d}" % (len(others) + i) for i in range(len(a.ins))})
+    dtype = prog.buffer(a.out.buf).dtype
+    if dtype != np.float32 or any(prog.buffer(v.buf).dtype != np.float32 for v in a.ins):
+        inner = f"(({c_type(dtype)})({inner}))"
+    values[str(k)] = inner
     return _merge_inputs(Map(b.out, tuple(b.ins[i] for i in others) + a_ins, substitute(b.expr, values), b.node))
 
 
@@ -60,9 +68,11 @@ def _merge_inputs(m: Map) -> Map:
     return Map(m.out, tuple(unique), substitute(m.expr, values), m.node)
 
 
-def _fuse_epilogue(a: Instr, b: Map, k: int) -> Instr | None:
-    """The map B applied in A's epilogue, A a conv or matrix product."""
+def _fuse_epilogue(prog: Program, a: Instr, b: Map, k: int) -> Instr | None:
+    """The map B applied in A's epilogue, A a conv or matrix product (whose accumulator has the type of
+    its output, so both outputs must have one type)."""
     if not isinstance(a, (Conv, Gemm)) or not b.ins[k].covers(a.out.size) or \
+            prog.buffer(a.out.buf).dtype != prog.buffer(b.out.buf).dtype or \
             (placeholder_count(b.expr, str(k)) > 1 and not _may_repeat(a.epi.expr)):
         return None
     out = b.out.reshape(a.out.shape)
@@ -76,11 +86,11 @@ def _fuse_epilogue(a: Instr, b: Map, k: int) -> Instr | None:
     return replace(a, out=out, epi=Epilogue(substitute(b.expr, values), a.epi.ins + extra))
 
 
-def _transport(a: Instr, b: Map, k: int) -> Instr | None:
+def _transport(prog: Program, a: Instr, b: Map, k: int) -> Instr | None:
     """A writing directly where the copy B puts each element, even when B reads A's result through a
     permuted view (a transpose before a reshape): A's output becomes the inverse view of B's output."""
     v, size = b.ins[k], a.out.size
-    if b.expr != "{0}" or v.offset:
+    if b.expr != "{0}" or v.offset or prog.buffer(a.out.buf).dtype != prog.buffer(b.out.buf).dtype:
         return None
     dims = sorted(((s, d, i) for i, (d, s) in enumerate(zip(v.shape, v.strides)) if d != 1), reverse=True)
     step = 1
@@ -113,7 +123,7 @@ def _combine(prog: Program, rule) -> Program:
                 i = writers[t.id][0]
                 if i >= j or not instrs[i].out.covers(t.size):
                     continue
-                fused = rule(instrs[i], b, k)
+                fused = rule(prog, instrs[i], b, k)
                 if fused is not None:
                     instrs[i], instrs[j] = None, fused
                     changed = True
@@ -161,7 +171,8 @@ def elide_copies(prog: Program) -> Program:
             t = prog.buffer(b.ins[0].buf)
             dest = b.out.reshape((b.out.size,))
             last = max(i for i, x in enumerate(instrs) if t.id in {v.buf for v in (x.out,) + reads(x)})
-            if t.kind == "arena" and t.id != b.out.buf and last == j and b.ins[0].covers(t.size) \
+            if t.kind == "arena" and t.id != b.out.buf and t.dtype == prog.buffer(b.out.buf).dtype and last == j \
+                    and b.ins[0].covers(t.size) \
                     and dest is not None and dest.strides == (1,):
                 instrs = [_rename(x, t.id, dest) for x in instrs[:j]] + instrs[j + 1:]
                 continue
@@ -184,7 +195,8 @@ def reuse_dying_inputs(prog: Program) -> Program:
         for v in b.ins:
             t = prog.buffer(v.buf)
             same_index = v == View(t.id, 0, b.out.shape, b.out.strides)
-            if t.kind == "arena" and t.id != u.id and t.size == u.size and same_index and touching[t.id] == j \
+            if t.kind == "arena" and t.id != u.id and t.size == u.size and t.dtype == u.dtype and same_index \
+                    and touching[t.id] == j \
                     and all(w == v for w in b.ins if w.buf == t.id):
                 whole = View.of(t.id, (t.size,))
                 instrs = [_rename(x, u.id, whole) for x in instrs]

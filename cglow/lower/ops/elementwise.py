@@ -1,58 +1,175 @@
-"""Lowering of elementwise ops to fused-map primitives, and of the identity ops to views."""
+"""Lowering of arithmetic and activation ops to fused-map primitives, and of the identity ops to views.
+
+Each op is a C expression template per element-type kind ("float", "signed", "unsigned"). Float expressions
+use float math only and let NaN through, as onnxruntime does; integer ones test against 0 only with >, ==
+and !=, which no type makes constant.
+"""
 from __future__ import annotations
 
-from ...graph.ir import Node
-from ..context import Context, lowering
-from ..literals import c_float
+import numpy as np
 
-EXPRS = {
-    "Add": "({0} + {1})",
-    "Sub": "({0} - {1})",
-    "Mul": "({0} * {1})",
-    "Div": "({0} / {1})",
-    "Relu": "fmaxf({0}, 0.0f)",
+from ...errors import CglowError
+from ...graph.ir import Node
+from ...instr.ir import Map, substitute
+from ..context import Context, lowering
+from ..literals import c_float, c_type
+
+
+def kind(dtype: np.dtype) -> str:
+    return {"f": "float", "i": "signed", "u": "unsigned", "b": "bool"}[np.dtype(dtype).kind]
+
+
+def emit_map(ctx: Context, node: Node, expr: str, names=None, compares: bool = False) -> None:
+    """ctx.elementwise with two rules for integer types. The result is cast to the output's C type, so that
+    it keeps its width and wraps when a later map fuses it (C computes narrow types in int); expressions
+    are parenthesized (or a bare placeholder) for that. When the expression `compares` its inputs, their
+    uniform constants stay in memory: as literals they could make a comparison constant for the other
+    operand's type, which -Wtype-limits refuses (gcc sees through the widening cast of a fused Cast)."""
+    names = node.inputs if names is None else names
+    out = ctx.shape(node.outputs[0])
+    dtype = ctx.dtype(node.outputs[0])
+    if dtype.kind in "iu":
+        expr = f"(({c_type(dtype)}){expr})"
+    views, values = [], {}
+    for i, name in enumerate(names):
+        if compares and ctx.dtype(name).kind in "iu":
+            values[str(i)] = "{%d}" % len(views)
+            views.append(ctx.view(name).broadcast_to(out))
+        else:
+            more, value = ctx.operands([name], out, first=len(views))
+            views += more
+            values[str(i)] = value["0"]
+    ctx.emit(Map(ctx.new(node.outputs[0]), tuple(views), substitute(expr, values), node.name))
+
+
+def _every_kind(expr: str) -> dict[str, str]:
+    return dict.fromkeys(("float", "signed", "unsigned"), expr)
+
+
+EXPRS = {  # op -> element-type kind -> expression
+    "Add": _every_kind("({0} + {1})"),
+    "Sub": _every_kind("({0} - {1})"),
+    "Mul": _every_kind("({0} * {1})"),
+    "Div": _every_kind("({0} / {1})"),  # C integer division truncates toward zero, as onnxruntime's
+    "Relu": {"float": "({0} < 0.0f ? 0.0f : {0})", "signed": "({0} > 0 ? {0} : 0)"},
+    "Neg": {"float": "(-{0})", "signed": "(-{0})"},
+    "Abs": {"float": "fabsf({0})", "signed": "({0} > 0 ? {0} : -{0})", "unsigned": "{0}"},
+    "Sign": {"float": "({0} > 0.0f ? 1.0f : {0} < 0.0f ? -1.0f : {0})", "signed": "({0} > 0 ? 1 : {0} == 0 ? 0 : -1)",
+             "unsigned": "({0} != 0)"},
+    "PRelu": {"float": "({0} < 0.0f ? {0} * {1} : {0})", "signed": "({0} > 0 ? {0} : {0} * {1})"},
+}
+AT_LEAST = "({a} < {b} ? {b} : {a})"  # max(a, b) of any type, a NaN a kept: Clip's bounds
+AT_MOST = "({a} > {b} ? {b} : {a})"
+MAX = {"float": "({a} < {b} || isnan({b}) ? {b} : {a})", "signed": AT_LEAST, "unsigned": AT_LEAST}  # NaN wins
+MIN = {"float": "({a} > {b} || isnan({b}) ? {b} : {a})", "signed": AT_MOST, "unsigned": AT_MOST}
+
+CLAMP01 = "({v} < 0.0f ? 0.0f : {v} > 1.0f ? 1.0f : {v})"
+SELU_ALPHA, SELU_GAMMA = 1.67326319217681884765625, 1.05070102214813232421875
+FLOAT_EXPRS = {  # float32-only ops; {name} is the float attribute `name` (defaults in ATTRS)
     "Sigmoid": "(1.0f / (1.0f + expf(-{0})))",
     "Tanh": "tanhf({0})",
     "Erf": "erff({0})",
     "Sqrt": "sqrtf({0})",
     "Exp": "expf({0})",
+    "Log": "logf({0})",
+    "Sin": "sinf({0})",
+    "Cos": "cosf({0})",
+    "Reciprocal": "(1.0f / {0})",
+    "Floor": "floorf({0})",
+    "Ceil": "ceilf({0})",
+    "Round": "rintf({0})",  # the default rounding mode: halves to even
+    "LeakyRelu": "({0} < 0.0f ? {0} * {alpha} : {0})",
+    "Elu": "({0} < 0.0f ? {alpha} * expm1f({0}) : {0})",
+    "Selu": "({gamma} * ({0} > 0.0f ? {0} : {alpha} * expm1f({0})))",
+    "HardSigmoid": substitute(CLAMP01, {"v": "{alpha} * {0} + {beta}"}),
+    "HardSwish": "({0} * %s)" % substitute(CLAMP01, {"v": "{0} * 0.16666667f + 0.5f"}),
+    "Softplus": "(fmaxf({0}, 0.0f) + log1pf(expf(-fabsf({0}))))",
+    "Softsign": "({0} / (1.0f + fabsf({0})))",
+    "Mish": "({0} * tanhf(fmaxf({0}, 0.0f) + log1pf(expf(-fabsf({0})))))",
 }
+GELU = {  # by the approximate attribute
+    "none": "(0.5f * {0} * (1.0f + erff({0} * 0.70710677f)))",
+    "tanh": "(0.5f * {0} * (1.0f + tanhf(0.7978846f * ({0} + 0.044715f * {0} * {0} * {0}))))",
+}
+ATTRS = {"LeakyRelu": {"alpha": 0.01}, "Elu": {"alpha": 1.0}, "Selu": {"alpha": SELU_ALPHA, "gamma": SELU_GAMMA},
+         "HardSigmoid": {"alpha": 0.2, "beta": 0.5}}
 POWERS = {1.0: "{0}", 2.0: "({0} * {0})", 3.0: "({0} * {0} * {0})", 0.5: "sqrtf({0})", -1.0: "(1.0f / {0})"}
+INTEGER_POWERS = (1.0, 2.0, 3.0)
 
 
 @lowering(*EXPRS)
-def _simple(ctx: Context, node: Node) -> None:
-    ctx.elementwise(node, EXPRS[node.op])
+def _by_kind(ctx: Context, node: Node) -> None:
+    expr = EXPRS[node.op].get(kind(ctx.dtype(node.inputs[0])))
+    if expr is None:  # PRelu of an unsigned type: nothing is negative
+        return identity(ctx, node)
+    emit_map(ctx, node, expr)
+
+
+@lowering(*FLOAT_EXPRS)
+def _float(ctx: Context, node: Node) -> None:
+    attrs = {name: c_float(node.attr(name, default)) for name, default in ATTRS.get(node.op, {}).items()}
+    emit_map(ctx, node, substitute(FLOAT_EXPRS[node.op], attrs))
+
+
+@lowering("Gelu")
+def _gelu(ctx: Context, node: Node) -> None:
+    emit_map(ctx, node, GELU[node.attr("approximate", "none")])
 
 
 @lowering("Pow")
 def _pow(ctx: Context, node: Node) -> None:
     exponent = ctx.const(node.inputs[1])
-    if exponent is not None and exponent.size == 1 and float(exponent.reshape(-1)[0]) in POWERS:
-        ctx.elementwise(node, POWERS[float(exponent.reshape(-1)[0])], node.inputs[:1])
+    power = float(exponent.reshape(-1)[0]) if exponent is not None and exponent.size == 1 else None
+    integer = kind(ctx.dtype(node.inputs[0])) != "float"
+    if power in POWERS and (not integer or power in INTEGER_POWERS):
+        emit_map(ctx, node, POWERS[power], node.inputs[:1])
+    elif integer:
+        raise CglowError(f"{node.describe()}: an integer base needs a constant exponent of 1, 2 or 3 (cglow has "
+                         f"no exact integer power for other exponents)")
     else:
-        ctx.elementwise(node, "powf({0}, {1})")
+        emit_map(ctx, node, "powf({0}, {1})")
 
 
-@lowering("LeakyRelu")
-def _leaky_relu(ctx: Context, node: Node) -> None:
-    alpha = c_float(node.attr("alpha", 0.01))
-    ctx.elementwise(node, f"({{0}} < 0.0f ? {{0}} * {alpha} : {{0}})")
+def _fold(pair: dict[str, str], dtype: np.dtype, count: int) -> str:
+    """pair(pair(pair({0}, {1}), {2}), ...) over `count` inputs."""
+    expr = "{0}"
+    for i in range(1, count):
+        expr = substitute(pair[kind(dtype)], {"a": expr, "b": "{%d}" % i})
+    return expr
+
+
+@lowering("Min", "Max", "Sum", "Mean")
+def _variadic(ctx: Context, node: Node) -> None:
+    count = len(node.inputs)
+    if count == 1:
+        return identity(ctx, node)
+    if node.op in ("Sum", "Mean"):
+        expr = "(" + " + ".join("{%d}" % i for i in range(count)) + ")"
+        emit_map(ctx, node, expr if node.op == "Sum" else f"({expr} / {c_float(count)})")
+    else:
+        emit_map(ctx, node, _fold(MAX if node.op == "Max" else MIN, ctx.dtype(node.inputs[0]), count), compares=True)
 
 
 @lowering("Clip")
 def _clip(ctx: Context, node: Node) -> None:
     expr, names = "{0}", [node.inputs[0]]
-    bounds = [("fmaxf", 1, "min"), ("fminf", 2, "max")]
-    for fn, i, attr in bounds:
-        if ctx.graph.opset < 11 and attr in node.attrs:
-            expr = f"{fn}({expr}, {c_float(node.attrs[attr])})"
-        elif len(node.inputs) > i and node.inputs[i]:
-            expr = f"{fn}({expr}, {{{len(names)}}})"
+    for pair, i in ((AT_LEAST, 1), (AT_MOST, 2)):
+        if len(node.inputs) > i and node.inputs[i]:
+            expr = substitute(pair, {"a": expr, "b": "{%d}" % len(names)})
             names.append(node.inputs[i])
-    ctx.elementwise(node, expr, names)
+    if len(names) == 1:
+        return identity(ctx, node)
+    emit_map(ctx, node, expr, names, compares=True)
 
 
-@lowering("Identity", "Dropout")
-def _identity(ctx: Context, node: Node) -> None:
+@lowering("Identity")
+def identity(ctx: Context, node: Node) -> None:
     ctx.bind(node.outputs[0], ctx.view(node.inputs[0]))
+
+
+@lowering("Dropout")
+def _dropout(ctx: Context, node: Node) -> None:
+    """Inference (or a ratio of 0): the identity, and a mask that keeps everything."""
+    identity(ctx, node)
+    if len(node.outputs) > 1 and node.outputs[1]:
+        ctx.emit(Map(ctx.new(node.outputs[1]), (), "1", node.name))

@@ -1,0 +1,47 @@
+"""Shape rules of comparisons, logical ops, Where, the NaN/infinity tests and the type conversions."""
+from __future__ import annotations
+
+import numpy as np
+from onnx import helper
+
+from ...errors import CglowError
+from ..ir import TensorType
+from ..registry import Args, require_float, shape_rule
+from .elementwise import NUMERIC, broadcast_all, require
+
+BOOL = np.dtype(np.bool_)
+TYPES = {"Equal": NUMERIC + (BOOL,), "Less": NUMERIC, "Greater": NUMERIC, "LessOrEqual": NUMERIC,
+         "GreaterOrEqual": NUMERIC, "And": (BOOL,), "Or": (BOOL,), "Xor": (BOOL,), "Not": (BOOL,)}
+
+
+@shape_rule(*TYPES)
+def _logic(args: Args) -> list[TensorType]:
+    require(args, TYPES[args.node.op], *range(len(args.node.inputs)))
+    return [TensorType(BOOL, broadcast_all(args))]
+
+
+@shape_rule("IsNaN", "IsInf")
+def _float_test(args: Args) -> list[TensorType]:
+    require_float(args, 0)
+    return [TensorType(BOOL, args.shape(0))]
+
+
+@shape_rule("Where")
+def _where(args: Args) -> list[TensorType]:
+    require(args, (BOOL,), 0)
+    require(args, NUMERIC + (BOOL,), 1, 2)
+    return [TensorType(args.types[1].dtype, broadcast_all(args))]
+
+
+@shape_rule("Cast", "CastLike")
+def _cast(args: Args) -> list[TensorType]:
+    if args.node.op == "Cast":
+        target = np.dtype(helper.tensor_dtype_to_np_dtype(args.node.attr("to")))
+    else:
+        target = args.types[1].dtype
+    for what, dtype in (("from", args.types[0].dtype), ("to", target)):
+        if dtype not in NUMERIC + (BOOL,):
+            name = "string" if dtype.kind in "OSU" else dtype.name
+            raise CglowError(f"{args.node.describe()}: a cast {what} {name} is not supported (cglow "
+                             f"computes in float32, bool and the 8- to 64-bit integer types)")
+    return [TensorType(target, args.shape(0))]
