@@ -236,9 +236,15 @@ def test_pow_integer_base(dtype, exponent):
     check_typed(typed_model("Pow", [("x", (dtype, (2, 3))), ("e", exponent)], opset=15))
 
 
-def test_pow_integer_base_runtime_exponent_is_refused():
-    refused(typed_model("Pow", [("x", ("int32", (3,))), ("e", ("int32", (3,)))], opset=15),
-            "needs a constant exponent of 1, 2 or 3")
+@pytest.mark.parametrize("base, exponent", [("int32", "int32"), ("int64", "int64"), ("int64", "int32"),
+                                            ("int32", "float32")])
+def test_pow_integer_base_runtime_exponent(base, exponent):
+    """Exact integer powers (runtime_c/ipow.c), negative exponents truncating like onnxruntime."""
+    model = typed_model("Pow", [("x", (base, (8,))), ("e", (exponent, (8,)))], opset=15)
+    x = np.array([2, -3, 5, 1, -1, 0, 7, -2], base)
+    e = np.array([10, 3, 0, -4, -3, 5, 2, -1], exponent) if exponent != "float32" else \
+        np.array([10, 3, 0, 2, 1, 5, 2, 1], exponent)
+    check_typed(model, feeds={"x": x, "e": e})
 
 
 @pytest.mark.parametrize("dtype", ["int32", "uint8", "int64"])

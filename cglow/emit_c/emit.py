@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from importlib import resources
 import re
 
 import jinja2
@@ -51,6 +52,13 @@ class Emitted:
     kernels: int
 
 
+def runtime_helpers(kernels: list[str]) -> list[str]:
+    """The runtime_c helpers (cglow_NAME in runtime_c/NAME.c) that the kernels call, in name order."""
+    names = sorted({m for k in kernels for m in re.findall(r"\bcglow_(\w+)\(", k)})
+    folder = resources.files("cglow") / "runtime_c"
+    return [(folder / f"{name}.c").read_text().strip() for name in names]
+
+
 def emit(prog: Program, plan: Plan, prefix: str, source: str, opset: int,
          inputs: list[TensorInfo], outputs: list[TensorInfo]) -> Emitted:
     weight_names: dict[int, str] = {}
@@ -88,7 +96,7 @@ def emit(prog: Program, plan: Plan, prefix: str, source: str, opset: int,
     ctx = dict(prefix=prefix, P=prefix.upper(), guard=f"{prefix.upper()}_H", version=__version__,
                source=comment(source, 120), opset=opset, params=params, arena_slots=-(-plan.size // 8),
                arena_bytes=plan.size, weights_bytes=weights_bytes, weights=weights, kernels=kernels,
-               calls=unused + calls, instr_count=len(prog.instrs),
+               calls=unused + calls, instr_count=len(prog.instrs), helpers=runtime_helpers(kernels),
                inputs=[dict(size=t.size, shape=t.shape, dtype=t.dtype.name, name=comment(t.name)) for t in inputs],
                outputs=[dict(size=t.size, shape=t.shape, dtype=t.dtype.name, name=comment(t.name)) for t in outputs])
     return Emitted(ENV.get_template("net.c.j2").render(ctx), ENV.get_template("net.h.j2").render(ctx),

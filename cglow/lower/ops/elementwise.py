@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...errors import CglowError
 from ...graph.ir import Node
 from ...instr.ir import Map, substitute
 from ..context import Context, lowering
@@ -123,9 +122,10 @@ def _pow(ctx: Context, node: Node) -> None:
     integer = kind(ctx.dtype(node.inputs[0])) != "float"
     if power in POWERS and (not integer or power in INTEGER_POWERS):
         emit_map(ctx, node, POWERS[power], node.inputs[:1])
+    elif integer and kind(ctx.dtype(node.inputs[1])) != "float":
+        emit_map(ctx, node, "cglow_ipow((int64_t){0}, (int64_t){1})")  # exact: runtime_c/ipow.c
     elif integer:
-        raise CglowError(f"{node.describe()}: an integer base needs a constant exponent of 1, 2 or 3 (cglow has "
-                         f"no exact integer power for other exponents)")
+        emit_map(ctx, node, "powf((float){0}, {1})")
     else:
         emit_map(ctx, node, "powf({0}, {1})")
 

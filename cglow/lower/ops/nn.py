@@ -1,7 +1,6 @@
 """Lowering of conv, dense and pooling ops to the Conv, Gemm, Pool and Reduce primitives."""
 from __future__ import annotations
 
-from ...errors import CglowError
 from ...graph.geometry import Window, window
 from ...graph.ir import Node
 from ...instr.ir import Conv, Epilogue, Gemm, Pool, Reduce, View
