@@ -1,8 +1,10 @@
-"""Per zoo model: emit time, .c size, NET_ARENA_BYTES, NET_WEIGHTS_BYTES, max relative error vs onnxruntime.
+"""Per zoo model: emit time, .c size, NET_ARENA_BYTES, NET_WEIGHTS_BYTES, max relative error vs onnxruntime
+(the models named on the command line, or all).
 
 Run with `make report` (needs the test extras for onnxruntime)."""
 from __future__ import annotations
 
+import sys
 import time
 
 import numpy as np
@@ -15,7 +17,7 @@ from cglow import zoo
 def main() -> None:
     print(f"{'model':12} {'emit s':>7} {'.c KiB':>7} {'ARENA_BYTES':>12} {'WEIGHTS_BYTES':>14} {'kernels':>8} "
           f"{'max rel err':>12}")
-    for name in sorted(zoo.MODELS):
+    for name in sys.argv[1:] or sorted(zoo.MODELS):
         model = zoo.build(name)
         start = time.perf_counter()
         compiled = cglow.compile_model(model)
