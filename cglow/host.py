@@ -48,6 +48,25 @@ def build_shared(sources: dict[str, str], cc: str = "cc", cflags=HOST_FLAGS) -> 
     return target
 
 
+def check_warnings(sources: dict[str, str], cc: str, cflags=STRICT_FLAGS) -> None:
+    """Compile the .c files among `sources` with `cc -fsyntax-only` under cflags (warnings are errors by
+    default); a pass is remembered in the cache by the same kind of hash as built libraries."""
+    flags = list(cflags) + ["-fsyntax-only"]
+    digest = hashlib.sha256(repr((compiler_version(cc), flags, sorted(sources.items()))).encode()).hexdigest()
+    marker = cache_dir() / f"{digest}.ok"
+    if marker.exists():
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        for file, text in sources.items():
+            Path(tmp, file).write_text(text)
+        c_files = [str(Path(tmp, f)) for f in sorted(sources) if f.endswith(".c")]
+        result = subprocess.run([cc, *flags, *c_files], capture_output=True, text=True)
+        if result.returncode or result.stderr:
+            raise RuntimeError(f"{cc} rejects or warns about generated code:\n{result.stderr}")
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    marker.touch()
+
+
 class HostModel:
     """A compiled model loaded into this process: call it with arrays of the input dtypes and shapes."""
 
@@ -81,6 +100,9 @@ class HostModel:
     __call__ = run
 
 
+def sources(compiled: CompiledModel) -> dict[str, str]:
+    return {f"{compiled.name}.c": compiled.c_source, f"{compiled.name}.h": compiled.h_source}
+
+
 def build(compiled: CompiledModel, cc: str = "cc", cflags=HOST_FLAGS) -> HostModel:
-    sources = {f"{compiled.name}.c": compiled.c_source, f"{compiled.name}.h": compiled.h_source}
-    return HostModel(compiled, build_shared(sources, cc, cflags))
+    return HostModel(compiled, build_shared(sources(compiled), cc, cflags))

@@ -7,8 +7,10 @@ import numpy as np
 import pytest
 
 from cglow import backend
+from cglow.host import check_warnings, sources
 
 from .conformance_cases import all_cases, expected_failures, run_cases
+from .util import need_tool
 
 XFAIL = expected_failures()
 
@@ -25,6 +27,9 @@ def test_expected_failures_name_real_cases():
 
 @pytest.mark.parametrize("name", _params())
 def test_node_case(name):
+    """The case's outputs through the C built with the host compiler; the same C must also pass clang
+    under the strict flags without a warning."""
+    clang = need_tool("clang")
     case = all_cases()[name]
     rep = backend.prepare(case.model)
     for inputs, outputs in case.data_sets:
@@ -34,3 +39,5 @@ def test_node_case(name):
             want = np.asarray(want)
             assert g.dtype == want.dtype and g.shape == want.shape, (g.dtype, g.shape, want.dtype, want.shape)
             np.testing.assert_allclose(g, want, rtol=case.rtol, atol=case.atol, equal_nan=True)
+    for host in rep.hosts.values():
+        check_warnings(sources(host.compiled), clang)
