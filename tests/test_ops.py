@@ -14,7 +14,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from .util import assert_shapes_agree_with_onnx, cglow_run, ort_run, rel_error
+from .util import assert_shapes_agree_with_onnx, cglow_run, ort_run, random_feeds as feeds_for, rel_error
 
 TOL = 1e-5
 
@@ -60,18 +60,6 @@ def node_model(op: str, ins, opset: int = 13, **attrs) -> onnx.ModelProto:
     inits = {n: s for n, s in ins if isinstance(s, np.ndarray)}
     node = helper.make_node(op, [n if s is not None else "" for n, s in ins], ["y"], **attrs)
     return make_model([node], inputs, ["y"], inits, opset)
-
-
-def feeds_for(model: onnx.ModelProto, seed: int = 0, positive: bool = False, scale: float = 1.0):
-    rng = np.random.default_rng(seed)
-    init = {i.name for i in model.graph.initializer}
-    feeds = {}
-    for v in model.graph.input:
-        if v.name not in init:
-            shape = [d.dim_value for d in v.type.tensor_type.shape.dim]
-            x = rng.uniform(0.2, 2.0, shape) if positive else rng.standard_normal(shape) * scale
-            feeds[v.name] = np.asarray(x, dtype=np.float32)
-    return feeds
 
 
 def check(model: onnx.ModelProto, tol: float = TOL, feeds=None, positive: bool = False, scale: float = 1.0):

@@ -28,14 +28,17 @@ def rel_error(got: np.ndarray, want: np.ndarray) -> float:
     return float(np.max(np.abs(got.astype(np.float64) - want))) / scale if want.size else 0.0
 
 
-def random_feeds(model: onnx.ModelProto, seed: int = 0) -> dict[str, np.ndarray]:
+def random_feeds(model: onnx.ModelProto, seed: int = 0, positive: bool = False,
+                 scale: float = 1.0) -> dict[str, np.ndarray]:
+    """Seeded float32 values for every graph input: normal times `scale`, or uniform in [0.2, 2) if positive."""
     rng = np.random.default_rng(seed)
     init = {i.name for i in model.graph.initializer}
     feeds = {}
     for v in model.graph.input:
         if v.name not in init:
             shape = [d.dim_value for d in v.type.tensor_type.shape.dim]
-            feeds[v.name] = rng.standard_normal(shape).astype(np.float32)
+            x = rng.uniform(0.2, 2.0, shape) if positive else rng.standard_normal(shape) * scale
+            feeds[v.name] = np.asarray(x, dtype=np.float32)
     return feeds
 
 

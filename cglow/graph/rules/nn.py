@@ -43,7 +43,7 @@ def _pool(args: Args) -> list[TensorType]:
     return [TensorType(args.types[0].dtype, out), TensorType(np.dtype(np.int64), out)][:len(args.node.outputs)]
 
 
-@shape_rule("GlobalAveragePool")
+@shape_rule("GlobalAveragePool", "GlobalMaxPool")
 def _global_pool(args: Args) -> list[TensorType]:
     require_float(args, 0)
     shape = args.shape(0)

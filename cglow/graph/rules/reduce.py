@@ -7,7 +7,7 @@ import numpy as np
 from ...errors import CglowError
 from ..geometry import axis
 from ..ir import Node, TensorType
-from ..registry import F32, Args, require_float, same_as_input, shape_rule
+from ..registry import Args, require_float, same_as_input, shape_rule
 
 REDUCE = ("ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
           "ReduceLogSumExp", "ReduceSumSquare", "ReduceLogSum")
@@ -54,15 +54,6 @@ def _arg(args: Args) -> list[TensorType]:
     shape = args.shape(0)
     at = axis(args.node, args.node.attr("axis", 0), len(shape))
     return [TensorType(I64, reduced_shape(shape, (at,), bool(args.node.attr("keepdims", 1))))]
-
-
-@shape_rule("GlobalMaxPool")
-def _global_max_pool(args: Args) -> list[TensorType]:
-    require_float(args, 0)
-    shape = args.shape(0)
-    if len(shape) < 3:
-        raise CglowError(f"{args.node.describe()}: input rank {len(shape)} must be at least 3")
-    return [TensorType(F32, shape[:2] + (1,) * (len(shape) - 2))]
 
 
 @shape_rule("CumSum")
