@@ -13,6 +13,7 @@ from .graph.onnx_import import import_model, load
 from .instr import passes as instr_passes
 from .instr.ir import Program
 from .lower.context import lower
+from .options import Options
 
 
 @dataclass(frozen=True)
@@ -26,23 +27,25 @@ class CompiledModel:
     weights_bytes: int
     program: Program
     plan: Plan
+    options: Options = Options()
 
 
-def compile_program(prog: Program, name: str, inputs, outputs, source: str = "", opset: int = 0) -> CompiledModel:
+def compile_program(prog: Program, name: str, inputs, outputs, source: str = "", opset: int = 0,
+                    options: Options = Options()) -> CompiledModel:
     """The back end: instruction passes, arena allocation and C emission for a lowered program.
 
     `inputs` and `outputs` are TensorInfo in the order of prog.inputs and prog.outputs."""
     for rewrite in instr_passes.PIPELINE:
         prog = rewrite(prog)
-    plan = allocate(prog)
+    plan = allocate(prog, options.align, options.io_in_arena)
     prefix = c_identifier(name)
-    out = emit(prog, plan, prefix, source, opset, list(inputs), list(outputs))
+    out = emit(prog, plan, prefix, source, opset, list(inputs), list(outputs), options)
     return CompiledModel(prefix, out.c_source, out.h_source, tuple(inputs), tuple(outputs), out.arena_bytes,
-                         out.weights_bytes, prog, plan)
+                         out.weights_bytes, prog, plan, options)
 
 
 def compile_model(model: str | Path | onnx.ModelProto, name: str = "net",
-                  shapes: dict[str, tuple[int, ...]] | None = None) -> CompiledModel:
+                  shapes: dict[str, tuple[int, ...]] | None = None, options: Options = Options()) -> CompiledModel:
     """Compile an ONNX model (a path or a ModelProto) to C source and header text."""
     source = Path(model).name if isinstance(model, (str, Path)) else "ModelProto"
     graph = import_model(load(model), shapes, source)
@@ -50,4 +53,4 @@ def compile_model(model: str | Path | onnx.ModelProto, name: str = "net",
         graph = rewrite(graph)
     inputs = [TensorInfo(n, graph.types[n].shape, graph.types[n].dtype) for n in graph.inputs]
     outputs = [TensorInfo(n, graph.types[n].shape, graph.types[n].dtype) for n in graph.outputs]
-    return compile_program(lower(graph), name, inputs, outputs, source, graph.opset)
+    return compile_program(lower(graph), name, inputs, outputs, source, graph.opset, options)

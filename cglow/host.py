@@ -73,10 +73,29 @@ class HostModel:
     def __init__(self, compiled: CompiledModel, library: Path):
         self.compiled = compiled
         self.ffi = cffi.FFI()
-        params = [f"const {t.ctype} *" for t in compiled.inputs] + [f"{t.ctype} *" for t in compiled.outputs]
-        self.ffi.cdef(f"int {compiled.name}_run({', '.join(params)});")
+        options, name = compiled.options, compiled.name
+        io = [(f"input_{i}", t) for i, t in enumerate(compiled.inputs)] + \
+            [(f"output_{i}", t) for i, t in enumerate(compiled.outputs)]
+        params = [] if options.io_in_arena else [f"{'const ' if n.startswith('in') else ''}{t.ctype} *" for n, t in io]
+        params = ["void *"] * options.caller_arena + params
+        declarations = [f"int {name}_run({', '.join(params) or 'void'});"]
+        if options.io_in_arena and not options.caller_arena:
+            declarations += [f"{t.ctype} *{name}_{n}(void);" for n, t in io]
+        self.ffi.cdef("\n".join(declarations))
         self.lib = self.ffi.dlopen(str(library))
-        self.fn = getattr(self.lib, f"{compiled.name}_run")
+        self.fn = getattr(self.lib, f"{name}_run")
+        if options.caller_arena:  # over-allocate, then start at an aligned address
+            self.arena_memory = np.zeros(compiled.arena_bytes + compiled.plan.align, np.uint8)
+            skip = -self.arena_memory.ctypes.data % compiled.plan.align
+            self.arena = self.ffi.cast("void *", self.ffi.from_buffer(self.arena_memory[skip:]))
+        if options.io_in_arena:  # where each input and output lives
+            ids = compiled.program.inputs + compiled.program.outputs
+            self.slots = [self._in_arena(n, t, compiled.plan.offsets[b]) for (n, t), b in zip(io, ids)]
+
+    def _in_arena(self, name: str, info, offset: int):
+        if self.compiled.options.caller_arena:
+            return self.ffi.cast(f"{info.ctype} *", self.ffi.cast("char *", self.arena) + offset)
+        return getattr(self.lib, f"{self.compiled.name}_{name}")()
 
     def run(self, *inputs: np.ndarray) -> list[np.ndarray]:
         if len(inputs) != len(self.compiled.inputs):
@@ -89,12 +108,20 @@ class HostModel:
             if not x.flags.c_contiguous:
                 raise ValueError(f"input '{info.name}' must be C-contiguous (use np.ascontiguousarray)")
         outputs = [np.zeros(info.shape, info.dtype) for info in self.compiled.outputs]
-        arrays = [(a, info) for a, info in zip((*inputs, *outputs), (*self.compiled.inputs, *self.compiled.outputs))]
-        ptrs = [self.ffi.cast(f"{info.ctype} *", self.ffi.from_buffer(a if a.size else np.zeros(1, a.dtype)))
-                for a, info in arrays]
-        status = self.fn(*ptrs)
+        args = [self.arena] if self.compiled.options.caller_arena else []
+        if self.compiled.options.io_in_arena:
+            for x, slot in zip(inputs, self.slots):
+                self.ffi.memmove(slot, x.tobytes(), x.nbytes)
+        else:
+            infos = (*self.compiled.inputs, *self.compiled.outputs)
+            args += [self.ffi.cast(f"{info.ctype} *", self.ffi.from_buffer(a if a.size else np.zeros(1, a.dtype)))
+                     for a, info in zip((*inputs, *outputs), infos)]
+        status = self.fn(*args)
         if status:
             raise RuntimeError(f"{self.compiled.name}_run returned {status}")
+        if self.compiled.options.io_in_arena:
+            for y, slot in zip(outputs, self.slots[len(inputs):]):
+                self.ffi.memmove(self.ffi.from_buffer(y), slot, y.nbytes)
         return outputs
 
     __call__ = run

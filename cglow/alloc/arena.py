@@ -23,14 +23,22 @@ class Plan:
     offsets: dict[int, int]      # buffer id -> byte offset in the arena
     size: int                    # arena bytes
     intervals: tuple[Interval, ...]
+    align: int = 16              # every offset is a multiple
 
 
-def lifetimes(prog: Program, align: int = 16) -> list[Interval]:
-    span: dict[int, list[int]] = {}
+def lifetimes(prog: Program, align: int = 16, io: bool = False) -> list[Interval]:
+    """Each arena buffer's span, from the first to the last instruction that touches it. With io, the graph
+    inputs and outputs are arena buffers too: an input alive from the start (the caller fills it before the
+    run), an output until the end (the caller reads it after)."""
+    kinds = ("arena", "input", "output") if io else ("arena",)
+    span: dict[int, list[int]] = {b: [0, 0] for b in prog.inputs} if io else {}
     for i, instr in enumerate(prog.instrs):
         for v in (instr.out,) + reads(instr):
-            if prog.buffer(v.buf).kind == "arena":
+            if prog.buffer(v.buf).kind in kinds:
                 span.setdefault(v.buf, [i, i])[1] = i
+    if io:
+        for b in prog.outputs:
+            span.setdefault(b, [len(prog.instrs) - 1, 0])[1] = max(len(prog.instrs) - 1, 0)
     # an empty buffer still takes one slot, so that its (never dereferenced) pointer aliases no other
     return [Interval(b, max(1, -(-prog.buffer(b).nbytes // align)) * align, f, l) for b, (f, l) in sorted(span.items())]
 
@@ -74,10 +82,11 @@ def floor(intervals: list[Interval]) -> int:
     return peak
 
 
-def allocate(prog: Program, align: int = 16) -> Plan:
-    """Every buffer starts at a multiple of `align` bytes. Tries several orderings and keeps the smallest
-    arena, stopping as soon as one reaches the floor."""
-    intervals = lifetimes(prog, align)
+def allocate(prog: Program, align: int = 16, io: bool = False) -> Plan:
+    """Every buffer starts at a multiple of `align` bytes (at least its element size). Tries several
+    orderings and keeps the smallest arena, stopping as soon as one reaches the floor."""
+    align = max([align] + [b.dtype.itemsize for b in prog.buffers if b.kind == "arena" or io])
+    intervals = lifetimes(prog, align, io)
     lowest = floor(intervals)
     best: Plan | None = None
     for key in ORDERINGS:
@@ -85,7 +94,7 @@ def allocate(prog: Program, align: int = 16) -> Plan:
             offsets = _place(intervals, key, best_fit)
             size = max((offsets[v.buf] + v.size for v in intervals), default=0)
             if best is None or size < best.size:
-                best = Plan(offsets, size, tuple(intervals))
+                best = Plan(offsets, size, tuple(intervals), align)
             if best.size == lowest:
                 break
         if best.size == lowest:

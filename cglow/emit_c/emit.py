@@ -11,6 +11,7 @@ import numpy as np
 from .. import __version__
 from ..alloc.arena import Plan
 from ..instr.ir import Program, View, reads
+from ..options import Options
 from ..kernels.render import PRIMITIVE_NAMES, comment, render
 from ..lower.literals import c_array_lines, c_type
 
@@ -60,7 +61,7 @@ def runtime_helpers(kernels: list[str]) -> list[str]:
 
 
 def emit(prog: Program, plan: Plan, prefix: str, source: str, opset: int,
-         inputs: list[TensorInfo], outputs: list[TensorInfo]) -> Emitted:
+         inputs: list[TensorInfo], outputs: list[TensorInfo], options: Options = Options()) -> Emitted:
     weight_names: dict[int, str] = {}
     weights = []
     for instr in prog.instrs:
@@ -70,10 +71,11 @@ def emit(prog: Program, plan: Plan, prefix: str, source: str, opset: int,
                 weight_names[buf.id] = f"{prefix}_w{len(weights)}"
                 weights.append(dict(name=weight_names[buf.id], size=max(buf.size, 1), ctype=c_type(buf.dtype),
                                     nbytes=buf.nbytes, comment=comment(buf.label), lines=c_array_lines(buf.data)))
+    in_arena = {b.id for b in prog.buffers if b.kind == "arena" or options.io_in_arena and b.kind in ("input", "output")}
 
     def base(view: View) -> str:
         buf = prog.buffer(view.buf)
-        if buf.kind == "arena":
+        if buf.id in in_arena:
             offset = plan.offsets[buf.id] + view.offset * buf.dtype.itemsize
             return f"{prefix.upper()}_AT({c_type(buf.dtype)}, {offset})"
         name = {"input": f"input_{buf.index}", "output": f"output_{buf.index}"}.get(buf.kind) or weight_names[buf.id]
@@ -87,15 +89,21 @@ def emit(prog: Program, plan: Plan, prefix: str, source: str, opset: int,
         kernels.append(kernel.text.strip())
         calls.append(f"{fn}({', '.join(base(v) for v in kernel.params)});")
         used.update(v.buf for v in kernel.params)
+    params = [f"const {t.ctype} *input_{i}" for i, t in enumerate(inputs)] + \
+        [f"{t.ctype} *output_{i}" for i, t in enumerate(outputs)]
     unused = [f"(void)input_{i};" for i, b in enumerate(prog.inputs) if b not in used]
     unused += [f"(void)output_{i};" for i, b in enumerate(prog.outputs) if b not in used]
-
-    params = ", ".join([f"const {t.ctype} *input_{i}" for i, t in enumerate(inputs)] +
-                       [f"{t.ctype} *output_{i}" for i, t in enumerate(outputs)])
+    if options.io_in_arena:
+        params, unused = [], []
+    if options.caller_arena:
+        params.insert(0, "void *arena")
+    io = [dict(kind=kind, index=b.index, ctype=c_type(b.dtype), offset=plan.offsets.get(b.id, 0))
+          for kind, ids in (("input", prog.inputs), ("output", prog.outputs)) for b in map(prog.buffer, ids)]
     weights_bytes = sum(w["nbytes"] for w in weights)
     ctx = dict(prefix=prefix, P=prefix.upper(), guard=f"{prefix.upper()}_H", version=__version__,
-               source=comment(source, 120), opset=opset, params=params, arena_slots=-(-plan.size // 8),
-               arena_bytes=plan.size, weights_bytes=weights_bytes, weights=weights, kernels=kernels,
+               source=comment(source, 120), opset=opset, params=", ".join(params) or "void",
+               arena_slots=-(-plan.size // 8), arena_bytes=plan.size, align=plan.align, options=options, io=io,
+               weights_bytes=weights_bytes, weights=weights, kernels=kernels,
                calls=unused + calls, instr_count=len(prog.instrs), helpers=runtime_helpers(kernels),
                inputs=[dict(size=t.size, shape=t.shape, dtype=t.dtype.name, name=comment(t.name)) for t in inputs],
                outputs=[dict(size=t.size, shape=t.shape, dtype=t.dtype.name, name=comment(t.name)) for t in outputs])
