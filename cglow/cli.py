@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 from pathlib import Path
 import sys
@@ -41,12 +42,56 @@ def cmd_emit(args: argparse.Namespace) -> None:
         raise CglowError(f"-o {out}: the output must be a .c file (the header is written beside it)")
     start = time.perf_counter()
     compiled = compile_model(args.model, name=args.name or out.stem, shapes=dict(args.shape or []))
+    if args.report:
+        from .memory import analyze, import_graph, render_html
+        report = render_html(analyze(import_graph(args.model, dict(args.shape or [])), compiled),
+                             Path(args.model).name)
     out.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(out.with_suffix(".h"), compiled.h_source)
     write_atomic(out, compiled.c_source)
     print(f"cglow: wrote {out} ({len(compiled.c_source.encode()) // 1024} KiB) and {out.with_suffix('.h')}: "
           f"{len(compiled.program.instrs)} kernels, arena {compiled.arena_bytes} bytes, weights "
           f"{compiled.weights_bytes} bytes, in {time.perf_counter() - start:.2f} s")
+    if args.report:
+        path = Path(args.report)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(path, report)
+        print(f"cglow: wrote the memory plan {path}")
+
+
+def model_info(model: str, shapes: dict[str, tuple[int, ...]]) -> dict:
+    """The basic and memory facts of a model, as `cglow info --json` prints them."""
+    from .memory import analyze_model, op_histogram
+    compiled, graph, report = analyze_model(model, shapes=shapes)
+    return dict(inputs=_tensors(compiled.inputs), outputs=_tensors(compiled.outputs), ops=op_histogram(graph),
+                kernels=len(compiled.program.instrs), weights_bytes=compiled.weights_bytes,
+                arena_bytes=report.arena_bytes, io_bytes=report.io_bytes, ram_bytes=report.ram_bytes,
+                schedule_floor=report.schedule_floor, naive_floor=report.naive_floor,
+                arena_over_naive_floor=round(report.arena_bytes / report.naive_floor, 3) if report.naive_floor
+                else None)
+
+
+def _tensors(infos) -> list[dict]:
+    return [dict(name=t.name, dtype=t.dtype.name, shape=list(t.shape)) for t in infos]
+
+
+def cmd_info(args: argparse.Namespace) -> None:
+    info = model_info(args.model, dict(args.shape or []))
+    if args.json:
+        print(json.dumps(info, indent=2))
+        return
+    for kind in ("inputs", "outputs"):
+        print(f"{kind}:")
+        for t in info[kind]:
+            print(f"  {t['name']}  {t['dtype']}[{','.join(map(str, t['shape']))}]")
+    print("ops: " + ", ".join(f"{op} {n}" for op, n in info["ops"].items()))
+    print(f"kernels: {info['kernels']}")
+    for key, text in (("weights_bytes", "weights"), ("arena_bytes", "arena (NET_ARENA_BYTES)"),
+                      ("ram_bytes", "RAM (arena + inputs and outputs)"),
+                      ("schedule_floor", "schedule floor (inputs and outputs included)"),
+                      ("naive_floor", "naive floor (ONNX node order)")):
+        print(f"{text}: {info[key]} bytes ({info[key] / 1024:.1f} KiB)")
+    print(f"arena / naive floor: {info['arena_over_naive_floor']}")
 
 
 def cmd_example(args: argparse.Namespace) -> None:
@@ -63,7 +108,14 @@ def main(argv: list[str] | None = None) -> int:
     emit.add_argument("--name", help="C symbol prefix (default: the output file's stem)")
     emit.add_argument("--shape", action="append", type=_shape_arg, metavar="NAME=D1,D2,...",
                       help="static shape of an input with symbolic dimensions (repeatable)")
+    emit.add_argument("--report", metavar="PLAN.html", help="also write the memory plan as one HTML page")
     emit.set_defaults(run=cmd_emit)
+    info = sub.add_parser("info", help="print a model's inputs, outputs, ops and memory needs")
+    info.add_argument("model", help="the .onnx file")
+    info.add_argument("--shape", action="append", type=_shape_arg, metavar="NAME=D1,D2,...",
+                      help="static shape of an input with symbolic dimensions (repeatable)")
+    info.add_argument("--json", action="store_true", help="print one JSON object (for scripts)")
+    info.set_defaults(run=cmd_info)
     example = sub.add_parser("example", help="emit, build and run the bundled keyword-spotting model")
     example.add_argument("--dir", default="build/example", help="where to write the files (default: %(default)s)")
     example.add_argument("--cc", default=os.environ.get("CC", "cc"), help="C compiler (default: $CC or cc)")

@@ -1,0 +1,164 @@
+"""How much RAM a model needs, against what its ONNX node order needs: the floors, the arena, a picture.
+
+A floor is the peak, over a sequence of steps, of the bytes of activation buffers alive at one step (graph
+inputs and outputs included, weights excluded). The naive floor is the ONNX file's own node order with
+every node output a buffer of its own (what a perfect packer reaches with no in-place, views or
+reordering); the schedule floor is the same peak over cglow's instruction list.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+import jinja2
+import onnx
+
+from .compiler import CompiledModel, compile_model
+from .graph import passes as graph_passes
+from .graph.ir import Graph
+from .graph.onnx_import import import_model, load
+from .instr.ir import reads
+from .kernels.render import PRIMITIVE_NAMES
+
+
+@dataclass(frozen=True)
+class Span:
+    """A buffer alive from step `first` to step `last` (inclusive)."""
+    label: str                 # the ONNX tensor (untrusted text)
+    kind: str                  # "input", "output", "arena", or "node" (a node output, for the naive floor)
+    first: int
+    last: int
+    size: int                  # bytes
+    offset: int | None = None  # byte offset in the arena; None for the caller's buffers
+
+
+@dataclass(frozen=True)
+class Step:
+    index: int
+    kernel: str                # the primitive: map, reduce, gemm, conv, pool, gather
+    node: str                  # the ONNX node it was made for (untrusted text)
+    alive: int                 # bytes of activation buffers alive during this instruction
+
+
+@dataclass(frozen=True)
+class MemoryReport:
+    naive_floor: int
+    schedule_floor: int
+    arena_bytes: int           # NET_ARENA_BYTES
+    io_bytes: int              # the input and output buffers the caller provides outside the arena
+    peak: int                  # the first instruction where the schedule floor is reached
+    buffers: tuple[Span, ...]  # every activation buffer of the program, in buffer id order
+    steps: tuple[Step, ...]
+
+    @property
+    def ram_bytes(self) -> int:
+        return self.arena_bytes + self.io_bytes
+
+
+def alive_per_step(spans, steps: int) -> list[int]:
+    return [sum(s.size for s in spans if s.first <= t <= s.last) for t in range(max(steps, 1))]
+
+
+def peak_bytes(spans, steps: int) -> int:
+    return max(alive_per_step(spans, steps))
+
+
+def naive_spans(graph: Graph) -> list[Span]:
+    """Graph inputs from the start, node outputs from their node, each until its last consumer (graph
+    outputs until the end); constants excluded."""
+    end = max(len(graph.nodes) - 1, 0)
+    birth = {name: (0, "input") for name in graph.inputs}
+    last: dict[str, int] = {}
+    for i, node in enumerate(graph.nodes):
+        birth.update((o, (i, "node")) for o in node.outputs if o)
+        last.update((n, i) for n in node.inputs if n)
+    last.update((n, end) for n in graph.outputs)
+    return [Span(name, kind, first, max(first, last.get(name, first)),
+                 graph.types[name].size * graph.types[name].dtype.itemsize)
+            for name, (first, kind) in birth.items() if name not in graph.consts]
+
+
+def schedule_spans(compiled: CompiledModel) -> list[Span]:
+    """Arena buffers from their first to their last instruction, graph inputs from the start to their last
+    read, graph outputs from their first write to the end."""
+    prog, end = compiled.program, max(len(compiled.program.instrs) - 1, 0)
+    touch: dict[int, list[int]] = {}
+    for i, instr in enumerate(prog.instrs):
+        for v in (instr.out,) + reads(instr):
+            touch.setdefault(v.buf, [i, i])[1] = i
+    spans = []
+    for buf in prog.buffers:
+        if buf.kind == "const" or buf.kind == "arena" and buf.id not in touch:
+            continue
+        first, last = touch.get(buf.id, (0, 0))
+        if buf.kind == "input":
+            first = 0
+        elif buf.kind == "output":
+            last = end
+        spans.append(Span(buf.label, buf.kind, first, last, buf.nbytes, compiled.plan.offsets.get(buf.id)))
+    return spans
+
+
+def analyze(graph: Graph, compiled: CompiledModel) -> MemoryReport:
+    """`graph` is the imported graph (after the graph passes) that `compiled` was compiled from."""
+    spans = schedule_spans(compiled)
+    alive = alive_per_step(spans, len(compiled.program.instrs))
+    steps = tuple(Step(i, PRIMITIVE_NAMES[type(instr)], instr.node, alive[i])
+                  for i, instr in enumerate(compiled.program.instrs))
+    io_bytes = sum(s.size for s in spans if s.offset is None)
+    return MemoryReport(peak_bytes(naive_spans(graph), len(graph.nodes)), max(alive), compiled.plan.size,
+                        io_bytes, alive.index(max(alive)), tuple(spans), steps)
+
+
+def import_graph(model: str | Path | onnx.ModelProto, shapes: dict[str, tuple[int, ...]] | None = None) -> Graph:
+    """The graph that compile_model lowers (imported, folded, dead nodes dropped)."""
+    graph = import_model(load(model), shapes)
+    for rewrite in graph_passes.PIPELINE:
+        graph = rewrite(graph)
+    return graph
+
+
+def analyze_model(model: str | Path | onnx.ModelProto, name: str = "net",
+                  shapes: dict[str, tuple[int, ...]] | None = None) -> tuple[CompiledModel, Graph, MemoryReport]:
+    """Compile the model and import it again for its graph (CompiledModel does not keep it)."""
+    compiled = compile_model(model, name, shapes)
+    graph = import_graph(model, shapes)
+    return compiled, graph, analyze(graph, compiled)
+
+
+def op_histogram(graph: Graph) -> dict[str, int]:
+    return dict(sorted(Counter(node.op for node in graph.nodes).items()))
+
+
+def kib(nbytes: int) -> str:
+    return f"{nbytes / 1024:.1f} KiB"
+
+
+SVG_WIDTH, SVG_HEIGHT, MARGIN = 960, 420, 40
+ENV = jinja2.Environment(loader=jinja2.PackageLoader("cglow", "emit_c"), autoescape=True, trim_blocks=True,
+                         lstrip_blocks=True, undefined=jinja2.StrictUndefined)
+
+
+def render_html(report: MemoryReport, title: str) -> str:
+    """One self-contained page: the numbers, the arena over time as SVG, and a table per instruction."""
+    sx = SVG_WIDTH / max(len(report.steps), 1)
+    sy = SVG_HEIGHT / max(report.arena_bytes, 1)
+    rects = []
+    for s in report.buffers:
+        if s.offset is None:
+            continue
+        x, w = MARGIN + s.first * sx, (s.last - s.first + 1) * sx
+        y, h = MARGIN + SVG_HEIGHT - (s.offset + s.size) * sy, max(s.size * sy, 1)
+        rects.append(dict(x=f"{x:.1f}", y=f"{y:.1f}", w=f"{w:.1f}", h=f"{h:.1f}", tx=f"{x + 3:.1f}",
+                          ty=f"{y + h / 2 + 4:.1f}", hue=hash_hue(s.label), span=s,
+                          labelled=w > 7 * len(s.label) + 6 and h > 14))
+    return ENV.get_template("plan.html.j2").render(
+        title=title, r=report, kib=kib, rects=rects, margin=MARGIN, width=SVG_WIDTH, height=SVG_HEIGHT,
+        peak_x=f"{MARGIN + (report.peak + 0.5) * sx:.1f}",
+        ratio=lambda n: f"{n / report.naive_floor:.2f}" if report.naive_floor else "-")
+
+
+def hash_hue(label: str) -> int:
+    """A stable colour per tensor name (Python's hash() is salted per run)."""
+    return sum(label.encode()) * 47 % 360
