@@ -151,7 +151,8 @@ class Gather:
 
 @dataclass(frozen=True)
 class Conv:
-    """2-D convolution, x [N,C,H,W], w [M,C/group,KH,KW] (const), out [N,M,OH,OW]."""
+    """2-D convolution, x [N,C,H,W], w [M,C/group,KH,KW], out [N,M,OH,OW]. With a `ring` (scratch rows
+    [top pad + 1, M, OW]), out is x itself: the convolution runs in place, row by row."""
     out: View
     x: View
     w: View
@@ -159,6 +160,7 @@ class Conv:
     group: int
     epi: Epilogue
     node: str
+    ring: View | None = None
 
 
 @dataclass(frozen=True)
@@ -195,7 +197,7 @@ def reads(instr: Instr) -> tuple[View, ...]:
     if isinstance(instr, Gather):
         return (instr.data, instr.index)
     if isinstance(instr, Conv):
-        return (instr.x, instr.w) + instr.epi.ins
+        return (instr.x, instr.w) + instr.epi.ins + ((instr.ring,) if instr.ring else ())
     return (instr.a, instr.b) + instr.epi.ins
 
 

@@ -11,7 +11,9 @@ import re
 
 import numpy as np
 
+from ..alloc.arena import floor, lifetimes
 from ..lower.literals import c_type
+from .schedule import schedule
 from .ir import Conv, Epilogue, Gemm, Instr, Map, Program, View, placeholder_count, reads, substitute
 
 _CALL = re.compile(r"[A-Za-z_]\w*\s*\(")
@@ -105,7 +107,19 @@ def _transport(prog: Program, a: Instr, b: Map, k: int) -> Instr | None:
     return None if out is None else replace(a, out=out)
 
 
+def _overlaps(a: View, b: View) -> bool:
+    """Whether two views may share an element (their element ranges in one buffer intersect)."""
+    def extent(v: View) -> tuple[int, int]:
+        return (v.offset + sum(min(0, s) * (d - 1) for d, s in zip(v.shape, v.strides)),
+                v.offset + sum(max(0, s) * (d - 1) for d, s in zip(v.shape, v.strides)))
+    (alo, ahi), (blo, bhi) = extent(a), extent(b)
+    return a.buf == b.buf and alo <= bhi and blo <= ahi
+
+
 def _combine(prog: Program, rule) -> Program:
+    """Apply `rule` to producer/map pairs until none changes. The combined instruction takes the map's
+    place, unless the map reads nothing but the producer's result and nothing in between touches the map's
+    destination: then the producer's, as moving a producer later would keep its own inputs alive longer."""
     instrs = list(prog.instrs)
     changed = True
     while changed:
@@ -125,7 +139,9 @@ def _combine(prog: Program, rule) -> Program:
                     continue
                 fused = rule(prog, instrs[i], b, k)
                 if fused is not None:
-                    instrs[i], instrs[j] = None, fused
+                    early = len(b.ins) == 1 and not any(_overlaps(b.out, v) for x in instrs[i + 1:j]
+                                                        for v in (x.out,) + reads(x))
+                    instrs[i], instrs[j] = (fused, None) if early else (None, fused)
                     changed = True
                     break
             if changed:
@@ -159,10 +175,15 @@ def forward_copies(prog: Program) -> Program:
     return _combine(prog, _transport)
 
 
+def _floor(prog: Program, instrs) -> int:
+    return floor(lifetimes(replace(prog, instrs=tuple(instrs))))
+
+
 def elide_copies(prog: Program) -> Program:
     """A whole buffer T copied, as its last use, into a contiguous region D (a concat slice, a graph
-    output): every instruction that touched T works in D instead, and the copy goes. D's region is
-    written by nobody else (each element of a value is written once), so this keeps the semantics."""
+    output): every instruction that touched T works in D instead, and the copy goes, unless D's buffer,
+    alive earlier, would raise the floor. D's region is written by nobody else (each element of a value is
+    written once), so this keeps the semantics."""
     instrs = list(prog.instrs)
     j = 0
     while j < len(instrs):
@@ -174,8 +195,10 @@ def elide_copies(prog: Program) -> Program:
             if t.kind == "arena" and t.id != b.out.buf and t.dtype == prog.buffer(b.out.buf).dtype and last == j \
                     and b.ins[0].covers(t.size) \
                     and dest is not None and dest.strides == (1,):
-                instrs = [_rename(x, t.id, dest) for x in instrs[:j]] + instrs[j + 1:]
-                continue
+                renamed = [_rename(x, t.id, dest) for x in instrs[:j]] + instrs[j + 1:]
+                if _floor(prog, renamed) <= _floor(prog, instrs):  # D alive earlier must not cost more
+                    instrs = renamed
+                    continue
         j += 1
     return replace(prog, instrs=tuple(instrs))
 
@@ -209,4 +232,4 @@ def drop_empty(prog: Program) -> Program:
     return replace(prog, instrs=tuple(i for i in prog.instrs if i.out.size))
 
 
-PIPELINE = (drop_empty, fuse_maps, fuse_epilogues, forward_copies, elide_copies, reuse_dying_inputs)
+PIPELINE = (drop_empty, fuse_maps, fuse_epilogues, schedule, forward_copies, elide_copies, reuse_dying_inputs)
