@@ -2,11 +2,12 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 import cglow
-from cglow.instr.ir import Gemm, Map
+from cglow.instr.ir import Conv, Gemm, Map
 
 from .util import cglow_run, ort_run, random_feeds, rel_error
 
@@ -90,3 +91,27 @@ def test_fused_integer_result_keeps_its_wrap_around():
     (got,), (want,) = cglow_run(m, feeds), ort_run(m, feeds)
     np.testing.assert_array_equal(got, want)
     assert [type(i) for i in cglow.compile_model(m).program.instrs] == [Map]
+
+
+IN_PLACE = [  # id, channels, group, kernel, pads (t, l, b, r), dilations, batch
+    ("pointwise", 6, 1, (1, 1), (0, 0, 0, 0), (1, 1), 1),
+    ("3x3", 4, 1, (3, 3), (1, 1, 1, 1), (1, 1), 1),
+    ("depthwise", 5, 5, (3, 3), (1, 1, 1, 1), (1, 1), 2),
+    ("5x3-dilated", 3, 1, (5, 3), (4, 2, 4, 2), (2, 2), 1),
+    ("grouped-asymmetric", 4, 2, (3, 2), (2, 0, 0, 1), (1, 1), 1),
+]
+
+
+@pytest.mark.parametrize("case", IN_PLACE, ids=[c[0] for c in IN_PLACE])
+def test_convolution_in_place(case):
+    """relu -> conv of the same shape (relu's result dies there) -> pool: the conv overwrites its input."""
+    _, c, group, kernel, pads, dilations, n = case
+    rng = np.random.default_rng(5)
+    weights = rng.standard_normal((c, c // group) + kernel).astype(np.float32) / 3
+    nodes = [helper.make_node("Relu", ["x"], ["r"]),
+             helper.make_node("Conv", ["r", "w", "b"], ["c"], pads=list(pads), dilations=list(dilations), group=group),
+             helper.make_node("MaxPool", ["c"], ["y"], kernel_shape=[2, 2])]
+    prog = compile_and_check(model(nodes, {"x": [n, c, 9, 8]}, "y",
+                                   {"w": weights, "b": rng.standard_normal(c).astype(np.float32)}))
+    (conv,) = [i for i in prog.instrs if isinstance(i, Conv)]
+    assert conv.ring is not None and conv.out.buf == conv.x.buf

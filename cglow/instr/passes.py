@@ -14,7 +14,7 @@ import numpy as np
 from ..alloc.arena import floor, lifetimes
 from ..lower.literals import c_type
 from .schedule import schedule
-from .ir import Conv, Epilogue, Gemm, Instr, Map, Program, View, placeholder_count, reads, substitute
+from .ir import Buffer, Conv, Epilogue, Gemm, Instr, Map, Program, View, placeholder_count, reads, substitute
 
 _CALL = re.compile(r"[A-Za-z_]\w*\s*\(")
 
@@ -232,4 +232,30 @@ def drop_empty(prog: Program) -> Program:
     return replace(prog, instrs=tuple(i for i in prog.instrs if i.out.size))
 
 
-PIPELINE = (drop_empty, fuse_maps, fuse_epilogues, schedule, forward_copies, elide_copies, reuse_dying_inputs)
+def convolve_in_place(prog: Program) -> Program:
+    """A stride-1 convolution whose output has its input's shape and whose input dies there writes its
+    output over the input, row by row, keeping (top pad + 1) pending output rows in a scratch ring: memory
+    for one activation plus a few rows instead of two activations (TinyEngine's in-place depthwise idea,
+    which holds for any such convolution computed a whole row of all channels at a time)."""
+    instrs, buffers = list(prog.instrs), list(prog.buffers)
+    for j in range(len(instrs)):
+        a = instrs[j]  # read anew: an earlier rename may have rewritten it
+        if not isinstance(a, Conv) or a.ring or a.win.strides[0] != 1 or a.x.shape != a.out.shape:
+            continue
+        t, u = buffers[a.x.buf], buffers[a.out.buf]
+        n, m, _, w = a.out.shape
+        rows = a.win.pads_begin[0] + 1
+        last = max(i for i, x in enumerate(instrs) if t.id in {v.buf for v in (x.out,) + reads(x)})
+        writers = [i for i, x in enumerate(instrs) if x.out.buf == u.id]
+        if t.kind != "arena" or u.kind != "arena" or t.id == u.id or t.dtype != u.dtype or last != j \
+                or writers != [j] or not a.x.covers(t.size) or not a.out.covers(u.size) \
+                or any(v.buf in (t.id, u.id) for v in a.epi.ins) or rows * m * w >= u.size:
+            continue
+        ring = Buffer(len(buffers), "arena", rows * m * w, f"{a.node} rows", dtype=u.dtype)
+        buffers.append(ring)
+        instrs = [_rename(x, u.id, View.of(t.id, (t.size,))) for x in instrs]
+        instrs[j] = replace(instrs[j], ring=View.of(ring.id, (rows, m, w)))
+    return replace(prog, buffers=tuple(buffers), instrs=tuple(instrs))
+
+
+PIPELINE = (drop_empty, fuse_maps, fuse_epilogues, schedule, forward_copies, elide_copies, reuse_dying_inputs, convolve_in_place)

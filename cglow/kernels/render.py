@@ -76,13 +76,16 @@ def _collapsed(views, shape, dims: slice, prefix: str):
     return loops, [View(v.buf, 0, tuple(sizes), s) for v, s in zip(views, strides)]
 
 
-def _signature(fn: str, instr: Instr, names: list[str], dtypes) -> str:
-    """The kernel's C prototype: the output first, then the inputs, each typed by its buffer."""
+def _signature(fn: str, instr: Instr, names: list[str], dtypes, scratch: int = 0) -> str:
+    """The kernel's C prototype: the output first, then the inputs, each typed by its buffer; the last
+    `scratch` parameters are written too."""
     views = (instr.out,) + tuple(reads(instr))
     in_place = any(v.buf == instr.out.buf for v in reads(instr))
     restrict = "" if in_place else "restrict "
     types = [c_type(dtypes[v.buf]) for v in views]
-    params = [f"{types[0]} *{restrict}{names[0]}"] + [f"const {t} *{restrict}{n}" for t, n in zip(types[1:], names[1:])]
+    params = [f"{types[0]} *{restrict}{names[0]}"] + [
+        f"{'' if i >= len(names) - 1 - scratch else 'const '}{t} *{restrict}{n}"
+        for i, (t, n) in enumerate(zip(types[1:], names[1:]))]
     assert len(views) == len(names)
     return f"/* {comment(instr.node)} */\nstatic void {fn}({', '.join(params)})"
 
@@ -191,12 +194,14 @@ def _conv(fn: str, c: Conv, dtypes) -> Kernel:
     out_vars = ("n", "oc", "oh", "ow")
     mg = m // c.group
     first = None if c.group == 1 else linear([("oc", cg)]) if mg == 1 else f"(oc / {mg}) * {cg}"
-    names = ["y", "x", "w"] + [f"e{i}" for i in range(len(c.epi.ins))]
-    text = ENV.get_template("conv.c.j2").render(
-        signature=_signature(fn, c, names, dtypes), N=n, M=m, CG=cg, H=h, W=w, c0=first,
+    names = ["y", "x", "w"] + [f"e{i}" for i in range(len(c.epi.ins))] + ["ring"] * bool(c.ring)
+    text = ENV.get_template("conv_in_place.c.j2" if c.ring else "conv.c.j2").render(
+        signature=_signature(fn, c, names, dtypes, scratch=bool(c.ring)), N=n, M=m, CG=cg, H=h, W=w, c0=first,
         x=index(c.x, ("n", "c" if first is None else "(c0 + c)", "ih", "iw")), w=index(c.w, ("oc", "c", "kh", "kw")),
-        out=index(c.out, out_vars), epilogue=_epilogue(c.epi, out_vars), **_window_args(c.win))
-    return Kernel(text, (c.out, c.x, c.w) + c.epi.ins)
+        out=index(c.out, out_vars), epilogue=_epilogue(c.epi, out_vars), DELAY=c.win.pads_begin[0],
+        ring_at=linear([("oc", c.win.out[1]), ("ow", 1)]), out_done=index(c.out, ("n", "oc", "done", "ow")),
+        **_window_args(c.win))
+    return Kernel(text, (c.out,) + reads(c))
 
 
 def _pool(fn: str, p: Pool, dtypes) -> Kernel:
