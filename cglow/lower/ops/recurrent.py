@@ -1,8 +1,8 @@
 """Lowering of RNN, GRU and LSTM, unrolled over the static sequence.
 
-One batched Gemm computes X_t W^T + Wb for every step and direction at once. Each step is then a Gemm
-H_{t-1} R^T + Rb (with that step's input projection in its epilogue where the gates allow) and the gate
-maps. Each step's H is written into its slice of Y, and Y_h (Y_c) is a view of the last step's H (C)
+Each step is a Gemm for its input projection X_t W^T + Wb, a Gemm H_{t-1} R^T + Rb (with the input
+projection in its epilogue where the gates allow) and the gate maps. Projecting step by step keeps one
+step's projection alive instead of the whole sequence's. Each step's H is written into its slice of Y, and Y_h (Y_c) is a view of the last step's H (C)
 when there is one direction.
 """
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ...graph.ir import Node
-from ...graph.rules.recurrent import GATES, activations, directions
+from ...graph.rules.recurrent import GATES, activations
 from ...instr.ir import Epilogue, Gemm, Map, View, substitute
 from ..context import Context, lowering
 
@@ -37,14 +37,23 @@ class _Cell:
     ctx: Context
     node: Node
     hidden: int
-    xw: View             # [seq, batch, gates * hidden]: X_t W^T + Wb
+    batch: int
+    w_t: View            # [input, gates * hidden]
+    wb: View | None      # [gates * hidden]
     r_t: View            # [hidden, gates * hidden]
     rb: View | None      # [gates * hidden]
     peephole: View | None  # [3 * hidden]: P_i, P_o, P_f
     acts: tuple[str, ...]
 
     def temp(self, gates: int, label: str) -> View:
-        return self.ctx.temp((self.xw.shape[1], gates * self.hidden), f"{self.node.name} {label}")
+        return self.ctx.temp((self.batch, gates * self.hidden), f"{self.node.name} {label}")
+
+    def project(self, x: View) -> View:
+        """X_t W^T + Wb for one step: [batch, gates * hidden]."""
+        out = self.temp(self.w_t.shape[1] // self.hidden, "input projection")
+        epi = Epilogue() if self.wb is None else Epilogue("({acc} + {0})", (self.wb.broadcast_to(out.shape),))
+        self.ctx.emit(Gemm(out, x, self.w_t, epi, self.node.name))
+        return out
 
     def recurrence(self, h: View, out: View, first: int, count: int, extra: View | None = None,
                    act: str | None = None) -> None:
@@ -104,26 +113,15 @@ def _optional(ctx: Context, node: Node, i: int) -> View | None:
     return ctx.view(node.inputs[i]) if len(node.inputs) > i and node.inputs[i] else None
 
 
-def _state(ctx: Context, node: Node, i: int, shape: tuple[int, int, int]) -> View:
-    """initial_h or initial_c as [dirs, batch, hidden]; zeros when omitted."""
+def _state(ctx: Context, node: Node, i: int, d: int, shape: tuple[int, int]) -> View:
+    """Direction d's initial_h or initial_c, [batch, hidden]; zeros, made when the direction starts (so
+    that they are not alive during the other direction), when omitted."""
     view = _optional(ctx, node, i)
     if view is None:
         view = ctx.temp(shape, f"{node.name} initial state")
         ctx.emit(Map(view, (), "0.0f", node.name))
         return view
-    return view.permute((1, 0, 2)) if node.attr("layout", 0) else view
-
-
-def _projection(ctx: Context, node: Node, x: View, dirs: int, gh: int) -> View:
-    """X_t W^T + Wb for every step and direction: [dirs, seq, batch, gates * hidden], one Gemm."""
-    w_t = ctx.view(node.inputs[1]).permute((0, 2, 1))
-    out = ctx.temp((dirs,) + x.shape[:2] + (gh,), f"{node.name} input projection")
-    bias = _optional(ctx, node, 3)
-    epi = Epilogue() if bias is None else \
-        Epilogue("({acc} + {0})", (bias.slice(1, 0, gh).reshape((dirs, 1, 1, gh)).broadcast_to(out.shape),))
-    w_t = w_t.reshape((dirs, 1) + w_t.shape[1:]).broadcast_to((dirs, x.shape[0]) + w_t.shape[1:])
-    ctx.emit(Gemm(out, x.broadcast_to((dirs,) + x.shape), w_t, epi, node.name))
-    return out
+    return _pick(view.permute((1, 0, 2)) if node.attr("layout", 0) else view, d)
 
 
 def _final(ctx: Context, node: Node, i: int, views: list[View], used: set[str]) -> None:
@@ -147,29 +145,28 @@ def _recurrent(ctx: Context, node: Node) -> None:
     x = ctx.view(node.inputs[0])
     x = x.permute((1, 0, 2)) if layout else x  # [seq, batch, input]
     r = ctx.view(node.inputs[2])
-    dirs, hidden, (seq, batch) = directions(node), r.shape[-1], x.shape[:2]
+    hidden, (seq, batch) = r.shape[-1], x.shape[:2]
     gh = GATES[node.op] * hidden
-    xw = _projection(ctx, node, x, dirs, gh)
+    w_t = ctx.view(node.inputs[1]).permute((0, 2, 1))
     bias, peephole = _optional(ctx, node, 3), _optional(ctx, node, 7)
-    h = _state(ctx, node, 5, (dirs, batch, hidden))
-    c = _state(ctx, node, 6, (dirs, batch, hidden)) if node.op == "LSTM" else None
     used = set(ctx.graph.consumers()) | set(ctx.graph.outputs)
     y = ctx.new(node.outputs[0]) if node.outputs and node.outputs[0] in used else None
     y = y.permute((1, 2, 0, 3)) if y is not None and layout else y  # [seq, dirs, batch, hidden]
     last_h, last_c = [], []
     for d, acts in enumerate(activations(node)):
-        cell = _Cell(ctx, node, hidden, _pick(xw, d), _pick(r.permute((0, 2, 1)), d),
-                     None if bias is None else _pick(bias, d).slice(0, gh, gh),
+        cell = _Cell(ctx, node, hidden, batch, _pick(w_t, d), None if bias is None else _pick(bias, d).slice(0, 0, gh),
+                     _pick(r.permute((0, 2, 1)), d), None if bias is None else _pick(bias, d).slice(0, gh, gh),
                      None if peephole is None else _pick(peephole, d), acts)
         reverse = d == 1 or node.attr("direction", "forward") == "reverse"
-        h_d, c_d = _pick(h, d), None if c is None else _pick(c, d)
+        h_d = _state(ctx, node, 5, d, (batch, hidden))
+        c_d = _state(ctx, node, 6, d, (batch, hidden)) if node.op == "LSTM" else None
         # states not kept in Y take turns in the two halves of one buffer: each step reads one, writes the other
         hs = ctx.temp((2, batch, hidden), f"{node.name} states") if y is None else None
-        cs = ctx.temp((2, batch, hidden), f"{node.name} cells") if c is not None else None
+        cs = ctx.temp((2, batch, hidden), f"{node.name} cells") if c_d is not None else None
         for k, t in enumerate(reversed(range(seq)) if reverse else range(seq)):
             out = _pick(hs, k % 2) if y is None else _pick(_pick(y, t), d)
-            c_out = None if c is None else _pick(cs, k % 2)
-            STEPS[node.op](cell, _pick(cell.xw, t), h_d, out, c_d, c_out)
+            c_out = None if c_d is None else _pick(cs, k % 2)
+            STEPS[node.op](cell, cell.project(_pick(x, t)), h_d, out, c_d, c_out)
             h_d, c_d = out, c_out
         last_h.append(h_d)
         last_c.append(c_d)
