@@ -10,6 +10,7 @@ import tempfile
 import time
 
 from .errors import CglowError
+from .options import Options
 
 
 def parse_shape(text: str) -> tuple[str, tuple[int, ...]]:
@@ -41,7 +42,8 @@ def cmd_emit(args: argparse.Namespace) -> None:
     if out.suffix != ".c":
         raise CglowError(f"-o {out}: the output must be a .c file (the header is written beside it)")
     start = time.perf_counter()
-    compiled = compile_model(args.model, name=args.name or out.stem, shapes=dict(args.shape or []))
+    compiled = compile_model(args.model, name=args.name or out.stem, shapes=dict(args.shape or []),
+                             options=options_of(args))
     if args.report:
         from .memory import analyze, import_graph, render_html
         report = render_html(analyze(import_graph(args.model, dict(args.shape or [])), compiled),
@@ -59,10 +61,10 @@ def cmd_emit(args: argparse.Namespace) -> None:
         print(f"cglow: wrote the memory plan {path}")
 
 
-def model_info(model: str, shapes: dict[str, tuple[int, ...]]) -> dict:
+def model_info(model: str, shapes: dict[str, tuple[int, ...]], options: Options = Options()) -> dict:
     """The basic and memory facts of a model, as `cglow info --json` prints them."""
     from .memory import analyze_model, op_histogram
-    compiled, graph, report = analyze_model(model, shapes=shapes)
+    compiled, graph, report = analyze_model(model, shapes=shapes, options=options)
     return dict(inputs=_tensors(compiled.inputs), outputs=_tensors(compiled.outputs), ops=op_histogram(graph),
                 kernels=len(compiled.program.instrs), weights_bytes=compiled.weights_bytes,
                 arena_bytes=report.arena_bytes, io_bytes=report.io_bytes, ram_bytes=report.ram_bytes,
@@ -76,7 +78,7 @@ def _tensors(infos) -> list[dict]:
 
 
 def cmd_info(args: argparse.Namespace) -> None:
-    info = model_info(args.model, dict(args.shape or []))
+    info = model_info(args.model, dict(args.shape or []), options_of(args))
     if args.json:
         print(json.dumps(info, indent=2))
         return
@@ -94,6 +96,20 @@ def cmd_info(args: argparse.Namespace) -> None:
     print(f"arena / naive floor: {info['arena_over_naive_floor']}")
 
 
+def add_memory_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--align", type=int, default=16, metavar="BYTES",
+                        help="alignment of every buffer in the arena, NET_ARENA_ALIGN (default: %(default)s; "
+                             "4 is enough on Cortex-M)")
+    parser.add_argument("--caller-arena", action="store_true",
+                        help="net_run(void *arena, ...): the caller provides the arena (no static array)")
+    parser.add_argument("--io-in-arena", action="store_true",
+                        help="inputs and outputs live in the arena: RAM is NET_ARENA_BYTES alone")
+
+
+def options_of(args: argparse.Namespace) -> Options:
+    return Options(align=args.align, caller_arena=args.caller_arena, io_in_arena=args.io_in_arena)
+
+
 def cmd_example(args: argparse.Namespace) -> None:
     from .example import run_example
     run_example(Path(args.dir), args.cc)
@@ -109,12 +125,14 @@ def main(argv: list[str] | None = None) -> int:
     emit.add_argument("--shape", action="append", type=_shape_arg, metavar="NAME=D1,D2,...",
                       help="static shape of an input with symbolic dimensions (repeatable)")
     emit.add_argument("--report", metavar="PLAN.html", help="also write the memory plan as one HTML page")
+    add_memory_options(emit)
     emit.set_defaults(run=cmd_emit)
     info = sub.add_parser("info", help="print a model's inputs, outputs, ops and memory needs")
     info.add_argument("model", help="the .onnx file")
     info.add_argument("--shape", action="append", type=_shape_arg, metavar="NAME=D1,D2,...",
                       help="static shape of an input with symbolic dimensions (repeatable)")
     info.add_argument("--json", action="store_true", help="print one JSON object (for scripts)")
+    add_memory_options(info)
     info.set_defaults(run=cmd_info)
     example = sub.add_parser("example", help="emit, build and run the bundled keyword-spotting model")
     example.add_argument("--dir", default="build/example", help="where to write the files (default: %(default)s)")

@@ -14,6 +14,7 @@ from pathlib import Path
 import jinja2
 import onnx
 
+from .options import Options
 from .compiler import CompiledModel, compile_model
 from .graph import passes as graph_passes
 from .graph.ir import Graph
@@ -120,9 +121,10 @@ def import_graph(model: str | Path | onnx.ModelProto, shapes: dict[str, tuple[in
 
 
 def analyze_model(model: str | Path | onnx.ModelProto, name: str = "net",
-                  shapes: dict[str, tuple[int, ...]] | None = None) -> tuple[CompiledModel, Graph, MemoryReport]:
+                  shapes: dict[str, tuple[int, ...]] | None = None,
+                  options: Options = Options()) -> tuple[CompiledModel, Graph, MemoryReport]:
     """Compile the model and import it again for its graph (CompiledModel does not keep it)."""
-    compiled = compile_model(model, name, shapes)
+    compiled = compile_model(model, name, shapes, options)
     graph = import_graph(model, shapes)
     return compiled, graph, analyze(graph, compiled)
 

@@ -96,3 +96,17 @@ def test_all_problems_in_one_message(tmp_path):
     for part in ("Det ('det')", "--shape a=", "--shape b=", "float16 ('h')"):
         assert part in line, part
     assert not (tmp_path / "bad.c").exists()
+
+
+def test_memory_options(tmp_path):
+    model = save(zoo.build("kws"), tmp_path / "kws.onnx")
+    result = cglow_cmd("emit", model, "-o", str(tmp_path / "net.c"), "--caller-arena", "--align", "4")
+    assert result.returncode == 0, result.stderr
+    header = (tmp_path / "net.h").read_text()
+    assert "#define NET_ARENA_ALIGN 4" in header and "int net_run(void *arena, const float *input_0" in header
+    bad = cglow_cmd("emit", model, "-o", str(tmp_path / "bad.c"), "--align", "3")
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and "power of two" in bad.stderr
+    assert not (tmp_path / "bad.c").exists()
+    import json
+    info = json.loads(cglow_cmd("info", model, "--json", "--io-in-arena").stdout)
+    assert info["ram_bytes"] == info["arena_bytes"] and info["io_bytes"] == 0
