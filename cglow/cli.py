@@ -96,7 +96,11 @@ def cmd_info(args: argparse.Namespace) -> None:
     print(f"arena / naive floor: {info['arena_over_naive_floor']}")
 
 
-def add_memory_options(parser: argparse.ArgumentParser) -> None:
+def add_model_arguments(parser: argparse.ArgumentParser) -> None:
+    """The model, its input shapes and the memory options: what emit and info share."""
+    parser.add_argument("model", help="the .onnx file")
+    parser.add_argument("--shape", action="append", type=_shape_arg, metavar="NAME=D1,D2,...",
+                        help="static shape of an input with symbolic dimensions (repeatable)")
     parser.add_argument("--align", type=int, default=16, metavar="BYTES",
                         help="alignment of every buffer in the arena, NET_ARENA_ALIGN (default: %(default)s; "
                              "4 is enough on Cortex-M)")
@@ -119,20 +123,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="cglow", description="Compile ONNX models to portable C99.")
     sub = parser.add_subparsers(dest="command", required=True)
     emit = sub.add_parser("emit", help="write the C file and header for a model")
-    emit.add_argument("model", help="the .onnx file")
+    add_model_arguments(emit)
     emit.add_argument("-o", "--output", required=True, help="the .c file to write (the .h goes beside it)")
     emit.add_argument("--name", help="C symbol prefix (default: the output file's stem)")
-    emit.add_argument("--shape", action="append", type=_shape_arg, metavar="NAME=D1,D2,...",
-                      help="static shape of an input with symbolic dimensions (repeatable)")
     emit.add_argument("--report", metavar="PLAN.html", help="also write the memory plan as one HTML page")
-    add_memory_options(emit)
     emit.set_defaults(run=cmd_emit)
     info = sub.add_parser("info", help="print a model's inputs, outputs, ops and memory needs")
-    info.add_argument("model", help="the .onnx file")
-    info.add_argument("--shape", action="append", type=_shape_arg, metavar="NAME=D1,D2,...",
-                      help="static shape of an input with symbolic dimensions (repeatable)")
+    add_model_arguments(info)
     info.add_argument("--json", action="store_true", help="print one JSON object (for scripts)")
-    add_memory_options(info)
     info.set_defaults(run=cmd_info)
     example = sub.add_parser("example", help="emit, build and run the bundled keyword-spotting model")
     example.add_argument("--dir", default="build/example", help="where to write the files (default: %(default)s)")
