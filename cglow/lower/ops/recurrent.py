@@ -71,30 +71,29 @@ def _rnn_step(cell: _Cell, xw: View, h: View, out: View, c: View | None, c_out: 
 
 
 def _gru_step(cell: _Cell, xw: View, h: View, out: View, c: View | None, c_out: View | None) -> None:
+    """z and r accumulate onto their input projections, and the candidate n is written over x_n: a step
+    needs its projection and one gate of scratch beyond the states."""
     f, g = cell.acts
-    n = cell.temp(1, "candidate")
+    z_r = _gates(xw, 0, 2, cell.hidden)
+    cell.recurrence(h, z_r, 0, 2, z_r)  # x_z + h R_z^T + Rb_z and the same for r, in place
+    x_z, x_r, x_n = (_gates(xw, k, 1, cell.hidden) for k in range(3))
     if cell.node.attr("linear_before_reset", 0):  # n = g(x_n + r * (h R_n^T + Rb_n))
-        rec = cell.temp(3, "recurrence")
-        cell.recurrence(h, rec, 0, 3)
-        parts = [_gates(v, k, 1, cell.hidden) for v, k in ((xw, 2), (xw, 1), (rec, 1), (rec, 2))]
-        cell.ctx.emit(Map(n, tuple(parts), _act(g, "{0} + " + _act(f, "{1} + {2}") + " * {3}"), cell.node.name))
-        z, z_expr = (_gates(xw, 0, 1, cell.hidden), _gates(rec, 0, 1, cell.hidden)), "{2} + {3}"
+        rec = cell.temp(1, "recurrence")
+        cell.recurrence(h, rec, 2, 1)
+        cell.ctx.emit(Map(x_n, (x_n, x_r, rec), _act(g, "{0} + " + _act(f, "{1}") + " * {2}"), cell.node.name))
     else:  # n = g(x_n + (r * h) R_n^T + Rb_n)
-        zr = cell.temp(2, "update and reset gates")
-        cell.recurrence(h, zr, 0, 2, _gates(xw, 0, 2, cell.hidden))
         rh = cell.temp(1, "reset state")
-        cell.ctx.emit(Map(rh, (_gates(zr, 1, 1, cell.hidden), h), _act(f, "{0}") + " * {1}", cell.node.name))
-        cell.recurrence(rh, n, 2, 1, _gates(xw, 2, 1, cell.hidden), g)
-        z, z_expr = (_gates(zr, 0, 1, cell.hidden),), "{2}"
+        cell.ctx.emit(Map(rh, (x_r, h), _act(f, "{0}") + " * {1}", cell.node.name))
+        cell.recurrence(rh, x_n, 2, 1, x_n, g)
     # h' = (1 - z) * n + z * h
-    cell.ctx.emit(Map(out, (n, h) + z, "({0} + " + _act(f, z_expr) + " * ({1} - {0}))", cell.node.name))
+    cell.ctx.emit(Map(out, (x_n, h, x_z), "({0} + " + _act(f, "{2}") + " * ({1} - {0}))", cell.node.name))
 
 
 def _lstm_step(cell: _Cell, xw: View, h: View, out: View, c: View, c_out: View) -> None:
+    """The gates accumulate onto the input projection; c_out may be c itself (updated in place)."""
     f, g, act_h = cell.acts
-    pre = cell.temp(4, "gates")
-    cell.recurrence(h, pre, 0, 4, xw)
-    i, o, forget, candidate = (_gates(pre, k, 1, cell.hidden) for k in range(4))
+    cell.recurrence(h, xw, 0, 4, xw)
+    i, o, forget, candidate = (_gates(xw, k, 1, cell.hidden) for k in range(4))
     # c' = f(forget + P_f c) * c + f(i + P_i c) * g(candidate), then h' = f(o + P_o c') * h(c')
     c_ins, h_ins, peep_i, peep_f, peep_o = (i, forget, candidate, c), (o, c_out), "", "", ""
     if cell.peephole is not None:
@@ -113,15 +112,17 @@ def _optional(ctx: Context, node: Node, i: int) -> View | None:
     return ctx.view(node.inputs[i]) if len(node.inputs) > i and node.inputs[i] else None
 
 
-def _state(ctx: Context, node: Node, i: int, d: int, shape: tuple[int, int]) -> View:
-    """Direction d's initial_h or initial_c, [batch, hidden]; zeros, made when the direction starts (so
-    that they are not alive during the other direction), when omitted."""
+def _initial(ctx: Context, node: Node, i: int, d: int) -> View | None:
+    """Direction d's initial_h or initial_c, [batch, hidden], when the model gives it."""
     view = _optional(ctx, node, i)
     if view is None:
-        view = ctx.temp(shape, f"{node.name} initial state")
-        ctx.emit(Map(view, (), "0.0f", node.name))
-        return view
+        return None
     return _pick(view.permute((1, 0, 2)) if node.attr("layout", 0) else view, d)
+
+
+def _zeros(ctx: Context, node: Node, view: View) -> View:
+    ctx.emit(Map(view, (), "0.0f", node.name))
+    return view
 
 
 def _final(ctx: Context, node: Node, i: int, views: list[View], used: set[str]) -> None:
@@ -158,14 +159,19 @@ def _recurrent(ctx: Context, node: Node) -> None:
                      _pick(r.permute((0, 2, 1)), d), None if bias is None else _pick(bias, d).slice(0, gh, gh),
                      None if peephole is None else _pick(peephole, d), acts)
         reverse = d == 1 or node.attr("direction", "forward") == "reverse"
-        h_d = _state(ctx, node, 5, d, (batch, hidden))
-        c_d = _state(ctx, node, 6, d, (batch, hidden)) if node.op == "LSTM" else None
-        # states not kept in Y take turns in the two halves of one buffer: each step reads one, writes the other
-        hs = ctx.temp((2, batch, hidden), f"{node.name} states") if y is None else None
-        cs = ctx.temp((2, batch, hidden), f"{node.name} cells") if c_d is not None else None
+        # states not kept in Y take turns in two buffers (separate, so that the one not holding the final
+        # state dies with the direction): step k reads one, writes the other; zero initial states are made
+        # when the direction starts, in the buffer that step 0 reads
+        hs = [ctx.temp((batch, hidden), f"{node.name} state") for _ in range(2)] if y is None else None
+        h_d = _initial(ctx, node, 5, d)
+        if h_d is None:
+            h_d = _zeros(ctx, node, hs[1] if hs is not None else ctx.temp((batch, hidden), f"{node.name} h0"))
+        c_d = c_out = None
+        if node.op == "LSTM":  # the cell state is updated in place
+            c_out = ctx.temp((batch, hidden), f"{node.name} cell")
+            c_d = _initial(ctx, node, 6, d) or _zeros(ctx, node, c_out)
         for k, t in enumerate(reversed(range(seq)) if reverse else range(seq)):
-            out = _pick(hs, k % 2) if y is None else _pick(_pick(y, t), d)
-            c_out = None if c_d is None else _pick(cs, k % 2)
+            out = hs[k % 2] if y is None else _pick(_pick(y, t), d)
             STEPS[node.op](cell, cell.project(_pick(x, t)), h_d, out, c_d, c_out)
             h_d, c_d = out, c_out
         last_h.append(h_d)
