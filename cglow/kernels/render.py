@@ -17,6 +17,7 @@ from ..instr.ir import (Conv, Epilogue, Gather, Gemm, Instr, Map, Pool, Reduce, 
 from ..lower.literals import c_highest, c_literal, c_lowest, c_type
 
 ENV = jinja2.Environment(loader=jinja2.PackageLoader("cglow", "kernels"), trim_blocks=True, lstrip_blocks=True,
+                         keep_trailing_newline=True,
                          undefined=jinja2.StrictUndefined, autoescape=False)
 
 
@@ -183,24 +184,40 @@ def _gemm(fn: str, g: Gemm, dtypes) -> Kernel:
 
 
 def _window_args(win) -> dict:
-    return dict(KH=win.kernel[0], KW=win.kernel[1], PB=win.pads_end[0], PR=win.pads_end[1], OH=win.out[0],
-                OW=win.out[1], ih=linear([("oh", win.strides[0]), ("kh", win.dilations[0])], -win.pads_begin[0]),
-                iw=linear([("ow", win.strides[1]), ("kw", win.dilations[1])], -win.pads_begin[1]))
+    return dict(KH=win.kernel[0], KW=win.kernel[1], OH=win.out[0], OW=win.out[1],
+                ih=linear([("oh", win.strides[0]), ("kh", win.dilations[0])], -win.pads_begin[0]))
+
+
+def _columns(win, width: int) -> tuple[str, str]:
+    """For tap kw, the output columns whose input column ow * SW + kw * DW - PL lies in [0, width): lo..hi."""
+    s, d, p = win.strides[1], win.dilations[1], win.pads_begin[1]
+    first = linear([("kw", -d)], p)           # lo = ceil(first / s) when first > 0, else 0
+    last = linear([("kw", -d)], width - 1 + p)  # hi = last / s + 1 when last >= 0, capped at OW
+    lo = f"({first} > 0 ? ({first} + {s - 1}) / {s} : 0)" if s > 1 else f"({first} > 0 ? {first} : 0)"
+    reach = f"({last}) / {s} + 1" if s > 1 else f"{last} + 1"
+    hi = f"({last} < 0 ? 0 : {reach} < {win.out[1]} ? {reach} : {win.out[1]})"
+    return lo, hi
 
 
 def _conv(fn: str, c: Conv, dtypes) -> Kernel:
+    """Each output row accumulated in place (in the output, or in the ring when in place), tap by tap."""
     n, _, h, w = c.x.shape
     m, cg = c.w.shape[:2]
-    out_vars = ("n", "oc", "oh", "ow")
     mg = m // c.group
     first = None if c.group == 1 else linear([("oc", cg)]) if mg == 1 else f"(oc / {mg}) * {cg}"
+    channel = "c" if first is None else "(c0 + c)"
     names = ["y", "x", "w"] + [f"e{i}" for i in range(len(c.epi.ins))] + ["ring"] * bool(c.ring)
+    row_at = linear([("ow", 1 if c.ring else c.out.strides[3])])
+    lo, hi = _columns(c.win, w)
+    iw = linear([("ow", c.win.strides[1]), ("kw", c.win.dilations[1])], -c.win.pads_begin[1])
+    out_vars = ("n", "oc", "oh", "ow")
+    epi = _epilogue(Epilogue(substitute(c.epi.expr, {"acc": f"row[{row_at}]"}), c.epi.ins), out_vars)
     text = ENV.get_template("conv_in_place.c.j2" if c.ring else "conv.c.j2").render(
         signature=_signature(fn, c, names, dtypes, scratch=bool(c.ring)), N=n, M=m, CG=cg, H=h, W=w, c0=first,
-        x=index(c.x, ("n", "c" if first is None else "(c0 + c)", "ih", "iw")), w=index(c.w, ("oc", "c", "kh", "kw")),
-        out=index(c.out, out_vars), epilogue=_epilogue(c.epi, out_vars), DELAY=c.win.pads_begin[0],
-        ring_at=linear([("oc", c.win.out[1]), ("ow", 1)]), out_done=index(c.out, ("n", "oc", "done", "ow")),
-        **_window_args(c.win))
+        x=join(index(c.x, ("n", channel, "ih")), f"({iw}) * {c.x.strides[3]}" if c.x.strides[3] != 1 else iw),
+        w=index(c.w, ("oc", "c", "kh", "kw")), out_row=index(c.out, ("n", "oc", "oh")), row_at=row_at,
+        zero=c_literal(0, dtypes[c.out.buf]), lo=lo, hi=hi, epilogue=epi, DELAY=c.win.pads_begin[0],
+        out_done=index(c.out, ("n", "oc", "done", "ow")), **_window_args(c.win))
     return Kernel(text, (c.out,) + reads(c))
 
 
