@@ -160,25 +160,31 @@ def _gather(fn: str, g: Gather, dtypes) -> Kernel:
     return Kernel(text, (g.out, g.data, g.index))
 
 
+TILE_M, TILE_N = 4, 16  # accumulators per register tile: 64 floats
+
+
 def _gemm(fn: str, g: Gemm, dtypes) -> Kernel:
     nb = len(g.out.shape) - 2
     views = (g.out, g.a, g.b) + g.epi.ins
     loops, batched = _collapsed(views, g.out.shape, slice(0, nb), "t")
     bv = [v for v, _ in loops]
     m, n = g.out.shape[-2:]
+    rows, cols = ("(m0 + i)", "(n0 + j)")
 
     def idx(full: View, batch: View, last2) -> str:
         tail = View(full.buf, 0, full.shape[-2:], full.strides[-2:])
         return join(index(batch, bv), index(tail, last2))
 
-    out_idx = idx(g.out, batched[0], ("m", "n"))
-    epi_values = {"acc": "acc"}
-    epi_values.update({str(i): f"e{i}[{idx(v, batched[3 + i], ('m', 'n'))}]" for i, v in enumerate(g.epi.ins)})
+    tiles = [dict(m_lo=m_lo, m_hi=m_hi, mr=mr, n_lo=n_lo, n_hi=n_hi, nr=nr)
+             for m_lo, m_hi, mr in ((0, m - m % TILE_M, TILE_M), (m - m % TILE_M, m, m % TILE_M)) if mr and m_hi > m_lo
+             for n_lo, n_hi, nr in ((0, n - n % TILE_N, TILE_N), (n - n % TILE_N, n, n % TILE_N)) if nr and n_hi > n_lo]
+    epi_values = {"acc": "acc[i][j]"}
+    epi_values.update({str(i): f"e{i}[{idx(v, batched[3 + i], (rows, cols))}]" for i, v in enumerate(g.epi.ins)})
     names = ["y", "a", "b"] + [f"e{i}" for i in range(len(g.epi.ins))]
     text = ENV.get_template("gemm.c.j2").render(
-        signature=_signature(fn, g, names, dtypes), loops=loops + [("m", m), ("n", n)], K=g.a.shape[-1],
+        signature=_signature(fn, g, names, dtypes), loops=loops, tiles=tiles, K=g.a.shape[-1],
         acc_t=c_type(dtypes[g.out.buf]), zero=c_literal(0, dtypes[g.out.buf]),
-        a=idx(g.a, batched[1], ("m", "k")), b=idx(g.b, batched[2], ("k", "n")), out=out_idx,
+        a=idx(g.a, batched[1], (rows, "k")), b=idx(g.b, batched[2], ("k", cols)), out=idx(g.out, batched[0], (rows, cols)),
         epilogue=substitute(g.epi.expr, epi_values))
     return Kernel(text, views)
 
