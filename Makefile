@@ -2,7 +2,7 @@
 PYTHON ?= python3
 PIP = $(PYTHON) -m pip --disable-pip-version-check -q
 
-.PHONY: example test report bench-memory install install-test
+.PHONY: example test report bench bench-memory install install-test
 
 example: install
 	$(PYTHON) -m cglow example
@@ -12,6 +12,9 @@ test: install-test
 
 report: install-test
 	$(PYTHON) scripts/zoo_report.py
+
+bench: install-test
+	$(PYTHON) scripts/bench.py
 
 bench-memory: install-test
 	$(PYTHON) scripts/bench_memory.py

@@ -258,6 +258,25 @@ def convolve_in_place(prog: Program) -> Program:
     return replace(prog, buffers=tuple(buffers), instrs=tuple(instrs))
 
 
+def pointwise_as_gemm(prog: Program) -> Program:
+    """A 1x1, stride-1, unpadded, ungrouped convolution not running in place is the matrix product
+    out [N, M, pixels] = w [M, C] x [N, C, pixels]: the register-tiled Gemm kernel computes it faster."""
+    instrs = list(prog.instrs)
+    for j, c in enumerate(instrs):
+        if not isinstance(c, Conv) or c.ring or c.group != 1 or c.win.kernel != (1, 1) or \
+                c.win.strides != (1, 1) or c.win.pads_begin + c.win.pads_end != (0, 0, 0, 0):
+            continue
+        (n, m), k = c.out.shape[:2], c.x.shape[1]
+        pixels = c.out.shape[2] * c.out.shape[3]
+        out, x = c.out.reshape((n, m, pixels)), c.x.reshape((n, k, pixels))
+        w = c.w.reshape((m, k))
+        ins = _reshaped(c.epi.ins, (n, m, pixels))
+        if out is None or x is None or w is None or ins is None:
+            continue
+        instrs[j] = Gemm(out, w.broadcast_to((n, m, k)), x, Epilogue(c.epi.expr, ins), c.node)
+    return replace(prog, instrs=tuple(instrs))
+
+
 def pack_weights(prog: Program) -> Program:
     """Constant matrices that a Gemm reads across rows (a transposed weight, as Gemm transB=1 gives) are
     re-laid out at compile time so that the kernel's innermost loop reads them contiguously."""
@@ -277,4 +296,5 @@ def pack_weights(prog: Program) -> Program:
     return replace(prog, buffers=tuple(buffers), instrs=tuple(instrs))
 
 
-PIPELINE = (drop_empty, fuse_maps, fuse_epilogues, schedule, forward_copies, elide_copies, reuse_dying_inputs, convolve_in_place, pack_weights)
+PIPELINE = (drop_empty, fuse_maps, fuse_epilogues, schedule, forward_copies, elide_copies, reuse_dying_inputs, convolve_in_place, pointwise_as_gemm,
+            pack_weights)

@@ -1,0 +1,283 @@
+"""Speed per benchmark model (the ones named on the command line, or the MLPerf Tiny four, MobileNetV2, the
+transformer and the U-Net): cglow's C against onnxruntime on one thread, on the same seeded input.
+
+cglow: the generated C and a benchmark `main` (cglow.emit_c.harness, samples > 0) built with
+`gcc -O3 -march=native` and the strict flags, run as a plain program: warm-up (at least 3 runs and
+--warmup-ms), then --samples samples of R runs each, R chosen so that a sample lasts about --sample-ms,
+timed with clock_gettime(CLOCK_MONOTONIC); the time is the median sample. Executables are cached in
+cglow.host.cache_dir() under a hash of the sources, the compiler's version, the flags and what
+-march=native means on this machine, so a second run only times. The models build in parallel (--jobs);
+nothing is timed until every build is done.
+
+onnxruntime: one session with intra_op_num_threads=1, inter_op_num_threads=1, sequential execution and
+every graph optimization, run through an I/O binding (inputs bound once, so the loop measures the session,
+not NumPy conversions), timed the same way (warm-up, median of samples of R runs) in this process.
+
+Columns: MMACs are the multiply-accumulates of the compiled program's Gemm and Conv instructions, in
+millions: a Gemm counts prod(out.shape) * K, a Conv prod(out.shape) * (C/group) * KH * KW. Map, Reduce,
+Pool and Gather (activations, softmax, normalization, pooling, resizing) are not counted. MatMul,
+Gemm, Conv, attention and recurrent ops count through what they lower to; a strided ConvTranspose lowers
+to a convolution over its input spread out with zeros, so it counts those zero products too. GFLOP/s is
+2 * MACs / cglow's time. err is the largest difference between cglow's and onnxruntime's outputs over
+the largest magnitude of onnxruntime's; above 1e-4 the row says MISMATCH, the model is left out of the
+geometric mean, and the script exits with status 1 (as it does when a model fails to compile or build).
+
+Run with `make bench`; `python scripts/bench.py kws resnet8` benches a subset. Timings are printed, never
+checked."""
+from __future__ import annotations
+
+import argparse
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from functools import lru_cache
+import hashlib
+import math
+import os
+from pathlib import Path
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+import cglow
+from cglow import zoo
+from cglow.compiler import CompiledModel
+from cglow.emit_c.harness import harness_source, parse_outputs, parse_samples_us, parse_time_us
+from cglow.host import STRICT_FLAGS, cache_dir, compiler_version
+from cglow.instr.ir import Conv, Gemm, Program
+
+MODELS = ("kws", "vww", "resnet8", "autoencoder", "mobilenetv2", "transformer", "unet")
+CFLAGS = ("-O3", "-march=native", *STRICT_FLAGS)
+TOLERANCE = 1e-4  # of the output's scale
+SEED = 0
+
+
+def macs(program: Program) -> int:
+    """Multiply-accumulates of the program's Gemm and Conv instructions (see the module docstring)."""
+    total = 0
+    for instr in program.instrs:
+        if isinstance(instr, Gemm):
+            total += math.prod(instr.out.shape) * instr.a.shape[-1]
+        elif isinstance(instr, Conv):
+            total += math.prod(instr.out.shape) * math.prod(instr.w.shape[1:])
+    return total
+
+
+def seeded_inputs(compiled: CompiledModel, seed: int = SEED) -> list[np.ndarray]:
+    """Standard normal float inputs (integer inputs: zeros), drawn in input order from one seeded generator."""
+    rng = np.random.default_rng(seed)
+    return [rng.standard_normal(t.shape).astype(t.dtype) if np.issubdtype(t.dtype, np.floating)
+            else np.zeros(t.shape, t.dtype) for t in compiled.inputs]
+
+
+def rel_error(got: np.ndarray, want: np.ndarray) -> float:
+    """Max absolute difference over the reference's max magnitude (at least 1e-6), as in tests/util.py."""
+    if got.shape != want.shape:
+        return math.inf
+    if not want.size:
+        return 0.0
+    scale = max(float(np.max(np.abs(want))), 1e-6)
+    return float(np.max(np.abs(got.astype(np.float64) - want))) / scale
+
+
+@lru_cache(maxsize=None)
+def native_target(cc: str) -> str:
+    """What -march=native expands to (the cc1 command line), so a cache shared between machines stays right."""
+    result = subprocess.run([cc, "-march=native", "-E", "-v", "-"], input="", capture_output=True, text=True,
+                            check=False)
+    return "\n".join(line for line in result.stderr.splitlines() if "cc1" in line)
+
+
+def build_executable(files: dict[str, str], cc: str = "gcc", cflags=CFLAGS) -> Path:
+    """Compile the .c files among `files` (name -> text) into a program, cached by a hash; return its path."""
+    flags = list(cflags)
+    key = (compiler_version(cc), native_target(cc) if "-march=native" in flags else "", flags, sorted(files.items()))
+    target = cache_dir() / f"bench-{hashlib.sha256(repr(key).encode()).hexdigest()}"
+    if target.exists():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, text in files.items():
+            Path(tmp, name).write_text(text)
+        out = Path(tmp, "bench")
+        c_files = [str(Path(tmp, f)) for f in sorted(files) if f.endswith(".c")]
+        result = subprocess.run([cc, *flags, "-o", str(out), *c_files, "-lm"], capture_output=True, text=True,
+                                check=False)
+        if result.returncode or result.stderr:
+            raise RuntimeError(f"{cc} {' '.join(flags)} failed or warned:\n{result.stderr[:2000]}")
+        partial = target.with_suffix(f".{os.getpid()}.tmp")
+        os.replace(out, partial)
+        os.replace(partial, target)
+    return target
+
+
+def time_cglow(exe: Path, compiled: CompiledModel) -> tuple[float, list[float], list[np.ndarray]]:
+    """Run the benchmark program: (median seconds per run, sample seconds, outputs)."""
+    run = subprocess.run([str(exe)], capture_output=True, text=True, check=False)
+    if run.returncode:
+        raise RuntimeError(f"{exe} exited with {run.returncode}: {(run.stdout + run.stderr)[-500:]}")
+    samples = [us * 1e-6 for us in parse_samples_us(run.stdout)]
+    return parse_time_us(run.stdout) * 1e-6, samples, parse_outputs(run.stdout, compiled)
+
+
+def ort_session(model):
+    import onnxruntime as ort
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    options.inter_op_num_threads = 1
+    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    return ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+
+
+def time_onnxruntime(model, compiled: CompiledModel, inputs: list[np.ndarray], samples: int, sample_s: float,
+                     warmup_s: float, warmup_runs: int = 3) -> tuple[float, list[float], list[np.ndarray]]:
+    """Time onnxruntime the way the C harness times cglow: (median seconds per run, sample seconds, outputs)."""
+    session = ort_session(model)
+    binding = session.io_binding()
+    for info, x in zip(compiled.inputs, inputs):
+        binding.bind_cpu_input(info.name, x)
+    for out in session.get_outputs():
+        binding.bind_output(out.name, "cpu")
+    run = session.run_with_iobinding
+    clock = time.perf_counter
+    start, n = clock(), 0
+    while n < warmup_runs or clock() - start < warmup_s:
+        run(binding)
+        n += 1
+    runs = max(1, int(sample_s / ((clock() - start) / n)))
+    times = []
+    for _ in range(samples):
+        start = clock()
+        for _ in range(runs):
+            run(binding)
+        times.append((clock() - start) / runs)
+    outputs = [np.array(o) for o in binding.copy_outputs_to_cpu()]
+    names = [o.name for o in session.get_outputs()]
+    order = [names.index(t.name) for t in compiled.outputs]  # the graph's output order, as cglow's
+    return statistics.median(times), times, [outputs[i] for i in order]
+
+
+@dataclass
+class Row:
+    name: str
+    macs: int = 0
+    cglow_s: float = math.nan
+    ort_s: float = math.nan
+    error: float = math.nan
+    note: str = ""
+    compiled: CompiledModel | None = None
+    inputs: list = field(default_factory=list)
+    model: object = None
+
+    @property
+    def ok(self) -> bool:
+        return not self.note and self.error <= TOLERANCE
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def prepare(names, args) -> tuple[list[Row], dict[str, Future]]:
+    """Compile every model (here) and build its benchmark program (in the pool, while the next compiles)."""
+    rows, builds = [], {}
+    pool = ThreadPoolExecutor(max_workers=max(args.jobs, 1))
+    for name in names:
+        row = Row(name)
+        rows.append(row)
+        try:
+            start = time.perf_counter()
+            row.model = zoo.build(name)
+            row.compiled = compiled = cglow.compile_model(row.model)
+            row.macs = macs(compiled.program)
+            row.inputs = seeded_inputs(compiled)
+            main = harness_source(compiled, row.inputs, samples=args.samples, sample_ms=args.sample_ms,
+                                  warmup_ms=args.warmup_ms)
+            files = {f"{compiled.name}.c": compiled.c_source, f"{compiled.name}.h": compiled.h_source,
+                     f"{compiled.name}_main.c": main}
+            log(f"bench: compiled {name} in {time.perf_counter() - start:.1f} s "
+                f"({len(compiled.c_source.encode()) / 2**20:.1f} MiB of C); building")
+            builds[name] = pool.submit(build_executable, files, args.cc)
+        except Exception as e:  # noqa: BLE001 - the kernels change under us: report the model, go on
+            row.note = f"compile failed: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:120]
+    pool.shutdown(wait=False)
+    return rows, builds
+
+
+def measure(row: Row, exe: Path, args) -> None:
+    log(f"bench: timing {row.name}")
+    row.cglow_s, _, got = time_cglow(exe, row.compiled)
+    row.ort_s, _, want = time_onnxruntime(row.model, row.compiled, row.inputs, args.samples, args.sample_ms / 1e3,
+                                          args.warmup_ms / 1e3)
+    row.error = max((rel_error(g, w) for g, w in zip(got, want)), default=0.0)
+
+
+def fmt(value: float, spec: str) -> str:
+    """format(value, spec), or a dash as wide when there is no value."""
+    width = int(spec.split(".")[0] or 0)
+    return f"{'-':>{width}}" if math.isnan(value) else format(value, spec)
+
+
+def table(rows: list[Row]) -> list[str]:
+    header = (f"{'model':12} {'MMACs':>9} {'cglow ms':>10} {'ort ms':>10} {'cglow/ort':>10} {'GFLOP/s':>8} "
+              f"{'err':>9}  check")
+    lines = [header]
+    for r in rows:
+        mmacs = r.macs / 1e6 if r.compiled else math.nan
+        ratio = r.cglow_s / r.ort_s if r.ort_s > 0 else math.nan
+        gflops = 2 * r.macs / r.cglow_s / 1e9 if r.cglow_s > 0 else math.nan
+        check = r.note or ("ok" if r.ok else "MISMATCH")
+        cells = (fmt(mmacs, "9.2f"), fmt(r.cglow_s * 1e3, "10.3f"), fmt(r.ort_s * 1e3, "10.3f"), fmt(ratio, "10.2f"),
+                 fmt(gflops, "8.2f"), fmt(r.error, "9.1e"))
+        lines.append(f"{r.name:12} {' '.join(cells)}  {check}")
+    ratios = [r.cglow_s / r.ort_s for r in rows if r.ok]
+    left_out = len(rows) - len(ratios)
+    mean = math.exp(statistics.fmean(math.log(x) for x in ratios)) if ratios else math.nan
+    note = f"   ({len(ratios)} of {len(rows)} models; failed or mismatched ones left out)" if left_out else ""
+    lines.append(f"{'geomean':12} {'':9} {'':10} {'':10} {fmt(mean, '10.2f')}{note}")
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("models", nargs="*", help=f"zoo models (default: {' '.join(MODELS)})")
+    parser.add_argument("--samples", type=int, default=9, help="samples per model and runtime (default 9)")
+    parser.add_argument("--sample-ms", type=float, default=30.0, help="target length of a sample (default 30)")
+    parser.add_argument("--warmup-ms", type=float, default=200.0, help="least warm-up time (default 200)")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="parallel builds (default: cores)")
+    parser.add_argument("--cc", default="gcc", help="C compiler (default gcc)")
+    args = parser.parse_args(argv)
+    unknown = [n for n in args.models if n not in zoo.MODELS]
+    if unknown:
+        parser.error(f"unknown models {', '.join(unknown)}; the zoo has {', '.join(zoo.MODELS)}")
+    if args.samples < 1:
+        parser.error("--samples must be at least 1")
+
+    start = time.perf_counter()
+    rows, builds = prepare(args.models or MODELS, args)
+    for row in rows:  # builds finish before anything is timed: no gcc competes with a measurement
+        if row.name in builds:
+            try:
+                builds[row.name] = builds[row.name].result()
+            except Exception as e:  # noqa: BLE001
+                row.note = f"build failed: {str(e).splitlines()[0]}"[:120]
+    log(f"bench: built in {time.perf_counter() - start:.1f} s")
+    for row in rows:
+        if not row.note:
+            try:
+                measure(row, builds[row.name], args)
+            except Exception as e:  # noqa: BLE001
+                row.note = f"run failed: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:120]
+    import onnxruntime
+    print(f"cglow: {args.cc} {' '.join(CFLAGS)}; onnxruntime {onnxruntime.__version__}, 1 thread; "
+          f"median of {args.samples} samples of ~{args.sample_ms:g} ms; MMACs: Gemm and Conv of the compiled program")
+    print("\n".join(table(rows)))
+    return 0 if all(r.ok for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
