@@ -205,23 +205,60 @@ def _columns(win, width: int) -> tuple[str, str]:
     return lo, hi
 
 
+TILE_OC, TILE_OW = 4, 16  # a convolution's register tile: output channels x output columns
+
+
 def _conv(fn: str, c: Conv, dtypes) -> Kernel:
-    """Each output row accumulated in place (in the output, or in the ring when in place), tap by tap."""
+    """In place: row by row through the ring. Otherwise register tiles."""
+    return _conv_rows(fn, c, dtypes) if c.ring else _conv_tiles(fn, c, dtypes)
+
+
+def _conv_tiles(fn: str, c: Conv, dtypes) -> Kernel:
+    n, _, h, w = c.x.shape
+    m, cg = c.w.shape[:2]
+    mg = m // c.group
+    ocb = TILE_OC if mg % TILE_OC == 0 else 1  # a tile of output channels stays inside one group
+    start = None if c.group == 1 else linear([("oc0", cg)]) if mg == 1 else f"(oc0 / {mg}) * {cg}"
+    channel = "c" if start is None else "(c0 + c)"
+    ow = c.win.out[1]
+    tiles = [dict(oc_lo=0, oc_hi=m, ocb=ocb, ow_lo=lo, ow_hi=hi, owb=owb)
+             for lo, hi, owb in ((0, ow - ow % TILE_OW, TILE_OW), (ow - ow % TILE_OW, ow, ow % TILE_OW))
+             if owb and hi > lo]
+    sw, xs = c.win.strides[1], c.x.strides[3]
+
+    def column(at: str) -> str:
+        return f"({at}) * {xs}" if xs != 1 else at
+
+    row = index(c.x, ("n", channel, "ih"))
+    out_vars = ("n", "(oc0 + i)", "oh", "(ow0 + j)")
+    epi = _epilogue(Epilogue(substitute(c.epi.expr, {"acc": "acc[i][j]"}), c.epi.ins), out_vars)
+    names = ["y", "x", "w"] + [f"e{i}" for i in range(len(c.epi.ins))]
+    text = ENV.get_template("conv_tiled.c.j2").render(
+        signature=_signature(fn, c, names, dtypes), N=n, CG=cg, H=h, W=w, SW=sw, c0=start, tiles=tiles,
+        first=linear([("ow0", sw), ("kw", c.win.dilations[1])], -c.win.pads_begin[1]),
+        x_at=join(row, column(linear([("first", 1), ("j", sw)]))), x_clamped=join(row, column("at")),
+        w=index(c.w, ("(oc0 + i)", "c", "kh", "kw")), out=index(c.out, out_vars), epilogue=epi,
+        **_window_args(c.win))
+    return Kernel(text, (c.out,) + reads(c))
+
+
+def _conv_rows(fn: str, c: Conv, dtypes) -> Kernel:
+    """In place: each output row accumulated tap by tap in the ring, then copied over a dead input row."""
     n, _, h, w = c.x.shape
     m, cg = c.w.shape[:2]
     mg = m // c.group
     first = None if c.group == 1 else linear([("oc", cg)]) if mg == 1 else f"(oc / {mg}) * {cg}"
     channel = "c" if first is None else "(c0 + c)"
-    names = ["y", "x", "w"] + [f"e{i}" for i in range(len(c.epi.ins))] + ["ring"] * bool(c.ring)
-    row_at = linear([("ow", 1 if c.ring else c.out.strides[3])])
+    names = ["y", "x", "w"] + [f"e{i}" for i in range(len(c.epi.ins))] + ["ring"]
+    row_at = "ow"
     lo, hi = _columns(c.win, w)
     iw = linear([("ow", c.win.strides[1]), ("kw", c.win.dilations[1])], -c.win.pads_begin[1])
     out_vars = ("n", "oc", "oh", "ow")
     epi = _epilogue(Epilogue(substitute(c.epi.expr, {"acc": f"row[{row_at}]"}), c.epi.ins), out_vars)
-    text = ENV.get_template("conv_in_place.c.j2" if c.ring else "conv.c.j2").render(
-        signature=_signature(fn, c, names, dtypes, scratch=bool(c.ring)), N=n, M=m, CG=cg, H=h, W=w, c0=first,
+    text = ENV.get_template("conv_in_place.c.j2").render(
+        signature=_signature(fn, c, names, dtypes, scratch=1), N=n, M=m, CG=cg, H=h, W=w, c0=first,
         x=join(index(c.x, ("n", channel, "ih")), f"({iw}) * {c.x.strides[3]}" if c.x.strides[3] != 1 else iw),
-        w=index(c.w, ("oc", "c", "kh", "kw")), out_row=index(c.out, ("n", "oc", "oh")), row_at=row_at,
+        w=index(c.w, ("oc", "c", "kh", "kw")), row_at=row_at,
         zero=c_literal(0, dtypes[c.out.buf]), lo=lo, hi=hi, epilogue=epi, DELAY=c.win.pads_begin[0],
         out_done=index(c.out, ("n", "oc", "done", "ow")), **_window_args(c.win))
     return Kernel(text, (c.out,) + reads(c))
