@@ -115,3 +115,11 @@ def test_convolution_in_place(case):
                                    {"w": weights, "b": rng.standard_normal(c).astype(np.float32)}))
     (conv,) = [i for i in prog.instrs if isinstance(i, Conv)]
     assert conv.ring is not None and conv.out.buf == conv.x.buf
+
+
+def test_weights_read_by_many_gemms_are_packed_once():
+    """Every step of a recurrent layer reads the transposed recurrent weights: one packed copy, not one per step."""
+    from cglow import zoo
+    compiled = cglow.compile_model(zoo.build("gru_kws"))
+    params = sum(int(np.prod(t.dims)) * 4 for t in zoo.build("gru_kws").graph.initializer)
+    assert compiled.weights_bytes <= 2 * params

@@ -281,18 +281,21 @@ def pack_weights(prog: Program) -> Program:
     """Constant matrices that a Gemm reads across rows (a transposed weight, as Gemm transB=1 gives) are
     re-laid out at compile time so that the kernel's innermost loop reads them contiguously."""
     instrs, buffers = list(prog.instrs), list(prog.buffers)
+    packed: dict[tuple, int] = {}  # one packed copy per matrix, however many instructions read it
     for j, g in enumerate(instrs):
         if not isinstance(g, Gemm) or buffers[g.b.buf].kind != "const" or g.b.strides[-1] in (0, 1):
             continue
         old = buffers[g.b.buf]
         shared = all(s == 0 for s in g.b.strides[:-2])  # one matrix for every batch: pack it once
         shape, strides = (g.b.shape[-2:], g.b.strides[-2:]) if shared else (g.b.shape, g.b.strides)
-        data = np.lib.stride_tricks.as_strided(old.data[g.b.offset:], shape,
-                                               [s * old.data.itemsize for s in strides]).copy()
-        packed = Buffer(len(buffers), "const", data.size, f"{old.label} packed", data=data.reshape(-1),
-                        dtype=old.dtype)
-        buffers.append(packed)
-        instrs[j] = replace(g, b=View.of(packed.id, shape).broadcast_to(g.b.shape))
+        key = (old.id, g.b.offset, shape, strides)
+        if key not in packed:
+            data = np.lib.stride_tricks.as_strided(old.data[g.b.offset:], shape,
+                                                   [s * old.data.itemsize for s in strides]).copy()
+            packed[key] = len(buffers)
+            buffers.append(Buffer(len(buffers), "const", data.size, f"{old.label} packed", data=data.reshape(-1),
+                                  dtype=old.dtype))
+        instrs[j] = replace(g, b=View.of(packed[key], shape).broadcast_to(g.b.shape))
     return replace(prog, buffers=tuple(buffers), instrs=tuple(instrs))
 
 
