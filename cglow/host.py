@@ -27,11 +27,13 @@ def compiler_version(cc: str) -> str:
     return subprocess.run([cc, "--version"], capture_output=True, text=True, check=True).stdout
 
 
-def build_shared(sources: dict[str, str], cc: str = "cc", cflags=HOST_FLAGS) -> Path:
-    """Compile the .c files among `sources` (file name -> text) into a shared library; return its path."""
-    flags = list(cflags) + ["-fPIC", "-shared"]
-    digest = hashlib.sha256(repr((compiler_version(cc), flags, sorted(sources.items()))).encode()).hexdigest()
-    target = cache_dir() / f"{digest}.so"
+def build_cached(sources: dict[str, str], cc: str, flags, name: str, salt: str = "", quiet: bool = False) -> Path:
+    """Compile the .c files among `sources` (file name -> text) with cc and flags into the cache, keyed by a
+    hash of the sources, the compiler's version, the flags and `salt`; return the file's path. Any compiler
+    message fails the build when `quiet`."""
+    flags = list(flags)
+    digest = hashlib.sha256(repr((compiler_version(cc), salt, flags, sorted(sources.items()))).encode()).hexdigest()
+    target = cache_dir() / name.format(digest)
     if target.exists():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -39,13 +41,19 @@ def build_shared(sources: dict[str, str], cc: str = "cc", cflags=HOST_FLAGS) -> 
         for file, text in sources.items():
             Path(tmp, file).write_text(text)
         c_files = [str(Path(tmp, f)) for f in sorted(sources) if f.endswith(".c")]
-        out = Path(tmp, "lib.so")
+        out = Path(tmp, "out")
         result = subprocess.run([cc, *flags, "-o", str(out), *c_files, "-lm"], capture_output=True, text=True)
-        if result.returncode:
-            raise RuntimeError(f"{cc} failed on generated code:\n{result.stderr}")
-        os.replace(out, target.with_suffix(f".{os.getpid()}.tmp"))
-        os.replace(target.with_suffix(f".{os.getpid()}.tmp"), target)
+        if result.returncode or quiet and result.stderr:
+            raise RuntimeError(f"{cc} {' '.join(flags)} failed on generated code:\n{result.stderr[:4000]}")
+        partial = target.with_suffix(f".{os.getpid()}.tmp")
+        os.replace(out, partial)
+        os.replace(partial, target)
     return target
+
+
+def build_shared(sources: dict[str, str], cc: str = "cc", cflags=HOST_FLAGS) -> Path:
+    """The .c files among `sources` as a shared library in the cache."""
+    return build_cached(sources, cc, list(cflags) + ["-fPIC", "-shared"], "{}.so")
 
 
 def check_warnings(sources: dict[str, str], cc: str, cflags=STRICT_FLAGS) -> None:

@@ -30,14 +30,12 @@ import argparse
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import lru_cache
-import hashlib
 import math
 import os
 from pathlib import Path
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 
 import numpy as np
@@ -46,7 +44,7 @@ import cglow
 from cglow import zoo
 from cglow.compiler import CompiledModel
 from cglow.emit_c.harness import harness_source, parse_outputs, parse_samples_us, parse_time_us
-from cglow.host import STRICT_FLAGS, cache_dir, compiler_version
+from cglow.host import STRICT_FLAGS, build_cached
 from cglow.instr.ir import Conv, Gemm, Program
 
 MODELS = ("kws", "vww", "resnet8", "autoencoder", "mobilenetv2", "transformer", "unet")
@@ -93,25 +91,8 @@ def native_target(cc: str) -> str:
 
 def build_executable(files: dict[str, str], cc: str = "gcc", cflags=CFLAGS) -> Path:
     """Compile the .c files among `files` (name -> text) into a program, cached by a hash; return its path."""
-    flags = list(cflags)
-    key = (compiler_version(cc), native_target(cc) if "-march=native" in flags else "", flags, sorted(files.items()))
-    target = cache_dir() / f"bench-{hashlib.sha256(repr(key).encode()).hexdigest()}"
-    if target.exists():
-        return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory() as tmp:
-        for name, text in files.items():
-            Path(tmp, name).write_text(text)
-        out = Path(tmp, "bench")
-        c_files = [str(Path(tmp, f)) for f in sorted(files) if f.endswith(".c")]
-        result = subprocess.run([cc, *flags, "-o", str(out), *c_files, "-lm"], capture_output=True, text=True,
-                                check=False)
-        if result.returncode or result.stderr:
-            raise RuntimeError(f"{cc} {' '.join(flags)} failed or warned:\n{result.stderr[:2000]}")
-        partial = target.with_suffix(f".{os.getpid()}.tmp")
-        os.replace(out, partial)
-        os.replace(partial, target)
-    return target
+    native = native_target(cc) if "-march=native" in cflags else ""
+    return build_cached(files, cc, cflags, "bench-{}", salt=native, quiet=True)
 
 
 def time_cglow(exe: Path, compiled: CompiledModel) -> tuple[float, list[float], list[np.ndarray]]:
