@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..instr.ir import Gather, Program, reads
+from ..instr.ir import Program, extent, reads
 
 
 @dataclass(frozen=True)
@@ -115,10 +115,6 @@ def verify(prog: Program, plan: Plan) -> None:
                 assert hi <= blo or blo + b.size <= lo, f"live buffers {a.buf} and {b.buf} overlap"
     for instr in prog.instrs:
         for v in (instr.out,) + reads(instr):
-            extent = list(zip(v.shape, v.strides))
-            if isinstance(instr, Gather) and v is instr.data:  # the gathered axis, folded out of the view
-                extent.append((instr.axis_len, instr.axis_stride))
-            low = v.offset + sum(min(0, s) * (d - 1) for d, s in extent)
-            high = v.offset + sum(max(0, s) * (d - 1) for d, s in extent)
+            low, high = extent(v, instr)
             assert 0 <= low and high < prog.buffer(v.buf).size or v.size == 0, \
                 f"a view of buffer {v.buf} reaches outside it"

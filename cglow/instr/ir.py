@@ -201,6 +201,16 @@ def reads(instr: Instr) -> tuple[View, ...]:
     return (instr.a, instr.b) + instr.epi.ins
 
 
+def extent(v: View, instr: Instr | None = None) -> tuple[int, int]:
+    """The lowest and highest element of its buffer that the view v reaches; when instr reads it as a
+    Gather's data, the gathered axis (folded out of its shape) too."""
+    dims = list(zip(v.shape, v.strides))
+    if isinstance(instr, Gather) and v is instr.data:
+        dims.append((instr.axis_len, instr.axis_stride))
+    return (v.offset + sum(min(0, s) * (d - 1) for d, s in dims),
+            v.offset + sum(max(0, s) * (d - 1) for d, s in dims))
+
+
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
 
 

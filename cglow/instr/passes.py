@@ -14,7 +14,7 @@ import numpy as np
 from ..alloc.arena import floor, lifetimes
 from ..lower.literals import c_type
 from .schedule import schedule
-from .ir import Buffer, Conv, Epilogue, Gemm, Instr, Map, Program, View, placeholder_count, reads, substitute
+from .ir import Buffer, Conv, Epilogue, Gemm, Instr, Map, Program, View, extent, placeholder_count, reads, substitute
 
 _CALL = re.compile(r"[A-Za-z_]\w*\s*\(")
 
@@ -107,13 +107,11 @@ def _transport(prog: Program, a: Instr, b: Map, k: int) -> Instr | None:
     return None if out is None else replace(a, out=out)
 
 
-def _overlaps(a: View, b: View) -> bool:
-    """Whether two views may share an element (their element ranges in one buffer intersect)."""
-    def extent(v: View) -> tuple[int, int]:
-        return (v.offset + sum(min(0, s) * (d - 1) for d, s in zip(v.shape, v.strides)),
-                v.offset + sum(max(0, s) * (d - 1) for d, s in zip(v.shape, v.strides)))
-    (alo, ahi), (blo, bhi) = extent(a), extent(b)
-    return a.buf == b.buf and alo <= bhi and blo <= ahi
+def _touches(instr: Instr, region: View) -> bool:
+    """Whether instr may access an element of the map output `region` (element ranges intersect)."""
+    lo, hi = extent(region)
+    spans = [extent(v, instr) for v in (instr.out,) + reads(instr) if v.buf == region.buf]
+    return any(first <= hi and lo <= last for first, last in spans)
 
 
 def _combine(prog: Program, rule) -> Program:
@@ -139,8 +137,7 @@ def _combine(prog: Program, rule) -> Program:
                     continue
                 fused = rule(prog, instrs[i], b, k)
                 if fused is not None:
-                    early = len(b.ins) == 1 and not any(_overlaps(b.out, v) for x in instrs[i + 1:j]
-                                                        for v in (x.out,) + reads(x))
+                    early = len(b.ins) == 1 and not any(_touches(x, b.out) for x in instrs[i + 1:j])
                     instrs[i], instrs[j] = (fused, None) if early else (None, fused)
                     changed = True
                     break

@@ -31,20 +31,11 @@ from functools import reduce
 from operator import or_
 
 from ..alloc.arena import floor, lifetimes
-from .ir import Gather, Instr, Map, Program, View, reads
+from .ir import Map, Program, extent, reads
 
 ALIGN = 16
 TRANSITIONS = 60_000  # the search's budget over all layers: states times their ready units
 MIN_WIDTH = 8
-
-
-def _extent(instr: Instr, v: View) -> tuple[int, int]:
-    """The lowest and highest element of its buffer that a view reaches."""
-    dims = list(zip(v.shape, v.strides))
-    if isinstance(instr, Gather) and v is instr.data:
-        dims.append((instr.axis_len, instr.axis_stride))
-    return (v.offset + sum(min(0, s) * (d - 1) for d, s in dims),
-            v.offset + sum(max(0, s) * (d - 1) for d, s in dims))
 
 
 def dependencies(prog: Program) -> list[int]:
@@ -53,7 +44,7 @@ def dependencies(prog: Program) -> list[int]:
     for i, instr in enumerate(prog.instrs):
         for v, writes in [(instr.out, True)] + [(v, False) for v in reads(instr)]:
             if v.size:
-                accesses.setdefault(v.buf, []).append((i, *_extent(instr, v), writes))
+                accesses.setdefault(v.buf, []).append((i, *extent(v, instr), writes))
     preds = [0] * len(prog.instrs)
     for found in accesses.values():
         if not any(w for *_, w in found):
