@@ -19,7 +19,7 @@ from .compiler import CompiledModel, compile_model
 from .graph import passes as graph_passes
 from .graph.ir import Graph
 from .graph.onnx_import import import_model, load
-from .instr.ir import reads
+from .alloc.arena import floor, lifetimes
 from .kernels.render import PRIMITIVE_NAMES
 
 
@@ -61,10 +61,6 @@ def alive_per_step(spans, steps: int) -> list[int]:
     return [sum(s.size for s in spans if s.first <= t <= s.last) for t in range(max(steps, 1))]
 
 
-def peak_bytes(spans, steps: int) -> int:
-    return max(alive_per_step(spans, steps))
-
-
 def naive_spans(graph: Graph) -> list[Span]:
     """Graph inputs from the start, node outputs from their node, each until its last consumer (graph
     outputs until the end); constants excluded."""
@@ -81,24 +77,11 @@ def naive_spans(graph: Graph) -> list[Span]:
 
 
 def schedule_spans(compiled: CompiledModel) -> list[Span]:
-    """Arena buffers from their first to their last instruction, graph inputs from the start to their last
-    read, graph outputs from their first write to the end."""
-    prog, end = compiled.program, max(len(compiled.program.instrs) - 1, 0)
-    touch: dict[int, list[int]] = {}
-    for i, instr in enumerate(prog.instrs):
-        for v in (instr.out,) + reads(instr):
-            touch.setdefault(v.buf, [i, i])[1] = i
-    spans = []
-    for buf in prog.buffers:
-        if buf.kind == "const" or buf.kind == "arena" and buf.id not in touch:
-            continue
-        first, last = touch.get(buf.id, (0, 0))
-        if buf.kind == "input":
-            first = 0
-        elif buf.kind == "output":
-            last = end
-        spans.append(Span(buf.label, buf.kind, first, last, buf.nbytes, compiled.plan.offsets.get(buf.id)))
-    return spans
+    """The allocator's lifetimes with the graph inputs and outputs among them (an input alive from the start,
+    an output until the end), at their exact sizes."""
+    prog = compiled.program
+    return [Span(b.label, b.kind, iv.first, iv.last, b.nbytes, compiled.plan.offsets.get(b.id))
+            for iv in lifetimes(prog, 1, io=True) for b in (prog.buffer(iv.buf),)]
 
 
 def analyze(graph: Graph, compiled: CompiledModel) -> MemoryReport:
@@ -108,7 +91,7 @@ def analyze(graph: Graph, compiled: CompiledModel) -> MemoryReport:
     steps = tuple(Step(i, PRIMITIVE_NAMES[type(instr)], instr.node, alive[i])
                   for i, instr in enumerate(compiled.program.instrs))
     io_bytes = sum(s.size for s in spans if s.offset is None)
-    return MemoryReport(peak_bytes(naive_spans(graph), len(graph.nodes)), max(alive), compiled.plan.size,
+    return MemoryReport(floor(naive_spans(graph)), max(alive), compiled.plan.size,
                         io_bytes, alive.index(max(alive)), tuple(spans), steps)
 
 

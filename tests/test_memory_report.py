@@ -12,7 +12,8 @@ import pytest
 
 import cglow
 from cglow import zoo
-from cglow.memory import analyze_model, import_graph, naive_spans, peak_bytes
+from cglow.alloc.arena import floor
+from cglow.memory import analyze_model, import_graph, naive_spans
 
 from .test_cli import cglow_cmd, save, unsupported_model
 
@@ -43,7 +44,7 @@ def test_naive_floor_by_hand():
     # x 64 B [0,0], a 64 B [0,2], b 128 B [1,3], c 64 B [2,3], d 192 B [3,4], y 48 B (int8) [4,4]
     # alive per step: 128, 192, 256, 384, 240
     graph = import_graph(chain_branch_model())
-    assert peak_bytes(naive_spans(graph), len(graph.nodes)) == 128 + 256
+    assert floor(naive_spans(graph)) == 128 + 256
     _, _, report = analyze_model(chain_branch_model())
     assert report.naive_floor == 384 and report.io_bytes == 64 + 48
 
@@ -52,7 +53,7 @@ def test_naive_floor_by_hand():
 def test_arena_is_at_least_the_floor(name):
     compiled, _, report = analyze_model(zoo.build(name))
     arena_spans = [s for s in report.buffers if s.kind == "arena"]
-    assert peak_bytes(arena_spans, len(report.steps)) <= report.arena_bytes == compiled.arena_bytes
+    assert floor(arena_spans) <= report.arena_bytes == compiled.arena_bytes
     assert report.schedule_floor <= report.ram_bytes
     assert report.steps[report.peak].alive == report.schedule_floor == max(s.alive for s in report.steps)
     assert report.naive_floor > 0
