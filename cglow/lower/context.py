@@ -108,11 +108,29 @@ class Context:
             views.append(self.view(name).broadcast_to(out_shape))
         return tuple(views), values
 
-    def elementwise(self, node: Node, expr: str, names=None) -> None:
+    def elementwise(self, node: Node, expr: str, names=None, compares: bool = False) -> None:
+        """A Map computing expr over the inputs named (default: the node's) into the node's output.
+
+        An integer result is cast to the output's C type, so that it keeps its width and wraps when a later
+        map fuses it (C computes narrow types in int); expressions are parenthesized (or a bare
+        placeholder) for that. When the expression `compares` its inputs, their uniform integer constants
+        stay in memory: as literals they could make a comparison constant for the other operand's type,
+        which -Wtype-limits refuses (gcc sees through the widening cast of a fused Cast)."""
         names = node.inputs if names is None else names
-        out_shape = self.shape(node.outputs[0])
-        views, values = self.operands(names, out_shape)
-        self.emit(Map(self.new(node.outputs[0]), views, substitute(expr, values), node.name))
+        out = self.shape(node.outputs[0])
+        dtype = self.dtype(node.outputs[0])
+        if dtype.kind in "iu":
+            expr = f"(({C_TYPES[dtype]}){expr})"
+        views, values = [], {}
+        for i, name in enumerate(names):
+            if compares and self.dtype(name).kind in "iu":
+                values[str(i)] = "{%d}" % len(views)
+                views.append(self.view(name).broadcast_to(out))
+            else:
+                more, value = self.operands([name], out, first=len(views))
+                views += more
+                values[str(i)] = value["0"]
+        self.emit(Map(self.new(node.outputs[0]), tuple(views), substitute(expr, values), node.name))
 
 
 def lower(graph: Graph) -> Program:

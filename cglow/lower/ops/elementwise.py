@@ -11,34 +11,11 @@ import numpy as np
 from ...graph.ir import Node
 from ...instr.ir import Map, substitute
 from ..context import Context, lowering
-from ..literals import c_float, c_type
+from ..literals import c_float
 
 
 def kind(dtype: np.dtype) -> str:
     return {"f": "float", "i": "signed", "u": "unsigned", "b": "bool"}[np.dtype(dtype).kind]
-
-
-def emit_map(ctx: Context, node: Node, expr: str, names=None, compares: bool = False) -> None:
-    """ctx.elementwise with two rules for integer types. The result is cast to the output's C type, so that
-    it keeps its width and wraps when a later map fuses it (C computes narrow types in int); expressions
-    are parenthesized (or a bare placeholder) for that. When the expression `compares` its inputs, their
-    uniform constants stay in memory: as literals they could make a comparison constant for the other
-    operand's type, which -Wtype-limits refuses (gcc sees through the widening cast of a fused Cast)."""
-    names = node.inputs if names is None else names
-    out = ctx.shape(node.outputs[0])
-    dtype = ctx.dtype(node.outputs[0])
-    if dtype.kind in "iu":
-        expr = f"(({c_type(dtype)}){expr})"
-    views, values = [], {}
-    for i, name in enumerate(names):
-        if compares and ctx.dtype(name).kind in "iu":
-            values[str(i)] = "{%d}" % len(views)
-            views.append(ctx.view(name).broadcast_to(out))
-        else:
-            more, value = ctx.operands([name], out, first=len(views))
-            views += more
-            values[str(i)] = value["0"]
-    ctx.emit(Map(ctx.new(node.outputs[0]), tuple(views), substitute(expr, values), node.name))
 
 
 def _every_kind(expr: str) -> dict[str, str]:
@@ -101,18 +78,18 @@ def _by_kind(ctx: Context, node: Node) -> None:
     expr = EXPRS[node.op].get(kind(ctx.dtype(node.inputs[0])))
     if expr is None:  # PRelu of an unsigned type: nothing is negative
         return identity(ctx, node)
-    emit_map(ctx, node, expr)
+    ctx.elementwise(node, expr)
 
 
 @lowering(*FLOAT_EXPRS)
 def _float(ctx: Context, node: Node) -> None:
     attrs = {name: c_float(node.attr(name, default)) for name, default in ATTRS.get(node.op, {}).items()}
-    emit_map(ctx, node, substitute(FLOAT_EXPRS[node.op], attrs))
+    ctx.elementwise(node, substitute(FLOAT_EXPRS[node.op], attrs))
 
 
 @lowering("Gelu")
 def _gelu(ctx: Context, node: Node) -> None:
-    emit_map(ctx, node, GELU[node.attr("approximate", "none")])
+    ctx.elementwise(node, GELU[node.attr("approximate", "none")])
 
 
 @lowering("Pow")
@@ -121,13 +98,13 @@ def _pow(ctx: Context, node: Node) -> None:
     power = float(exponent.reshape(-1)[0]) if exponent is not None and exponent.size == 1 else None
     integer = kind(ctx.dtype(node.inputs[0])) != "float"
     if power in POWERS and (not integer or power in INTEGER_POWERS):
-        emit_map(ctx, node, POWERS[power], node.inputs[:1])
+        ctx.elementwise(node, POWERS[power], node.inputs[:1])
     elif integer and kind(ctx.dtype(node.inputs[1])) != "float":
-        emit_map(ctx, node, "cglow_ipow((int64_t){0}, (int64_t){1})")  # exact: runtime_c/ipow.c
+        ctx.elementwise(node, "cglow_ipow((int64_t){0}, (int64_t){1})")  # exact: runtime_c/ipow.c
     elif integer:
-        emit_map(ctx, node, "powf((float){0}, {1})")
+        ctx.elementwise(node, "powf((float){0}, {1})")
     else:
-        emit_map(ctx, node, "powf({0}, {1})")
+        ctx.elementwise(node, "powf({0}, {1})")
 
 
 def _fold(pair: dict[str, str], dtype: np.dtype, count: int) -> str:
@@ -145,9 +122,9 @@ def _variadic(ctx: Context, node: Node) -> None:
         return identity(ctx, node)
     if node.op in ("Sum", "Mean"):
         expr = "(" + " + ".join("{%d}" % i for i in range(count)) + ")"
-        emit_map(ctx, node, expr if node.op == "Sum" else f"({expr} / {c_float(count)})")
+        ctx.elementwise(node, expr if node.op == "Sum" else f"({expr} / {c_float(count)})")
     else:
-        emit_map(ctx, node, _fold(MAX if node.op == "Max" else MIN, ctx.dtype(node.inputs[0]), count), compares=True)
+        ctx.elementwise(node, _fold(MAX if node.op == "Max" else MIN, ctx.dtype(node.inputs[0]), count), compares=True)
 
 
 @lowering("Clip")
@@ -159,7 +136,7 @@ def _clip(ctx: Context, node: Node) -> None:
             names.append(node.inputs[i])
     if len(names) == 1:
         return identity(ctx, node)
-    emit_map(ctx, node, expr, names, compares=True)
+    ctx.elementwise(node, expr, names, compares=True)
 
 
 @lowering("Identity")

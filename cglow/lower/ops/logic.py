@@ -8,7 +8,7 @@ import numpy as np
 
 from ...graph.ir import Node
 from ..context import Context, lowering
-from .elementwise import emit_map, identity, kind
+from .elementwise import identity, kind
 
 COMPARISONS = {
     "Equal": "({0} == {1})",
@@ -27,7 +27,7 @@ EXPRS = {
     "IsNaN": "(isnan({0}) != 0)",
 }
 IS_INF = {(1, 1): "(fabsf({0}) == INFINITY)", (1, 0): "({0} == INFINITY)", (0, 1): "({0} == -INFINITY)"}
-CASTS = {  # (from kind, to kind) -> expression; emit_map adds the final cast to an integer type
+CASTS = {  # (from kind, to kind) -> expression; ctx.elementwise adds the final cast to an integer type
     ("float", "bool"): "({0} != 0.0f)",
     ("signed", "bool"): "({0} != 0)",
     ("unsigned", "bool"): "({0} != 0)",
@@ -41,13 +41,13 @@ VIA = {**dict.fromkeys(map(np.dtype, ("int8", "uint8", "int16", "uint16")), "int
 
 @lowering(*EXPRS)
 def _logic(ctx: Context, node: Node) -> None:
-    emit_map(ctx, node, EXPRS[node.op], compares=node.op in COMPARISONS)
+    ctx.elementwise(node, EXPRS[node.op], compares=node.op in COMPARISONS)
 
 
 @lowering("IsInf")
 def _is_inf(ctx: Context, node: Node) -> None:
     detect = (node.attr("detect_positive", 1), node.attr("detect_negative", 1))
-    emit_map(ctx, node, IS_INF.get(detect, "0"), node.inputs[:1] if detect in IS_INF else [])
+    ctx.elementwise(node, IS_INF.get(detect, "0"), node.inputs[:1] if detect in IS_INF else [])
 
 
 @lowering("Cast", "CastLike")
@@ -56,4 +56,4 @@ def _cast(ctx: Context, node: Node) -> None:
     if source == target:
         return identity(ctx, node)
     expr = CASTS.get((kind(source), kind(target)), f"({VIA[target]}){{0}}" if target in VIA else "{0}")
-    emit_map(ctx, node, expr, node.inputs[:1])
+    ctx.elementwise(node, expr, node.inputs[:1])
