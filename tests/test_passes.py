@@ -104,17 +104,20 @@ IN_PLACE = [  # id, channels, group, kernel, pads (t, l, b, r), dilations, batch
 
 @pytest.mark.parametrize("case", IN_PLACE, ids=[c[0] for c in IN_PLACE])
 def test_convolution_in_place(case):
-    """relu -> conv of the same shape (relu's result dies there) -> pool: the conv overwrites its input."""
+    """conv -> relu -> conv of the same shape (relu's result, channels last, dies there) -> pool: the second
+    conv overwrites its input."""
     _, c, group, kernel, pads, dilations, n = case
     rng = np.random.default_rng(5)
     weights = rng.standard_normal((c, c // group) + kernel).astype(np.float32) / 3
-    nodes = [helper.make_node("Relu", ["x"], ["r"]),
+    nodes = [helper.make_node("Conv", ["x", "w0"], ["p"], kernel_shape=[1, 1]),
+             helper.make_node("Relu", ["p"], ["r"]),
              helper.make_node("Conv", ["r", "w", "b"], ["c"], pads=list(pads), dilations=list(dilations), group=group),
              helper.make_node("MaxPool", ["c"], ["y"], kernel_shape=[2, 2])]
     prog = compile_and_check(model(nodes, {"x": [n, c, 9, 8]}, "y",
-                                   {"w": weights, "b": rng.standard_normal(c).astype(np.float32)}))
-    (conv,) = [i for i in prog.instrs if isinstance(i, Conv)]
-    assert conv.ring is not None and conv.out.buf == conv.x.buf
+                                   {"w0": rng.standard_normal((c, c, 1, 1)).astype(np.float32), "w": weights,
+                                    "b": rng.standard_normal(c).astype(np.float32)}))
+    (conv,) = [i for i in prog.instrs if isinstance(i, Conv) and i.x.buf == i.out.buf]
+    assert conv.ring is not None
 
 
 def test_weights_read_by_many_gemms_are_packed_once():

@@ -51,6 +51,24 @@ class View:
     def of(buf: int, shape: tuple[int, ...], offset: int = 0) -> "View":
         return View(buf, offset, tuple(shape), contiguous_strides(shape))
 
+    @staticmethod
+    def laid_out(buf: int, shape: tuple[int, ...], order: tuple[int, ...]) -> "View":
+        """A fresh buffer's view whose dims lie in memory in `order` (outermost first): (0, 2, 3, 1) puts
+        an NCHW value's channels innermost."""
+        physical = View.of(buf, tuple(shape[d] for d in order))
+        return physical.permute(tuple(order.index(d) for d in range(len(shape))))
+
+    def order(self) -> tuple[int, ...] | None:
+        """The dims from outermost to innermost in memory if the view is a whole block of its buffer's
+        memory in some dim order (unit dims first), else None."""
+        live = sorted((d for d, n in enumerate(self.shape) if n != 1), key=lambda d: -self.strides[d])
+        step = 1
+        for d in reversed(live):
+            if self.strides[d] != step:
+                return None
+            step *= self.shape[d]
+        return tuple(d for d, n in enumerate(self.shape) if n == 1) + tuple(live)
+
     @property
     def size(self) -> int:
         return int(np.prod(self.shape, dtype=np.int64))
@@ -61,6 +79,10 @@ class View:
     def covers(self, size: int) -> bool:
         """True if the view is the whole of a buffer of `size` elements, in row-major order."""
         return self.offset == 0 and self.size == size and self.is_contiguous()
+
+    def whole(self, size: int) -> bool:
+        """True if the view reaches every element of a buffer of `size` elements once, in any dim order."""
+        return self.offset == 0 and self.size == size and self.order() is not None
 
     def permute(self, perm) -> "View":
         return replace(self, shape=tuple(self.shape[p] for p in perm), strides=tuple(self.strides[p] for p in perm))
@@ -187,6 +209,12 @@ class Pool:
 
 
 Instr = Map | Reduce | Conv | Gemm | Pool | Gather
+
+
+def channels_innermost(c: Conv) -> bool:
+    """Whether a convolution writes its output channels contiguously (NHWC): then its kernel vectorizes
+    over output channels and reads weights packed [KH, KW, C/group, M]."""
+    return c.out.shape[1] > 1 and c.out.strides[1] == 1
 
 
 def reads(instr: Instr) -> tuple[View, ...]:

@@ -14,7 +14,7 @@ import numpy as np
 from ..alloc.arena import floor, lifetimes
 from ..lower.literals import c_type
 from .schedule import schedule
-from .ir import Buffer, Conv, Epilogue, Gemm, Instr, Map, Program, View, extent, placeholder_count, reads, substitute
+from .ir import Buffer, Conv, Epilogue, Gemm, Instr, Map, Program, View, channels_innermost, extent, placeholder_count, reads, substitute
 
 _CALL = re.compile(r"[A-Za-z_]\w*\s*\(")
 
@@ -40,13 +40,24 @@ def _reshaped(views, shape) -> tuple[View, ...] | None:
     return None if any(v is None for v in out) else out
 
 
+def _realign(views, src: View, dst: View) -> tuple[View, ...] | None:
+    """`views`, indexed like src, re-indexed like dst, where src and dst are two whole views of one
+    buffer: element I of a result meets the element of dst at I. Both are walked in memory order
+    (each permuted into its buffer's physical order), so the correspondence is a reshape."""
+    src_order, dst_order = src.order(), dst.order()
+    physical = tuple(dst.shape[d] for d in dst_order)
+    back = tuple(dst_order.index(d) for d in range(len(dst_order)))
+    out = tuple(v.permute(src_order).reshape(physical) for v in views)
+    return None if any(v is None for v in out) else tuple(v.permute(back) for v in out)
+
+
 def _fuse_map(prog: Program, a: Instr, b: Map, k: int) -> Instr | None:
     """B(..., A(...), ...) as one map over B's shape. A's result keeps the conversion to A's element type
     that storing it made, unless it is plain float arithmetic."""
-    if not isinstance(a, Map) or not b.ins[k].covers(a.out.size) or \
+    if not isinstance(a, Map) or not b.ins[k].whole(a.out.size) or \
             (placeholder_count(b.expr, str(k)) > 1 and not _may_repeat(a.expr)):
         return None
-    a_ins = _reshaped(a.ins, b.out.shape)
+    a_ins = _realign(a.ins, a.out, b.ins[k])
     if a_ins is None:
         return None
     others = [i for i in range(len(b.ins)) if i != k]
@@ -73,15 +84,15 @@ def _merge_inputs(m: Map) -> Map:
 def _fuse_epilogue(prog: Program, a: Instr, b: Map, k: int) -> Instr | None:
     """The map B applied in A's epilogue, A a conv or matrix product (whose accumulator has the type of
     its output, so both outputs must have one type)."""
-    if not isinstance(a, (Conv, Gemm)) or not b.ins[k].covers(a.out.size) or \
+    if not isinstance(a, (Conv, Gemm)) or not b.ins[k].whole(a.out.size) or \
             prog.buffer(a.out.buf).dtype != prog.buffer(b.out.buf).dtype or \
             (placeholder_count(b.expr, str(k)) > 1 and not _may_repeat(a.epi.expr)):
         return None
-    out = b.out.reshape(a.out.shape)
     others = [i for i in range(len(b.ins)) if i != k]
-    extra = _reshaped([b.ins[i] for i in others], a.out.shape)
-    if out is None or extra is None:
+    moved = _realign([b.out] + [b.ins[i] for i in others], b.ins[k], a.out)
+    if moved is None:
         return None
+    out, extra = moved[0], moved[1:]
     base = len(a.epi.ins)
     values = {str(i): "{%d}" % (base + n) for n, i in enumerate(others)}
     values[str(k)] = a.epi.expr
@@ -103,8 +114,9 @@ def _transport(prog: Program, a: Instr, b: Map, k: int) -> Instr | None:
     if step != size:
         return None
     layout = View(b.out.buf, b.out.offset, tuple(d for _, d, _ in dims), tuple(b.out.strides[i] for _, _, i in dims))
-    out = layout.reshape(a.out.shape)
-    return None if out is None else replace(a, out=out)
+    order = a.out.order()  # A's result may itself be laid out in another dim order (channels last)
+    out = layout.reshape(tuple(a.out.shape[d] for d in order))
+    return None if out is None else replace(a, out=out.permute(tuple(order.index(d) for d in range(len(order)))))
 
 
 def _touches(instr: Instr, region: View) -> bool:
@@ -133,7 +145,7 @@ def _combine(prog: Program, rule) -> Program:
                 if t.kind != "arena" or len(writers.get(t.id, ())) != 1 or read_count[t.id] != 1:
                     continue
                 i = writers[t.id][0]
-                if i >= j or not instrs[i].out.covers(t.size):
+                if i >= j or not instrs[i].out.whole(t.size):
                     continue
                 fused = rule(prog, instrs[i], b, k)
                 if fused is not None:
@@ -207,7 +219,7 @@ def reuse_dying_inputs(prog: Program) -> Program:
     for j in range(len(instrs)):
         b = instrs[j]  # read anew: an earlier rename may have rewritten it
         u = prog.buffer(b.out.buf)
-        if not isinstance(b, Map) or u.kind != "arena" or not b.out.covers(u.size):
+        if not isinstance(b, Map) or u.kind != "arena" or not b.out.whole(u.size):
             continue
         touching = {x.buf: i for i, instr in enumerate(instrs) for x in (instr.out,) + reads(instr)}
         if [i for i, instr in enumerate(instrs) if instr.out.buf == u.id] != [j]:
@@ -229,6 +241,11 @@ def drop_empty(prog: Program) -> Program:
     return replace(prog, instrs=tuple(i for i in prog.instrs if i.out.size))
 
 
+def _same_layout(a: View, b: View) -> bool:
+    """One shape, and one stride for every dim that is not a unit dim (a unit dim's stride means nothing)."""
+    return a.shape == b.shape and all(s == t for d, s, t in zip(a.shape, a.strides, b.strides) if d != 1)
+
+
 def convolve_in_place(prog: Program) -> Program:
     """A stride-1 convolution whose output has its input's shape and whose input dies there writes its
     output over the input, row by row, keeping (top pad + 1) pending output rows in a scratch ring: memory
@@ -245,7 +262,7 @@ def convolve_in_place(prog: Program) -> Program:
         last = max(i for i, x in enumerate(instrs) if t.id in {v.buf for v in (x.out,) + reads(x)})
         writers = [i for i, x in enumerate(instrs) if x.out.buf == u.id]
         if t.kind != "arena" or u.kind != "arena" or t.id == u.id or t.dtype != u.dtype or last != j \
-                or writers != [j] or not a.x.covers(t.size) or not a.out.covers(u.size) \
+                or writers != [j] or not a.x.whole(t.size) or not a.out.whole(u.size) or not _same_layout(a.x, a.out) \
                 or any(v.buf in (t.id, u.id) for v in a.epi.ins) or rows * m * w >= u.size:
             continue
         ring = Buffer(len(buffers), "arena", rows * m * w, f"{a.node} rows", dtype=u.dtype)
@@ -265,8 +282,16 @@ def pointwise_as_gemm(prog: Program) -> Program:
             continue
         (n, m), k = c.out.shape[:2], c.x.shape[1]
         pixels = c.out.shape[2] * c.out.shape[3]
-        out, x = c.out.reshape((n, m, pixels)), c.x.reshape((n, k, pixels))
         w = c.w.reshape((m, k))
+        if channels_innermost(c):  # out [N, pixels, M] = x [N, pixels, K] x w^T [K, M]
+            last = (0, 2, 3, 1)
+            out, x = c.out.permute(last).reshape((n, pixels, m)), c.x.permute(last).reshape((n, pixels, k))
+            ins = _reshaped([v.permute(last) for v in c.epi.ins], (n, pixels, m))
+            if out is None or x is None or w is None or ins is None:
+                continue
+            instrs[j] = Gemm(out, x, w.permute((1, 0)).broadcast_to((n, k, m)), Epilogue(c.epi.expr, ins), c.node)
+            continue
+        out, x = c.out.reshape((n, m, pixels)), c.x.reshape((n, k, pixels))
         ins = _reshaped(c.epi.ins, (n, m, pixels))
         if out is None or x is None or w is None or ins is None:
             continue
@@ -274,12 +299,30 @@ def pointwise_as_gemm(prog: Program) -> Program:
     return replace(prog, instrs=tuple(instrs))
 
 
+def _packed_filter(buffers: list[Buffer], packed: dict, c: Conv) -> View:
+    """A channels-innermost convolution's filter [M, C/group, KH, KW], re-laid out [KH, KW, C/group, M]."""
+    old = buffers[c.w.buf]
+    key = (old.id, c.w.offset, c.w.shape, c.w.strides, "filter")
+    if key not in packed:
+        data = np.lib.stride_tricks.as_strided(old.data[c.w.offset:], c.w.shape,
+                                               [s * old.data.itemsize for s in c.w.strides])
+        data = np.ascontiguousarray(data.transpose(2, 3, 1, 0))
+        packed[key] = len(buffers)
+        buffers.append(Buffer(len(buffers), "const", data.size, f"{old.label} packed", data=data.reshape(-1),
+                              dtype=old.dtype))
+    return View.laid_out(packed[key], c.w.shape, (2, 3, 1, 0))
+
+
 def pack_weights(prog: Program) -> Program:
     """Constant matrices that a Gemm reads across rows (a transposed weight, as Gemm transB=1 gives) are
-    re-laid out at compile time so that the kernel's innermost loop reads them contiguously."""
+    re-laid out at compile time so that the kernel's innermost loop reads them contiguously; so are the
+    filters of the convolutions that vectorize over output channels."""
     instrs, buffers = list(prog.instrs), list(prog.buffers)
     packed: dict[tuple, int] = {}  # one packed copy per matrix, however many instructions read it
     for j, g in enumerate(instrs):
+        if isinstance(g, Conv) and channels_innermost(g) and buffers[g.w.buf].kind == "const":
+            instrs[j] = replace(g, w=_packed_filter(buffers, packed, g))
+            continue
         if not isinstance(g, Gemm) or buffers[g.b.buf].kind != "const" or g.b.strides[-1] in (0, 1):
             continue
         old = buffers[g.b.buf]

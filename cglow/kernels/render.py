@@ -12,7 +12,7 @@ import jinja2
 
 import numpy as np
 
-from ..instr.ir import (Conv, Epilogue, Gather, Gemm, Instr, Map, Pool, Reduce, View, contiguous_strides, reads,
+from ..instr.ir import (Conv, Epilogue, channels_innermost, Gather, Gemm, Instr, Map, Pool, Reduce, View, contiguous_strides, reads,
                         substitute)
 from ..lower.literals import c_highest, c_literal, c_lowest, c_type
 
@@ -97,8 +97,15 @@ def _epilogue(epi: Epilogue, variables) -> str:
     return substitute(epi.expr, values)
 
 
+def memory_order(view: View) -> tuple[int, ...]:
+    """The view's dims sorted by decreasing stride: loops in this order walk its memory forwards."""
+    return tuple(sorted(range(len(view.shape)), key=lambda d: -abs(view.strides[d])))
+
+
 def _map(fn: str, m: Map, dtypes) -> Kernel:
-    loops, (out, *ins) = _collapsed((m.out,) + m.ins, m.out.shape, slice(None), "i")
+    perm = memory_order(m.out)
+    loops, (out, *ins) = _collapsed(tuple(v.permute(perm) for v in (m.out,) + m.ins), m.out.permute(perm).shape,
+                                    slice(None), "i")
     variables = [v for v, _ in loops]
     expr = substitute(m.expr, {str(i): f"x{i}[{index(v, variables)}]" for i, v in enumerate(ins)})
     names = ["y"] + [f"x{i}" for i in range(len(ins))]
@@ -161,6 +168,7 @@ def _gather(fn: str, g: Gather, dtypes) -> Kernel:
 
 
 TILE_M, TILE_N = 4, 16  # accumulators per register tile: 64 floats
+VECTOR_LOOP = "CGLOW_VECTOR_LOOP"  # runtime_c/fma.c: keeps gcc from unrolling a loop it should vectorize
 
 
 def _gemm(fn: str, g: Gemm, dtypes) -> Kernel:
@@ -181,10 +189,19 @@ def _gemm(fn: str, g: Gemm, dtypes) -> Kernel:
     epi_values = {"acc": "acc[i][j]"}
     epi_values.update({str(i): f"e{i}[{idx(v, batched[3 + i], (rows, cols))}]" for i, v in enumerate(g.epi.ins)})
     names = ["y", "a", "b"] + [f"e{i}" for i in range(len(g.epi.ins))]
+    right = f"row[{linear([('j', g.b.strides[-1])])}]"
+    is_float = dtypes[g.out.buf] == np.float32
+
+    def mac(i: int) -> str:
+        return f"acc[{i}][j] = cglow_fma(left, {right}, acc[{i}][j]);" if is_float else \
+            f"acc[{i}][j] += left * {right};"
+
+    def a_at(i: int) -> str:
+        return idx(g.a, batched[1], (f"(m0 + {i})" if i else "m0", "k"))
     text = ENV.get_template("gemm.c.j2").render(
         signature=_signature(fn, g, names, dtypes), loops=loops, tiles=tiles, K=g.a.shape[-1],
-        acc_t=c_type(dtypes[g.out.buf]), zero=c_literal(0, dtypes[g.out.buf]),
-        a=idx(g.a, batched[1], (rows, "k")), b=idx(g.b, batched[2], ("k", cols)), out=idx(g.out, batched[0], (rows, cols)),
+        acc_t=c_type(dtypes[g.out.buf]), zero=c_literal(0, dtypes[g.out.buf]), mac=mac,
+        a=a_at, b_row=idx(g.b, batched[2], ("k", "n0")), vector_loop=VECTOR_LOOP if is_float else "", out=idx(g.out, batched[0], (rows, cols)),
         epilogue=substitute(g.epi.expr, epi_values))
     return Kernel(text, views)
 
@@ -209,8 +226,74 @@ TILE_OC, TILE_OW = 4, 16  # a convolution's register tile: output channels x out
 
 
 def _conv(fn: str, c: Conv, dtypes) -> Kernel:
-    """In place: row by row through the ring. Otherwise register tiles."""
+    """Channels innermost: register tiles vectorized over output channels (in place through the ring).
+    Otherwise, in place: row by row through the ring; else register tiles vectorized over columns."""
+    if channels_innermost(c):
+        return _conv_nhwc(fn, c, dtypes)
     return _conv_rows(fn, c, dtypes) if c.ring else _conv_tiles(fn, c, dtypes)
+
+
+NHWC_MR, NHWC_NR = 4, 16  # a channels-innermost convolution's register tile: output columns x channels
+
+
+def _column_runs(win, width: int, mr: int) -> list[dict]:
+    """The output columns in tiles of mr (the last one shorter), grouped into runs of tiles of one width
+    that either read inside the image for every tap (unchecked) or not."""
+    s, d, p, out = win.strides[1], win.dilations[1], win.pads_begin[1], win.out[1]
+    first_inside = -(-p // s)                                     # ow * s - p >= 0
+    last_inside = (width - 1 + p - (win.kernel[1] - 1) * d) // s  # ow * s + (KW - 1) * d - p < width
+    runs: list[dict] = []
+    for lo in range(0, out, mr):
+        hi = min(lo + mr, out)
+        checked = lo < first_inside or hi - 1 > last_inside
+        if runs and runs[-1]["mr"] == hi - lo and runs[-1]["checked"] == checked:
+            runs[-1]["hi"] = hi
+        else:
+            runs.append(dict(lo=lo, hi=hi, mr=hi - lo, checked=checked))
+    return runs
+
+
+def _conv_nhwc(fn: str, c: Conv, dtypes) -> Kernel:
+    n, _, h, w = c.x.shape
+    m, cg = c.w.shape[:2]
+    mg = m // c.group
+    depthwise = cg == 1 and mg == 1
+    nr = NHWC_NR if c.group == 1 or depthwise else max(t for t in (16, 8, 4, 2, 1) if mg % t == 0 and t <= NHWC_NR)
+    oc_tiles = [dict(lo=lo, hi=hi, nr=t) for lo, hi, t in ((0, m - m % nr, nr), (m - m % nr, m, m % nr))
+                if t and hi > lo]
+    c0 = None if c.group == 1 or depthwise else f"(oc0 / {mg}) * {cg}"
+    channel = "(oc0 + i)" if depthwise else "c" if c0 is None else "(c0 + c)"
+    acc_t = dtypes[c.out.buf]
+    weight = f"tap[{linear([('i', c.w.strides[0])])}]"
+
+    is_float = acc_t == np.float32
+
+    def mac(value: str, j: int) -> str:
+        if is_float:
+            return f"acc[{j}][i] = cglow_fma({value}, {weight}, acc[{j}][i]);"
+        return f"acc[{j}][i] += {value} * {weight};"
+
+    def iw(j: int) -> str:
+        return linear([("ow0", c.win.strides[1]), ("kw", c.win.dilations[1])], j * c.win.strides[1] - c.win.pads_begin[1])
+
+    oh_, ow_ = c.win.out
+    delay = c.win.pads_begin[0] if c.ring else 0
+    out_vars = ("n", "(oc0 + i)", "oh", "(ow0 + j)")
+    store = f"ring[(oh % {delay + 1}) * {ow_ * m} + (ow0 + j) * {m} + oc0 + i]" if c.ring else \
+        f"y[{index(c.out, out_vars)}]"
+    names = ["y", "x", "w"] + [f"e{i}" for i in range(len(c.epi.ins))] + (["ring"] if c.ring else [])
+    text = ENV.get_template("conv_nhwc.c.j2").render(
+        signature=_signature(fn, c, names, dtypes, scratch=1 if c.ring else 0), N=n, OH=oh_, OW=ow_, M=m, CG=cg,
+        KH=c.win.kernel[0], KW=c.win.kernel[1], H=h, W=w, DELAY=delay, ring=bool(c.ring), oc_tiles=oc_tiles,
+        runs=_column_runs(c.win, w, NHWC_MR), c0=c0, depthwise=depthwise, acc_t=c_type(acc_t),
+        zero=c_literal(0, acc_t), mac=mac, vector_loop=VECTOR_LOOP if is_float else "",
+        ih=linear([("oh", c.win.strides[0]), ("kh", c.win.dilations[0])], -c.win.pads_begin[0]),
+        iw=iw,
+        x_at=index(c.x, ("n", "oc0" if depthwise else channel, "ih", "iw")), x_i=linear([("i", c.x.strides[1])]),
+        w_at=index(c.w, ("oc0", "c", "kh", "kw")), store=store,
+        epilogue=_epilogue(Epilogue(substitute(c.epi.expr, {"acc": "acc[j][i]"}), c.epi.ins), out_vars),
+        out_done=index(c.out, ("n", "oc", "done", "ow")))
+    return Kernel(text, (c.out,) + reads(c))
 
 
 def _conv_tiles(fn: str, c: Conv, dtypes) -> Kernel:
@@ -297,7 +380,7 @@ def _pool(fn: str, p: Pool, dtypes) -> Kernel:
             "acc / (float)count"
     text = ENV.get_template("pool.c.j2").render(
         signature=_signature(fn, p, ["y", "x"], dtypes), init=init, combine=combine, result=result, taps=taps,
-        outer=[("n", p.x.shape[0]), ("c", p.x.shape[1])] + list(zip(outs, win.out)),
+        outer=[([("n", p.x.shape[0]), ("c", p.x.shape[1])] + list(zip(outs, win.out)))[d] for d in memory_order(p.out)],
         out=index(p.out, ["n", "c"] + outs))
     return Kernel(text, (p.out, p.x))
 

@@ -67,15 +67,24 @@ class Context:
         data = np.ascontiguousarray(data, dtype=dtype)
         return View.of(self._buffer("const", data.size, label, data.dtype, data=data.reshape(-1)), data.shape)
 
-    def new(self, name: str) -> View:
-        """A fresh arena buffer for the value `name`, bound to it."""
-        view = self.temp(self.shape(name), name, self.dtype(name))
+    def new(self, name: str, order: tuple[int, ...] | None = None) -> View:
+        """A fresh arena buffer for the value `name`, bound to it; its dims lie in memory in `order`
+        (default row-major)."""
+        view = self.temp(self.shape(name), name, self.dtype(name), order)
         self.views[name] = view
         return view
 
-    def temp(self, shape: tuple[int, ...], label: str, dtype=np.float32) -> View:
+    def new_like(self, name: str, views) -> View:
+        """A fresh buffer for `name` laid out like the first of `views` with its shape that is a whole
+        block of memory (so chains of elementwise ops keep a channels-last layout), else row-major."""
+        shape = self.shape(name)
+        orders = [v.order() for v in views if v.shape == shape]
+        return self.new(name, next((o for o in orders if o is not None), None))
+
+    def temp(self, shape: tuple[int, ...], label: str, dtype=np.float32, order=None) -> View:
         """A fresh arena buffer for an intermediate that no graph value names."""
-        return View.of(self._buffer("arena", int(np.prod(shape, dtype=np.int64)), label, dtype), shape)
+        buf = self._buffer("arena", int(np.prod(shape, dtype=np.int64)), label, dtype)
+        return View.laid_out(buf, shape, order) if order else View.of(buf, shape)
 
     def bind(self, name: str, view: View) -> None:
         self.views[name] = view
@@ -130,7 +139,7 @@ class Context:
                 more, value = self.operands([name], out, first=len(views))
                 views += more
                 values[str(i)] = value["0"]
-        self.emit(Map(self.new(node.outputs[0]), tuple(views), substitute(expr, values), node.name))
+        self.emit(Map(self.new_like(node.outputs[0], views), tuple(views), substitute(expr, values), node.name))
 
 
 def lower(graph: Graph) -> Program:

@@ -38,11 +38,15 @@ def _pixel_rows(x: View, out: View, win: Window) -> tuple[View, View, Window]:
     return xs, outs, Window((1, 1), (1, 1), win.dilations, (0, 0), (0, 0), shape)
 
 
+CHANNELS_LAST = {3: (0, 2, 1), 4: (0, 2, 3, 1)}  # by rank: a convolution's output keeps channels innermost
+
+
 @lowering("Conv")
 def _conv(ctx: Context, node: Node) -> None:
     w = ctx.shape(node.inputs[1])
     win = window(node, ctx.shape(node.inputs[0])[2:], tuple(node.attr("kernel_shape", w[2:])))
-    x, out, win = _pixel_rows(_as_2d(ctx.view(node.inputs[0])), _as_2d(ctx.new(node.outputs[0])), _window_2d(win))
+    out = ctx.new(node.outputs[0], CHANNELS_LAST.get(len(w)))
+    x, out, win = _pixel_rows(_as_2d(ctx.view(node.inputs[0])), _as_2d(out), _window_2d(win))
     epi = Epilogue()
     if len(node.inputs) > 2 and node.inputs[2]:
         bias = ctx.view(node.inputs[2]).reshape((w[0], 1, 1)).broadcast_to(out.shape)
@@ -88,7 +92,7 @@ def _pool(ctx: Context, node: Node) -> None:
                  bool(node.attr("ceil_mode", 0)))
     kind = "max" if node.op == "MaxPool" else "avg"
     x = ctx.view(node.inputs[0])
-    ctx.emit(Pool(ctx.new(node.outputs[0]), x, kind, win, bool(node.attr("count_include_pad", 0)), node.name))
+    ctx.emit(Pool(ctx.new(node.outputs[0], x.order()), x, kind, win, bool(node.attr("count_include_pad", 0)), node.name))
     if len(node.outputs) > 1 and node.outputs[1]:  # MaxPool's Indices
         ctx.emit(Pool(ctx.new(node.outputs[1]), x, "argmax", win, False, node.name,
                       bool(node.attr("storage_order", 0))))
@@ -100,7 +104,7 @@ def _global_average_pool(ctx: Context, node: Node) -> None:
     count = 1
     for d in shape[2:]:
         count *= d
-    x = ctx.contiguous(node.inputs[0]).reshape(shape[:2] + (count,))
+    x = ctx.view(node.inputs[0]).reshape(shape[:2] + (count,)) or ctx.contiguous(node.inputs[0]).reshape(shape[:2] + (count,))
     out = ctx.new(node.outputs[0]).reshape(shape[:2])
     ctx.emit(Reduce(out, (x,), "sum", "{0}", f"{{acc}} / {c_float(count)}", node.name))
 

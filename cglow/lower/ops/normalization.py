@@ -29,7 +29,8 @@ def _batchnorm(ctx: Context, node: Node) -> None:
     else:
         views = [ctx.view(n).reshape(channel).broadcast_to(shape) for n in node.inputs[1:5]]
         expr = f"(({{0}} - {{3}}) / sqrtf({{4}} + {c_float(eps)}) * {{1}} + {{2}})"
-    ctx.emit(Map(ctx.new(node.outputs[0]), (ctx.view(node.inputs[0]), *views), expr, node.name))
+    x = ctx.view(node.inputs[0])
+    ctx.emit(Map(ctx.new_like(node.outputs[0], [x]), (x, *views), expr, node.name))
 
 
 def _split(ctx: Context, name: str, first: int) -> tuple[View, tuple[int, ...], int]:

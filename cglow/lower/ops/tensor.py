@@ -51,7 +51,8 @@ def _transpose(ctx: Context, node: Node) -> None:
 
 @lowering("Concat")
 def _concat(ctx: Context, node: Node) -> None:
-    out = ctx.new(node.outputs[0])
+    orders = {ctx.view(name).order() for name in node.inputs if name}
+    out = ctx.new(node.outputs[0], orders.pop() if len(orders) == 1 else None)  # the inputs' common layout
     at = axis(node, node.attr("axis", 0), len(out.shape))
     start = 0
     for name in node.inputs:
@@ -87,7 +88,8 @@ def _pad(ctx: Context, node: Node) -> None:
     widths = pad_widths(node_args(ctx, node))
     mode = node.attr("mode", "constant")
     value = node.inputs[2] if len(node.inputs) > 2 and node.inputs[2] else None
-    out, x = ctx.new(node.outputs[0]), ctx.view(node.inputs[0])
+    x = ctx.view(node.inputs[0])
+    out = ctx.new(node.outputs[0], x.order())
     inner = out
     for at, (begin, end) in enumerate(widths):  # negative pads crop the input
         x = along(x, at, max(-begin, 0), x.shape[at] - max(-begin, 0) - max(-end, 0))
