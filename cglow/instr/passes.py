@@ -313,15 +313,31 @@ def _packed_filter(buffers: list[Buffer], packed: dict, c: Conv) -> View:
     return View.laid_out(packed[key], c.w.shape, (2, 3, 1, 0))
 
 
+TRANSPOSE_ROWS = 4  # a run-time right operand read across rows is copied first when this many rows reuse it
+
+
+def _transposed_operand(buffers: list[Buffer], g: Gemm) -> tuple[Map, Gemm]:
+    """A Gemm whose run-time right operand is read across rows (attention's Q x K^T) reads a row-major
+    copy instead, made just before it: one pass over b, against rows x one strided gather per element."""
+    copy = Buffer(len(buffers), "arena", g.b.size, f"{g.node} right operand", dtype=buffers[g.b.buf].dtype)
+    buffers.append(copy)
+    b = View.of(copy.id, g.b.shape)
+    return Map(b, (g.b,), "{0}", g.node), replace(g, b=b)
+
+
 def pack_weights(prog: Program) -> Program:
     """Constant matrices that a Gemm reads across rows (a transposed weight, as Gemm transB=1 gives) are
     re-laid out at compile time so that the kernel's innermost loop reads them contiguously; so are the
-    filters of the convolutions that vectorize over output channels."""
+    filters of the convolutions that vectorize over output channels. Run-time ones are copied at run time.""" 
     instrs, buffers = list(prog.instrs), list(prog.buffers)
     packed: dict[tuple, int] = {}  # one packed copy per matrix, however many instructions read it
     for j, g in enumerate(instrs):
         if isinstance(g, Conv) and channels_innermost(g) and buffers[g.w.buf].kind == "const":
             instrs[j] = replace(g, w=_packed_filter(buffers, packed, g))
+            continue
+        if isinstance(g, Gemm) and buffers[g.b.buf].kind != "const" and g.b.strides[-1] not in (0, 1) and \
+                g.out.shape[-2] >= TRANSPOSE_ROWS:
+            instrs[j] = _transposed_operand(buffers, g)
             continue
         if not isinstance(g, Gemm) or buffers[g.b.buf].kind != "const" or g.b.strides[-1] in (0, 1):
             continue
@@ -336,7 +352,8 @@ def pack_weights(prog: Program) -> Program:
             buffers.append(Buffer(len(buffers), "const", data.size, f"{old.label} packed", data=data.reshape(-1),
                                   dtype=old.dtype))
         instrs[j] = replace(g, b=View.of(packed[key], shape).broadcast_to(g.b.shape))
-    return replace(prog, buffers=tuple(buffers), instrs=tuple(instrs))
+    flat = [x for instr in instrs for x in (instr if isinstance(instr, tuple) else (instr,))]
+    return replace(prog, buffers=tuple(buffers), instrs=tuple(flat))
 
 
 PIPELINE = (drop_empty, fuse_maps, fuse_epilogues, schedule, forward_copies, elide_copies, reuse_dying_inputs, convolve_in_place, pointwise_as_gemm,

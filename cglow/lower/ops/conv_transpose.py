@@ -12,11 +12,7 @@ from ...graph.ir import Node
 from ...graph.rules.conv_transpose import transposed
 from ...instr.ir import Conv, Epilogue, Gemm, Map, View
 from ..context import Context, lowering
-
-
-def _as_2d(view: View) -> View:
-    """NCW views become NC1W so that one 2-D kernel serves 1-D and 2-D."""
-    return view if len(view.shape) == 4 else view.reshape(view.shape[:2] + (1,) + view.shape[2:])
+from .nn import CHANNELS_LAST, as_2d
 
 
 def _lift(values: tuple[int, ...], unit: int) -> tuple[int, ...]:
@@ -49,7 +45,7 @@ def _spread(ctx: Context, x: View, strides: tuple[int, int], label: str) -> View
     if all(s == 1 or n == 1 for s, n in zip(strides, x.shape[2:])):
         return x
     n, c, h, w = x.shape
-    full = ctx.temp((n, c, (h - 1) * strides[0] + 1, (w - 1) * strides[1] + 1), label)
+    full = ctx.temp((n, c, (h - 1) * strides[0] + 1, (w - 1) * strides[1] + 1), label, order=x.order())
     ctx.emit(Map(full, (), "0.0f", label))
     lattice = replace(full, shape=x.shape, strides=full.strides[:2] + (full.strides[2] * strides[0],
                                                                        full.strides[3] * strides[1]))
@@ -60,7 +56,7 @@ def _spread(ctx: Context, x: View, strides: tuple[int, int], label: str) -> View
 @lowering("ConvTranspose")
 def _conv_transpose(ctx: Context, node: Node) -> None:
     geo = transposed(node, ctx.shape(node.inputs[0])[2:], ctx.shape(node.inputs[1])[2:])
-    x = _spread(ctx, _as_2d(ctx.view(node.inputs[0])), _lift(geo.strides, 1), f"{node.name} spread")
+    x = _spread(ctx, as_2d(ctx.view(node.inputs[0])), _lift(geo.strides, 1), f"{node.name} spread")
     # the convolution's pads: the kernel's reach less the transposed pads; a negative one crops the input
     begin, end = [], []
     for axis, k, d, pb, pe, extra in zip((2, 3), _lift(geo.kernel, 1), _lift(geo.dilations, 1),
@@ -73,7 +69,7 @@ def _conv_transpose(ctx: Context, node: Node) -> None:
         x = x.slice(axis, max(-first, 0), length)
         begin.append(max(first, 0))
         end.append(max(last, 0))
-    out = _as_2d(ctx.new(node.outputs[0]))
+    out = as_2d(ctx.new(node.outputs[0], CHANNELS_LAST.get(len(ctx.shape(node.outputs[0])))))
     weights = _conv_weights(ctx, node)
     epi = Epilogue()
     if len(node.inputs) > 2 and node.inputs[2]:

@@ -44,7 +44,7 @@ SELU_ALPHA, SELU_GAMMA = 1.67326319217681884765625, 1.05070102214813232421875
 FLOAT_EXPRS = {  # float32-only ops; {name} is the float attribute `name` (defaults in ATTRS)
     "Sigmoid": "(1.0f / (1.0f + expf(-{0})))",
     "Tanh": "tanhf({0})",
-    "Erf": "erff({0})",
+    "Erf": "cglow_erf({0})",
     "Sqrt": "sqrtf({0})",
     "Exp": "expf({0})",
     "Log": "logf({0})",
@@ -64,7 +64,7 @@ FLOAT_EXPRS = {  # float32-only ops; {name} is the float attribute `name` (defau
     "Mish": "({0} * tanhf(fmaxf({0}, 0.0f) + log1pf(expf(-fabsf({0})))))",
 }
 GELU = {  # by the approximate attribute
-    "none": "(0.5f * {0} * (1.0f + erff({0} * 0.70710677f)))",
+    "none": "(0.5f * {0} * (1.0f + cglow_erf({0} * 0.70710677f)))",
     "tanh": "(0.5f * {0} * (1.0f + tanhf(0.7978846f * ({0} + 0.044715f * {0} * {0} * {0}))))",
 }
 ATTRS = {"LeakyRelu": {"alpha": 0.01}, "Elu": {"alpha": 1.0}, "Selu": {"alpha": SELU_ALPHA, "gamma": SELU_GAMMA},

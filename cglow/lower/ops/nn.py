@@ -8,7 +8,7 @@ from ..context import Context, lowering
 from ..literals import c_float
 
 
-def _as_2d(view: View) -> View:
+def as_2d(view: View) -> View:
     """NCW views become NC1W so that one 2-D conv kernel serves 1-D and 2-D windows."""
     return view if len(view.shape) == 4 else view.reshape(view.shape[:2] + (1,) + view.shape[2:])
 
@@ -46,12 +46,12 @@ def _conv(ctx: Context, node: Node) -> None:
     w = ctx.shape(node.inputs[1])
     win = window(node, ctx.shape(node.inputs[0])[2:], tuple(node.attr("kernel_shape", w[2:])))
     out = ctx.new(node.outputs[0], CHANNELS_LAST.get(len(w)))
-    x, out, win = _pixel_rows(_as_2d(ctx.view(node.inputs[0])), _as_2d(out), _window_2d(win))
+    x, out, win = _pixel_rows(as_2d(ctx.view(node.inputs[0])), as_2d(out), _window_2d(win))
     epi = Epilogue()
     if len(node.inputs) > 2 and node.inputs[2]:
         bias = ctx.view(node.inputs[2]).reshape((w[0], 1, 1)).broadcast_to(out.shape)
         epi = Epilogue("({acc} + {0})", (bias,))
-    w4 = _as_2d(ctx.view(node.inputs[1]))
+    w4 = as_2d(ctx.view(node.inputs[1]))
     ctx.emit(Conv(out, x, w4, win, node.attr("group", 1), epi, node.name))
 
 
