@@ -2,7 +2,7 @@
 PYTHON ?= python3
 PIP = $(PYTHON) -m pip --disable-pip-version-check -q
 
-.PHONY: example test report bench bench-memory install install-test
+.PHONY: example test report bench bench-mcu bench-memory install install-test
 
 example: install
 	$(PYTHON) -m cglow example
@@ -15,6 +15,9 @@ report: install-test
 
 bench: install-test
 	$(PYTHON) scripts/bench.py
+
+bench-mcu: install-test
+	$(PYTHON) scripts/bench_mcu.py
 
 bench-memory: install-test
 	$(PYTHON) scripts/bench_memory.py

@@ -1,13 +1,15 @@
 """A plain C `main` for a generated model: embedded inputs, printed outputs (exact hex floats).
 
-Used by the example job and the tests on the host; cross targets reuse it under an emulator. With
-`samples`, it is a host benchmark instead (POSIX clock_gettime; scripts/bench.py): warm-up, then samples
-of R runs each, the median printed as "us per run"."""
+Used by the example job and the tests on the host. With `samples`, it is a host benchmark instead (POSIX
+clock_gettime; scripts/bench.py): warm-up, then samples of R runs each, the median printed as "us per run".
+Cross targets (cglow.cross) use the bare-metal variant: no clock, no printf, outputs as hex bit patterns,
+and marker calls around net_run for an instruction counter."""
 from __future__ import annotations
 
 import numpy as np
 
 from ..compiler import CompiledModel
+from ..errors import CglowError
 from ..lower.literals import c_array_lines, c_type
 from .emit import ENV
 
@@ -17,13 +19,41 @@ def harness_source(compiled: CompiledModel, inputs: list[np.ndarray], repeat: in
     """The test harness (runs net_run `repeat` times, times them with clock()); or with `samples` > 0 the
     benchmark harness: at least `warmup_runs` runs and `warmup_ms` of warm-up, then `samples` samples of R
     runs each, R chosen from the warm-up so that a sample lasts about `sample_ms`."""
-    args = [f"input_{i}" for i in range(len(inputs))] + [f"output_{i}" for i in range(len(compiled.outputs))]
     bench = dict(samples=samples, sample_ms=float(sample_ms), warmup_ms=float(warmup_ms),
                  warmup_runs=max(int(warmup_runs), 1)) if samples > 0 else None
-    return ENV.get_template("harness.c.j2").render(
-        prefix=compiled.name, repeat=repeat, args=", ".join(args), bench=bench,
-        inputs=[dict(size=max(x.size, 1), ctype=c_type(x.dtype), lines=c_array_lines(x)) for x in inputs],
-        outputs=[dict(size=max(t.size, 1), ctype=t.ctype) for t in compiled.outputs])
+    return ENV.get_template("harness.c.j2").render(repeat=repeat, bench=bench, **template_io(compiled, inputs))
+
+
+def template_io(compiled: CompiledModel, inputs: list[np.ndarray]) -> dict:
+    """What both harness templates need: the prefix, net_run's arguments, the inputs' and outputs' arrays."""
+    args = [f"input_{i}" for i in range(len(inputs))] + [f"output_{i}" for i in range(len(compiled.outputs))]
+    return dict(prefix=compiled.name, args=", ".join(args),
+                inputs=[dict(size=max(x.size, 1), ctype=c_type(x.dtype), lines=c_array_lines(x)) for x in inputs],
+                outputs=[dict(size=max(t.size, 1), ctype=t.ctype, itemsize=t.dtype.itemsize)
+                         for t in compiled.outputs])
+
+
+def baremetal_source(compiled: CompiledModel, inputs: list[np.ndarray]) -> str:
+    """The bare-metal harness (baremetal.c.j2): one run of net_run between instruction-counter marks."""
+    if compiled.options.caller_arena or compiled.options.io_in_arena:
+        raise CglowError("the bare-metal harness takes the default C API (no --caller-arena, no --io-in-arena)")
+    return ENV.get_template("baremetal.c.j2").render(**template_io(compiled, inputs))
+
+
+def parse_output_bits(stdout: str, compiled: CompiledModel) -> list[np.ndarray]:
+    """The outputs that the bare-metal harness wrote (each element's bits in hex), bit-exact."""
+    values = {}
+    for line in stdout.splitlines():
+        if line.startswith("output "):
+            head, _, rest = line.partition(":")
+            values[int(head.split()[1])] = rest.split()
+    arrays = []
+    for i, t in enumerate(compiled.outputs):
+        if len(values.get(i, ())) != max(t.size, 1):
+            raise ValueError(f"output {i} is missing or incomplete in the program's output")
+        bits = np.array([int(v, 16) for v in values[i]], f"u{t.dtype.itemsize}")
+        arrays.append(bits.view(t.dtype)[:t.size].reshape(t.shape))
+    return arrays
 
 
 def parse_outputs(stdout: str, compiled: CompiledModel) -> list[np.ndarray]:

@@ -1,0 +1,111 @@
+"""Cross builds for the cortex-m4 target (cglow.cross, cglow.targets): the keyword-spotting model built with
+arm-none-eabi-gcc and run under qemu-system-arm (mps2-an386) against onnxruntime, the instruction count of
+the QEMU plugin, the image's symbols; the bare-metal harness itself, built for the host; and a small model
+on every other preset."""
+from __future__ import annotations
+
+import re
+import subprocess
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper
+import pytest
+
+import cglow
+from cglow import cross, zoo
+from cglow.emit_c.harness import baremetal_source, parse_output_bits
+from cglow.host import STRICT_FLAGS, build_cached
+from cglow.instr.ir import Conv
+from cglow.targets import TARGETS
+
+from .util import need_tool, ort_run, random_feeds, rel_error
+
+M4 = TARGETS["cortex-m4"]
+# libgcc's software double-precision helpers (EABI names, and the generic DFmode ones): none may be linked
+SOFT_DOUBLE = re.compile(r"^__aeabi_(d\w+|\w+2d)$|^__\w*df\w*$")
+
+
+@pytest.fixture(scope="module")
+def kws():
+    """The keyword spotter's compiled model, seeded input and cortex-m4 image."""
+    for tool in (M4.cc, M4.run[0], f"{M4.binutils}nm", "cc"):
+        need_tool(tool)
+    model = zoo.build("kws")
+    feeds = random_feeds(model)
+    compiled = cglow.compile_model(model)
+    inputs = [feeds[t.name] for t in compiled.inputs]
+    return model, feeds, compiled, cross.build_image(compiled, inputs, M4)
+
+
+def test_kws_on_cortex_m4_matches_onnxruntime(kws):
+    model, feeds, compiled, image = kws
+    run = cross.run_image(image, compiled, M4, count=False)
+    (want,) = ort_run(model, feeds)
+    assert rel_error(run.outputs[0], want) <= 1e-4
+    assert run.instructions is None
+
+
+def test_instruction_count_is_exact_and_repeatable(kws):
+    _, _, compiled, image = kws
+    first, second = (cross.run_image(image, compiled, M4).instructions for _ in range(2))
+    assert first == second
+    macs = sum(int(np.prod(i.out.shape)) * int(np.prod(i.w.shape[1:])) for i in compiled.program.instrs
+               if isinstance(i, Conv))
+    assert first >= macs > 0  # no float SIMD on a Cortex-M4F: at least one instruction per multiply-add
+
+
+def test_image_links_no_soft_double_and_fits(kws):
+    _, _, compiled, image = kws
+    names = cross.symbols(image, M4)
+    assert "net_run" in names and "insn_mark" in names
+    assert not sorted(n for n in names if SOFT_DOUBLE.match(n))
+    assert SOFT_DOUBLE.match("__aeabi_dadd") and SOFT_DOUBLE.match("__aeabi_f2d") and SOFT_DOUBLE.match("__adddf3")
+    assert SOFT_DOUBLE.match("__extendsfdf2") and SOFT_DOUBLE.match("__truncdfsf2") and SOFT_DOUBLE.match("__fixdfsi")
+    assert not SOFT_DOUBLE.match("__aeabi_fadd") and not SOFT_DOUBLE.match("__aeabi_uldivmod")
+    text, data, bss = cross.image_size(image, M4)
+    assert compiled.weights_bytes < text + data <= M4.flash_bytes
+    assert compiled.arena_bytes < data + bss <= M4.ram_bytes
+
+
+def small_model() -> tuple[cglow.CompiledModel, list[np.ndarray]]:
+    """Float, int64 and bool outputs (Exp, ArgMax, Greater) of a 3x5 input, and a seeded input."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 5])
+    outputs = [helper.make_tensor_value_info("e", TensorProto.FLOAT, [3, 5]),
+               helper.make_tensor_value_info("a", TensorProto.INT64, [3, 1]),
+               helper.make_tensor_value_info("g", TensorProto.BOOL, [3, 5])]
+    zero = helper.make_tensor("zero", TensorProto.FLOAT, [], [0.0])
+    nodes = [helper.make_node("Exp", ["x"], ["e"]), helper.make_node("ArgMax", ["x"], ["a"], axis=1),
+             helper.make_node("Greater", ["x", "zero"], ["g"])]
+    model = helper.make_model(helper.make_graph(nodes, "g", [x], outputs, [zero]),
+                              opset_imports=[helper.make_opsetid("", 17)])
+    onnx.checker.check_model(model)
+    return cglow.compile_model(model), [np.random.default_rng(0).standard_normal((3, 5)).astype(np.float32)]
+
+
+def test_baremetal_harness_is_bit_exact_on_the_host():
+    """The outputs through their hex bit patterns, the harness built for the host with the strict flags."""
+    need_tool("cc")
+    compiled, inputs = small_model()
+    files = {"net.c": compiled.c_source, "net.h": compiled.h_source,
+             "net_main.c": baremetal_source(compiled, inputs)}
+    exe = build_cached(files, "cc", ("-O2", *STRICT_FLAGS), "baremetal-host-{}", quiet=True)
+    run = subprocess.run([str(exe)], capture_output=True, text=True, check=True)
+    got = parse_output_bits(run.stdout, compiled)
+    for g, want in zip(got, cglow.build(compiled)(*inputs)):
+        assert g.dtype == want.dtype and g.shape == want.shape
+        assert g.tobytes() == want.tobytes()
+
+
+@pytest.mark.parametrize("name", sorted(TARGETS))
+def test_every_preset_runs_and_counts(name):
+    """Each preset (the ones after cortex-m4 are extras) builds, runs under QEMU and counts instructions."""
+    target = TARGETS[name]
+    for tool in (target.cc, target.run[0], f"{target.binutils}nm", "cc"):
+        need_tool(tool)
+    compiled, inputs = small_model()
+    run = cross.run_image(cross.build_image(compiled, inputs, target), compiled, target)
+    (exp, argmax, greater), (x,) = run.outputs, inputs
+    assert rel_error(exp, np.exp(x)) <= 1e-6  # each target's own C library's expf
+    assert np.array_equal(argmax, np.argmax(x, axis=1, keepdims=True)) and np.array_equal(greater, x > 0)
+    assert run.instructions > 0
