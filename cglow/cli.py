@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 import json
 import os
 from pathlib import Path
@@ -24,12 +25,12 @@ def parse_shape(text: str) -> tuple[str, tuple[int, ...]]:
     return name, shape
 
 
-def write_atomic(path: Path, text: str) -> None:
+def write_atomic(path: Path, content: str | bytes) -> None:
     """Write through a temporary file in the same folder, so a failure never leaves half a file."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
+        with os.fdopen(fd, "wb" if isinstance(content, bytes) else "w") as f:
+            f.write(content)
         os.replace(tmp, path)
     except BaseException:
         os.unlink(tmp)
@@ -41,19 +42,28 @@ def cmd_emit(args: argparse.Namespace) -> None:
     out = Path(args.output)
     if out.suffix != ".c":
         raise CglowError(f"-o {out}: the output must be a .c file (the header is written beside it)")
+    weights = Path(args.weights_file) if args.weights_file else None
+    taken = [out, out.with_suffix(".h")] + ([Path(args.report)] if args.report else [])
+    if weights and weights.resolve() in [path.resolve() for path in taken]:
+        raise CglowError(f"--weights-file {weights}: the weights need a file of their own, not {weights.name}")
+    options = replace(options_of(args), external_weights=weights is not None)
     start = time.perf_counter()
-    compiled = compile_model(args.model, name=args.name or out.stem, shapes=dict(args.shape or []),
-                             options=options_of(args))
+    compiled = compile_model(args.model, name=args.name or out.stem, shapes=dict(args.shape or []), options=options)
     if args.report:
         from .memory import analyze, import_graph, render_html
         report = render_html(analyze(import_graph(args.model, dict(args.shape or [])), compiled),
                              Path(args.model).name)
     out.parent.mkdir(parents=True, exist_ok=True)
+    if weights:
+        weights.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(weights, compiled.weights_blob)
     write_atomic(out.with_suffix(".h"), compiled.h_source)
     write_atomic(out, compiled.c_source)
-    print(f"cglow: wrote {out} ({len(compiled.c_source.encode()) // 1024} KiB) and {out.with_suffix('.h')}: "
-          f"{len(compiled.program.instrs)} kernels, arena {compiled.arena_bytes} bytes, weights "
-          f"{compiled.weights_bytes} bytes, in {time.perf_counter() - start:.2f} s")
+    files = [f"{out} ({len(compiled.c_source.encode()) // 1024} KiB)", str(out.with_suffix(".h"))]
+    files += [str(weights)] if weights else []
+    print(f"cglow: wrote {', '.join(files[:-1])} and {files[-1]}: {len(compiled.program.instrs)} kernels, "
+          f"arena {compiled.arena_bytes} bytes, weights {compiled.weights_bytes} bytes, "
+          f"in {time.perf_counter() - start:.2f} s")
     if args.report:
         path = Path(args.report)
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -108,10 +118,15 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
                         help="net_run(void *arena, ...): the caller provides the arena (no static array)")
     parser.add_argument("--io-in-arena", action="store_true",
                         help="inputs and outputs live in the arena: RAM is NET_ARENA_BYTES alone")
+    parser.add_argument("--target", default="generic", metavar="NAME",
+                        help="register tile sizes for this target: generic (default), host, x86-avx2, x86-avx512, "
+                             "aarch64, rv64gcv (vector units); cortex-m3, cortex-m4, cortex-m7, riscv32, riscv64 "
+                             "(scalar); the C stays portable C99 for every target")
 
 
 def options_of(args: argparse.Namespace) -> Options:
-    return Options(align=args.align, caller_arena=args.caller_arena, io_in_arena=args.io_in_arena)
+    return Options(align=args.align, caller_arena=args.caller_arena, io_in_arena=args.io_in_arena,
+                   target=args.target)
 
 
 def cmd_example(args: argparse.Namespace) -> None:
@@ -127,6 +142,9 @@ def main(argv: list[str] | None = None) -> int:
     emit.add_argument("-o", "--output", required=True, help="the .c file to write (the .h goes beside it)")
     emit.add_argument("--name", help="C symbol prefix (default: the output file's stem)")
     emit.add_argument("--report", metavar="PLAN.html", help="also write the memory plan as one HTML page")
+    emit.add_argument("--weights-file", metavar="NET.bin",
+                      help="write the weights to this little-endian binary file instead of into the .c file: "
+                           "net_run(const void *weights, ...) takes them at run time")
     emit.set_defaults(run=cmd_emit)
     info = sub.add_parser("info", help="print a model's inputs, outputs, ops and memory needs")
     add_model_arguments(info)

@@ -28,6 +28,7 @@ class CompiledModel:
     program: Program
     plan: Plan
     options: Options = Options()
+    weights_blob: bytes = b""      # with options.external_weights: the weights file (NET_WEIGHTS_BYTES bytes)
 
 
 def compile_program(prog: Program, name: str, inputs, outputs, source: str = "", opset: int = 0,
@@ -41,7 +42,7 @@ def compile_program(prog: Program, name: str, inputs, outputs, source: str = "",
     prefix = c_identifier(name)
     out = emit(prog, plan, prefix, source, opset, list(inputs), list(outputs), options)
     return CompiledModel(prefix, out.c_source, out.h_source, tuple(inputs), tuple(outputs), out.arena_bytes,
-                         out.weights_bytes, prog, plan, options)
+                         out.weights_bytes, prog, plan, options, out.weights_blob)
 
 
 def compile_model(model: str | Path | onnx.ModelProto, name: str = "net",

@@ -75,27 +75,41 @@ def check_warnings(sources: dict[str, str], cc: str, cflags=STRICT_FLAGS) -> Non
     marker.touch()
 
 
-class HostModel:
-    """A compiled model loaded into this process: call it with arrays of the input dtypes and shapes."""
+def aligned_zeros(nbytes: int, align: int) -> np.ndarray:
+    """At least `nbytes` zero bytes (never none) that start at a multiple of `align`."""
+    memory = np.zeros(nbytes + align, np.uint8)
+    return memory[-memory.ctypes.data % align:]
 
-    def __init__(self, compiled: CompiledModel, library: Path):
+
+class HostModel:
+    """A compiled model loaded into this process: call it with arrays of the input dtypes and shapes.
+
+    With external weights it passes `weights` (the weights file's bytes; by default the compiled ones)."""
+
+    def __init__(self, compiled: CompiledModel, library: Path, weights: bytes | None = None):
         self.compiled = compiled
         self.ffi = cffi.FFI()
         options, name = compiled.options, compiled.name
         io = [(f"input_{i}", t) for i, t in enumerate(compiled.inputs)] + \
             [(f"output_{i}", t) for i, t in enumerate(compiled.outputs)]
         params = [] if options.io_in_arena else [f"{'const ' if n.startswith('in') else ''}{t.ctype} *" for n, t in io]
-        params = ["void *"] * options.caller_arena + params
+        params = ["void *"] * options.caller_arena + ["const void *"] * options.external_weights + params
         declarations = [f"int {name}_run({', '.join(params) or 'void'});"]
         if options.io_in_arena and not options.caller_arena:
             declarations += [f"{t.ctype} *{name}_{n}(void);" for n, t in io]
         self.ffi.cdef("\n".join(declarations))
         self.lib = self.ffi.dlopen(str(library))
         self.fn = getattr(self.lib, f"{name}_run")
-        if options.caller_arena:  # over-allocate, then start at an aligned address
-            self.arena_memory = np.zeros(compiled.arena_bytes + compiled.plan.align, np.uint8)
-            skip = -self.arena_memory.ctypes.data % compiled.plan.align
-            self.arena = self.ffi.cast("void *", self.ffi.from_buffer(self.arena_memory[skip:]))
+        if options.caller_arena:
+            self.arena_memory = aligned_zeros(compiled.arena_bytes, compiled.plan.align)
+            self.arena = self.ffi.cast("void *", self.ffi.from_buffer(self.arena_memory))
+        if options.external_weights:  # at a page boundary: more than any NET_WEIGHTS_ALIGN (Options.align <= 4096)
+            blob = np.frombuffer(compiled.weights_blob if weights is None else weights, np.uint8)
+            if blob.size != compiled.weights_bytes:
+                raise ValueError(f"the weights are {blob.size} bytes, {name}_run expects {compiled.weights_bytes}")
+            self.weights_memory = aligned_zeros(blob.size, 4096)
+            self.weights_memory[:blob.size] = blob
+            self.weights = self.ffi.cast("const void *", self.ffi.from_buffer(self.weights_memory))
         if options.io_in_arena:  # where each input and output lives
             ids = compiled.program.inputs + compiled.program.outputs
             self.slots = [self._in_arena(n, t, compiled.plan.offsets[b]) for (n, t), b in zip(io, ids)]
@@ -116,7 +130,8 @@ class HostModel:
             if not x.flags.c_contiguous:
                 raise ValueError(f"input '{info.name}' must be C-contiguous (use np.ascontiguousarray)")
         outputs = [np.zeros(info.shape, info.dtype) for info in self.compiled.outputs]
-        args = [self.arena] if self.compiled.options.caller_arena else []
+        options = self.compiled.options
+        args = ([self.arena] if options.caller_arena else []) + ([self.weights] if options.external_weights else [])
         if self.compiled.options.io_in_arena:
             for x, slot in zip(inputs, self.slots):
                 self.ffi.memmove(slot, x.tobytes(), x.nbytes)
@@ -139,5 +154,5 @@ def sources(compiled: CompiledModel) -> dict[str, str]:
     return {f"{compiled.name}.c": compiled.c_source, f"{compiled.name}.h": compiled.h_source}
 
 
-def build(compiled: CompiledModel, cc: str = "cc", cflags=HOST_FLAGS) -> HostModel:
-    return HostModel(compiled, build_shared(sources(compiled), cc, cflags))
+def build(compiled: CompiledModel, cc: str = "cc", cflags=HOST_FLAGS, weights: bytes | None = None) -> HostModel:
+    return HostModel(compiled, build_shared(sources(compiled), cc, cflags), weights)

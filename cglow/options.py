@@ -8,10 +8,15 @@ from .errors import CglowError
 
 @dataclass(frozen=True)
 class Options:
-    align: int = 16              # bytes: every buffer in the arena starts at a multiple (NET_ARENA_ALIGN)
-    caller_arena: bool = False   # net_run(void *arena, ...): the caller owns the arena, no static array
-    io_in_arena: bool = False    # inputs and outputs live in the arena too: RAM is the arena alone
+    align: int = 16                 # bytes: every buffer in the arena (and the weights file) starts at a multiple
+    caller_arena: bool = False      # net_run(void *arena, ...): the caller owns the arena, no static array
+    io_in_arena: bool = False       # inputs and outputs live in the arena too: RAM is the arena alone
+    external_weights: bool = False  # net_run(const void *weights, ...): the weights are a binary file, not in net.c
+    target: str = "generic"         # the register tile sizes of the conv and matrix kernels (kernels/tiles.py)
 
     def __post_init__(self):
+        from .kernels.tiles import TILES
+        if self.target not in TILES:
+            raise CglowError(f"--target {self.target}: unknown; one of {', '.join(TILES)}")
         if self.align < 1 or self.align & (self.align - 1) or self.align > 4096:
             raise CglowError(f"--align {self.align}: must be a power of two from 1 to 4096")

@@ -19,6 +19,7 @@ VARIANTS = {
     "caller-io": Options(caller_arena=True, io_in_arena=True),
     "align-4": Options(align=4),
     "align-64": Options(align=64, caller_arena=True),
+    "weights-file": Options(external_weights=True),
 }
 
 

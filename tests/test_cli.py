@@ -7,9 +7,12 @@ import sys
 
 import numpy as np
 import onnx
+import pytest
 from onnx import TensorProto, helper
 
+import cglow
 from cglow import zoo
+from cglow.options import Options
 
 
 def cglow_cmd(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
@@ -110,3 +113,27 @@ def test_memory_options(tmp_path):
     import json
     info = json.loads(cglow_cmd("info", model, "--json", "--io-in-arena").stdout)
     assert info["ram_bytes"] == info["arena_bytes"] and info["io_bytes"] == 0
+
+
+def test_weights_file(tmp_path):
+    model = save(zoo.build("kws"), tmp_path / "kws.onnx")
+    result = cglow_cmd("emit", model, "-o", str(tmp_path / "out" / "net.c"), "--weights-file",
+                       str(tmp_path / "flash" / "net.bin"))
+    assert result.returncode == 0, result.stderr
+    header = (tmp_path / "out" / "net.h").read_text()
+    assert "#define NET_WEIGHTS_ALIGN 16" in header
+    assert "int net_run(const void *weights, const float *input_0, float *output_0);" in header
+    blob = (tmp_path / "flash" / "net.bin").read_bytes()
+    compiled = cglow.compile_model(model, options=Options(external_weights=True))
+    assert blob == compiled.weights_blob and f"#define NET_WEIGHTS_BYTES {len(blob)} " in header
+    x = np.linspace(-1, 1, 490, dtype=np.float32).reshape(1, 1, 49, 10)
+    np.testing.assert_array_equal(cglow.build(compiled, weights=blob)(x)[0],
+                                  cglow.build(cglow.compile_model(model))(x)[0])
+    with pytest.raises(ValueError, match="bytes"):
+        cglow.build(compiled, weights=blob[:-1])
+    for clash in ("net.c", "net.h", "plan.html"):
+        bad = cglow_cmd("emit", model, "-o", str(tmp_path / "bad" / "net.c"), "--report",
+                        str(tmp_path / "bad" / "plan.html"), "--weights-file", str(tmp_path / "bad" / clash))
+        assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1, bad.stderr
+        assert "--weights-file" in bad.stderr and "Traceback" not in bad.stderr
+    assert not (tmp_path / "bad").exists()

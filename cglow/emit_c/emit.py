@@ -1,7 +1,9 @@
-"""Assemble net.c and net.h: weights, one static function per instruction, and the run function."""
+"""Assemble net.c and net.h (and with external weights the weights file): weights, one static function per
+instruction, and the run function."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+import hashlib
 from importlib import resources
 import re
 
@@ -10,9 +12,10 @@ import numpy as np
 
 from .. import __version__
 from ..alloc.arena import Plan
-from ..instr.ir import Program, View, reads
-from ..options import Options
+from ..instr.ir import Buffer, Program, View, reads
 from ..kernels.render import PRIMITIVE_NAMES, comment, render
+from ..kernels.tiles import TILES
+from ..options import Options
 from ..lower.literals import c_array_lines, c_type
 
 ENV = jinja2.Environment(loader=jinja2.PackageLoader("cglow", "emit_c"), trim_blocks=True, lstrip_blocks=True,
@@ -51,6 +54,35 @@ class Emitted:
     arena_bytes: int
     weights_bytes: int
     kernels: int
+    weights_blob: bytes = b""  # with Options.external_weights: the weights file's bytes
+
+
+TAG_BYTES = 8  # the weights file ends with this many bytes that identify it
+
+
+@dataclass(frozen=True)
+class Blob:
+    """The weights as one little-endian file: each tensor at a multiple of `align`, then a tag."""
+    data: bytes
+    offsets: dict[int, int]      # buffer id -> byte offset
+    align: int
+
+    @property
+    def tag(self) -> bytes:
+        return self.data[-TAG_BYTES:]
+
+
+def weights_blob(weights: list[Buffer], align: int) -> Blob:
+    """Lay the weights out at aligned offsets; the tag is a digest of the bytes and of the layout."""
+    align = max([align] + [b.dtype.itemsize for b in weights])
+    chunks, offsets, end = [], {}, 0
+    for buf in weights:
+        start = -(-end // align) * align
+        chunks += [bytes(start - end), np.ascontiguousarray(buf.data, buf.dtype.newbyteorder("<")).tobytes()]
+        offsets[buf.id], end = start, start + buf.nbytes
+    data = b"".join(chunks)
+    layout = repr([(offsets[b.id], b.dtype.str, b.size) for b in weights]).encode()
+    return Blob(data + hashlib.sha256(data + layout).digest()[:TAG_BYTES], offsets, align)
 
 
 def runtime_helpers(kernels: list[str]) -> list[str]:
@@ -62,15 +94,18 @@ def runtime_helpers(kernels: list[str]) -> list[str]:
 
 def emit(prog: Program, plan: Plan, prefix: str, source: str, opset: int,
          inputs: list[TensorInfo], outputs: list[TensorInfo], options: Options = Options()) -> Emitted:
-    weight_names: dict[int, str] = {}
-    weights = []
+    consts: dict[int, Buffer] = {}  # the weights, in order of first use
     for instr in prog.instrs:
         for v in (instr.out,) + reads(instr):
             buf = prog.buffer(v.buf)
-            if buf.kind == "const" and buf.id not in weight_names:
-                weight_names[buf.id] = f"{prefix}_w{len(weights)}"
-                weights.append(dict(name=weight_names[buf.id], size=max(buf.size, 1), ctype=c_type(buf.dtype),
-                                    nbytes=buf.nbytes, comment=comment(buf.label), lines=c_array_lines(buf.data)))
+            if buf.kind == "const":
+                consts.setdefault(buf.id, buf)
+    weight_names = {buf_id: f"{prefix}_w{n}" for n, buf_id in enumerate(consts)}
+    blob = weights_blob(list(consts.values()), options.align) if options.external_weights else None
+    weights = [] if blob else [
+        dict(name=weight_names[b.id], size=max(b.size, 1), ctype=c_type(b.dtype), comment=comment(b.label),
+             body="    " + "\n    ".join(c_array_lines(b.data)))
+        for b in consts.values()]
     in_arena = {b.id for b in prog.buffers if b.kind == "arena" or options.io_in_arena and b.kind in ("input", "output")}
 
     def base(view: View) -> str:
@@ -78,6 +113,9 @@ def emit(prog: Program, plan: Plan, prefix: str, source: str, opset: int,
         if buf.id in in_arena:
             offset = plan.offsets[buf.id] + view.offset * buf.dtype.itemsize
             return f"{prefix.upper()}_AT({c_type(buf.dtype)}, {offset})"
+        if blob and buf.kind == "const":
+            offset = blob.offsets[buf.id] + view.offset * buf.dtype.itemsize
+            return f"{prefix.upper()}_WEIGHT({c_type(buf.dtype)}, {offset})"
         name = {"input": f"input_{buf.index}", "output": f"output_{buf.index}"}.get(buf.kind) or weight_names[buf.id]
         return f"{name} + {view.offset}" if view.offset else name
 
@@ -85,7 +123,7 @@ def emit(prog: Program, plan: Plan, prefix: str, source: str, opset: int,
     kernels, calls, used = [], [], set()
     for n, instr in enumerate(prog.instrs):
         fn = f"{prefix}_{n}_{PRIMITIVE_NAMES[type(instr)]}"
-        kernel = render(fn, instr, dtypes)
+        kernel = render(fn, instr, dtypes, TILES[options.target])
         kernels.append(kernel.text.strip())
         calls.append(f"{fn}({', '.join(base(v) for v in kernel.params)});")
         used.update(v.buf for v in kernel.params)
@@ -95,17 +133,19 @@ def emit(prog: Program, plan: Plan, prefix: str, source: str, opset: int,
     unused += [f"(void)output_{i};" for i, b in enumerate(prog.outputs) if b not in used]
     if options.io_in_arena:
         params, unused = [], []
+    if options.external_weights:
+        params.insert(0, "const void *weights")
     if options.caller_arena:
         params.insert(0, "void *arena")
     io = [dict(kind=kind, index=b.index, ctype=c_type(b.dtype), offset=plan.offsets.get(b.id, 0))
           for kind, ids in (("input", prog.inputs), ("output", prog.outputs)) for b in map(prog.buffer, ids)]
-    weights_bytes = sum(w["nbytes"] for w in weights)
+    weights_bytes = len(blob.data) if blob else sum(b.nbytes for b in consts.values())
     ctx = dict(prefix=prefix, P=prefix.upper(), guard=f"{prefix.upper()}_H", version=__version__,
                source=comment(source, 120), opset=opset, params=", ".join(params) or "void",
                arena_slots=-(-plan.size // 8), arena_bytes=plan.size, align=plan.align, options=options, io=io,
-               weights_bytes=weights_bytes, weights=weights, kernels=kernels,
+               weights_bytes=weights_bytes, weights=weights, kernels=kernels, blob=blob, tag_bytes=TAG_BYTES,
                calls=unused + calls, instr_count=len(prog.instrs), helpers=runtime_helpers(kernels),
                inputs=[dict(size=t.size, shape=t.shape, dtype=t.dtype.name, name=comment(t.name)) for t in inputs],
                outputs=[dict(size=t.size, shape=t.shape, dtype=t.dtype.name, name=comment(t.name)) for t in outputs])
     return Emitted(ENV.get_template("net.c.j2").render(ctx), ENV.get_template("net.h.j2").render(ctx),
-                   plan.size, weights_bytes, len(prog.instrs))
+                   plan.size, weights_bytes, len(prog.instrs), blob.data if blob else b"")
