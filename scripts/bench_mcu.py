@@ -37,6 +37,7 @@ import cglow
 from cglow import cross, zoo
 from cglow.compiler import CompiledModel
 from cglow.instr.ir import Conv
+from cglow.options import Options
 from cglow.targets import MIB, TARGETS, Target
 
 INSN_PER_MAC_TARGET = 2.5  # on the convolutional models: reported, not checked
@@ -98,8 +99,8 @@ def prepare(names, target: Target, args) -> tuple[list[Row], list[Future]]:
         rows.append(row)
         try:
             row.model = zoo.build(name)
-            row.compiled = compiled = cglow.compile_model(row.model)
-        except Exception as e:  # noqa: BLE001 - the kernels change under us: report the model, go on
+            row.compiled = compiled = cglow.compile_model(row.model, options=Options(target=target.name))
+        except Exception as e:  # noqa: BLE001 - report the model, go on with the others
             row.note, row.failed = f"compile failed: {type(e).__name__}: {first_line(e)}", True
             continue
         row.macs = macs(compiled.program)

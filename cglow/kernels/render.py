@@ -14,6 +14,7 @@ import numpy as np
 
 from ..instr.ir import (Conv, Epilogue, channels_innermost, Gather, Gemm, Instr, Map, Pool, Reduce, View, contiguous_strides, reads,
                         substitute)
+from .tiles import TILES, Tiles
 from ..lower.literals import c_highest, c_literal, c_lowest, c_type
 
 ENV = jinja2.Environment(loader=jinja2.PackageLoader("cglow", "kernels"), trim_blocks=True, lstrip_blocks=True,
@@ -167,11 +168,11 @@ def _gather(fn: str, g: Gather, dtypes) -> Kernel:
     return Kernel(text, (g.out, g.data, g.index))
 
 
-TILE_M, TILE_N = 4, 16  # accumulators per register tile: 64 floats
-VECTOR_LOOP = "CGLOW_VECTOR_LOOP"  # runtime_c/fma.c: keeps gcc from unrolling a loop it should vectorize
+VECTOR_LOOP = "CGLOW_TILE_LOOP"  # runtime_c/fma.c: how gcc should treat a register tile's innermost loop
 
 
-def _gemm(fn: str, g: Gemm, dtypes) -> Kernel:
+def _gemm(fn: str, g: Gemm, dtypes, tiles: Tiles) -> Kernel:
+    tile_m, tile_n = tiles.rows, tiles.columns
     nb = len(g.out.shape) - 2
     views = (g.out, g.a, g.b) + g.epi.ins
     loops, batched = _collapsed(views, g.out.shape, slice(0, nb), "t")
@@ -184,8 +185,8 @@ def _gemm(fn: str, g: Gemm, dtypes) -> Kernel:
         return join(index(batch, bv), index(tail, last2))
 
     tiles = [dict(m_lo=m_lo, m_hi=m_hi, mr=mr, n_lo=n_lo, n_hi=n_hi, nr=nr)
-             for m_lo, m_hi, mr in ((0, m - m % TILE_M, TILE_M), (m - m % TILE_M, m, m % TILE_M)) if mr and m_hi > m_lo
-             for n_lo, n_hi, nr in ((0, n - n % TILE_N, TILE_N), (n - n % TILE_N, n, n % TILE_N)) if nr and n_hi > n_lo]
+             for m_lo, m_hi, mr in ((0, m - m % tile_m, tile_m), (m - m % tile_m, m, m % tile_m)) if mr and m_hi > m_lo
+             for n_lo, n_hi, nr in ((0, n - n % tile_n, tile_n), (n - n % tile_n, n, n % tile_n)) if nr and n_hi > n_lo]
     epi_values = {"acc": "acc[i][j]"}
     epi_values.update({str(i): f"e{i}[{idx(v, batched[3 + i], (rows, cols))}]" for i, v in enumerate(g.epi.ins)})
     names = ["y", "a", "b"] + [f"e{i}" for i in range(len(g.epi.ins))]
@@ -225,15 +226,12 @@ def _columns(win, width: int) -> tuple[str, str]:
 TILE_OC, TILE_OW = 4, 16  # a convolution's register tile: output channels x output columns
 
 
-def _conv(fn: str, c: Conv, dtypes) -> Kernel:
+def _conv(fn: str, c: Conv, dtypes, tiles: Tiles) -> Kernel:
     """Channels innermost: register tiles vectorized over output channels (in place through the ring).
     Otherwise, in place: row by row through the ring; else register tiles vectorized over columns."""
     if channels_innermost(c):
-        return _conv_nhwc(fn, c, dtypes)
+        return _conv_nhwc(fn, c, dtypes, tiles)
     return _conv_rows(fn, c, dtypes) if c.ring else _conv_tiles(fn, c, dtypes)
-
-
-NHWC_MR, NHWC_NR = 4, 16  # a channels-innermost convolution's register tile: output columns x channels
 
 
 def _column_runs(win, width: int, mr: int) -> list[dict]:
@@ -253,12 +251,14 @@ def _column_runs(win, width: int, mr: int) -> list[dict]:
     return runs
 
 
-def _conv_nhwc(fn: str, c: Conv, dtypes) -> Kernel:
+def _conv_nhwc(fn: str, c: Conv, dtypes, tiles: Tiles) -> Kernel:
+    """Register tiles of tiles.rows output columns x tiles.columns output channels."""
     n, _, h, w = c.x.shape
     m, cg = c.w.shape[:2]
     mg = m // c.group
     depthwise = cg == 1 and mg == 1
-    nr = NHWC_NR if c.group == 1 or depthwise else max(t for t in (16, 8, 4, 2, 1) if mg % t == 0 and t <= NHWC_NR)
+    nr = tiles.columns if c.group == 1 or depthwise else \
+        max(t for t in (16, 8, 4, 2, 1) if mg % t == 0 and t <= tiles.columns)
     oc_tiles = [dict(lo=lo, hi=hi, nr=t) for lo, hi, t in ((0, m - m % nr, nr), (m - m % nr, m, m % nr))
                 if t and hi > lo]
     c0 = None if c.group == 1 or depthwise else f"(oc0 / {mg}) * {cg}"
@@ -285,7 +285,7 @@ def _conv_nhwc(fn: str, c: Conv, dtypes) -> Kernel:
     text = ENV.get_template("conv_nhwc.c.j2").render(
         signature=_signature(fn, c, names, dtypes, scratch=1 if c.ring else 0), N=n, OH=oh_, OW=ow_, M=m, CG=cg,
         KH=c.win.kernel[0], KW=c.win.kernel[1], H=h, W=w, DELAY=delay, ring=bool(c.ring), oc_tiles=oc_tiles,
-        runs=_column_runs(c.win, w, NHWC_MR), c0=c0, depthwise=depthwise, acc_t=c_type(acc_t),
+        runs=_column_runs(c.win, w, tiles.rows), c0=c0, depthwise=depthwise, acc_t=c_type(acc_t),
         zero=c_literal(0, acc_t), mac=mac, vector_loop=VECTOR_LOOP if is_float else "",
         ih=linear([("oh", c.win.strides[0]), ("kh", c.win.dilations[0])], -c.win.pads_begin[0]),
         iw=iw,
@@ -389,8 +389,10 @@ RENDER = {Map: _map, Gemm: _gemm, Conv: _conv, Pool: _pool, Gather: _gather}
 PRIMITIVE_NAMES = {Map: "map", Reduce: "reduce", Gemm: "gemm", Conv: "conv", Pool: "pool", Gather: "gather"}
 
 
-def render(fn: str, instr: Instr, dtypes: dict[int, np.dtype]) -> Kernel:
-    """dtypes: the element type of every buffer, by id."""
+def render(fn: str, instr: Instr, dtypes: dict[int, np.dtype], tiles: Tiles = TILES["generic"]) -> Kernel:
+    """dtypes: the element type of every buffer, by id; tiles: the target's register tile."""
     if isinstance(instr, Reduce):
         return (_arg_reduce if instr.kind.startswith("arg") else _reduce)(fn, instr, dtypes)
+    if isinstance(instr, (Conv, Gemm)):
+        return RENDER[type(instr)](fn, instr, dtypes, tiles)
     return RENDER[type(instr)](fn, instr, dtypes)

@@ -1,13 +1,19 @@
 /* a * b + c for the kernels' multiply-accumulate: one fused instruction where <math.h> says fmaf is fast
  * (FP_FAST_FMAF: x86 with FMA, AArch64, Cortex-M4F/M7), a plain multiply and add everywhere else (a
  * library fmaf would be slow there).
- * CGLOW_VECTOR_LOOP marks the innermost loop of a register tile, which should become a few vector
- * instructions: at -O3 gcc unrolls such a short loop completely first and then fails to vectorize it
- * (8x slower, measured with gcc 12 on x86-64), so on targets with vectors gcc is told not to unroll it. */
-#if defined(__GNUC__) && !defined(__clang__) && (defined(__SSE2__) || defined(__ARM_NEON) || defined(__riscv_vector))
-#define CGLOW_VECTOR_LOOP _Pragma("GCC unroll 1")
+ * CGLOW_TILE_LOOP marks the innermost loop of a register tile (one accumulator per iteration). With
+ * vectors it should become a few vector instructions, but at -O3 gcc unrolls such a short loop completely
+ * first and then fails to vectorize it (8x slower, measured with gcc 12 on x86-64): gcc is told not to
+ * unroll it. Without vectors it must be unrolled so that the accumulators live in registers, which gcc
+ * does not do at -O2 by itself (3x the instructions per multiply-accumulate on a Cortex-M4). */
+#if defined(__GNUC__) && !defined(__clang__)
+#if defined(__SSE2__) || defined(__ARM_NEON) || defined(__riscv_vector)
+#define CGLOW_TILE_LOOP _Pragma("GCC unroll 1")
 #else
-#define CGLOW_VECTOR_LOOP
+#define CGLOW_TILE_LOOP _Pragma("GCC unroll 64")
+#endif
+#else
+#define CGLOW_TILE_LOOP
 #endif
 
 static float cglow_fma(float a, float b, float c)

@@ -1,0 +1,37 @@
+"""--target: the register tile sizes per target, and a one-line refusal of unknown targets."""
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import cglow
+from cglow import zoo
+from cglow.errors import CglowError
+from cglow.options import Options
+from tests.util import ort_run, rel_error
+
+
+def test_unknown_target_is_refused():
+    with pytest.raises(CglowError, match="--target pdp11: unknown"):
+        Options(target="pdp11")
+
+
+def test_cli_refuses_an_unknown_target_in_one_line(tmp_path):
+    model = tmp_path / "kws.onnx"
+    model.write_bytes(zoo.build("kws").SerializeToString())
+    run = subprocess.run([sys.executable, "-m", "cglow", "emit", str(model), "-o", str(tmp_path / "net.c"),
+                          "--target", "pdp11"], capture_output=True, text=True)
+    assert run.returncode == 2 and len(run.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "net.c").exists()
+
+
+@pytest.mark.parametrize("target, tile", [("generic", "acc[4][16]"), ("cortex-m4", "acc[4][4]")])
+def test_target_sets_the_register_tiles_and_the_results_stay(target, tile):
+    model = zoo.build("kws")
+    compiled = cglow.compile_model(model, name="net", options=Options(target=target))
+    assert tile in compiled.c_source
+    x = np.random.default_rng(0).standard_normal((1, 1, 49, 10)).astype(np.float32)
+    (got,) = cglow.build(compiled)(x)
+    (want,) = ort_run(model, {model.graph.input[0].name: x})
+    assert rel_error(got, want) < 1e-4
