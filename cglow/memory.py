@@ -96,11 +96,10 @@ def analyze(graph: Graph, compiled: CompiledModel) -> MemoryReport:
 
 
 def import_graph(model: str | Path | onnx.ModelProto, shapes: dict[str, tuple[int, ...]] | None = None) -> Graph:
-    """The graph that compile_model lowers (imported, folded, dead nodes dropped)."""
-    graph = import_model(load(model), shapes)
-    for rewrite in graph_passes.PIPELINE:
-        graph = rewrite(graph)
-    return graph
+    """The model's own graph (imported, constants folded, dead nodes dropped), before the graph
+    optimizations: its ops are the model's, and its naive floor is the one of the ONNX node order with
+    BatchNorm unfused."""
+    return graph_passes.eliminate_dead(import_model(load(model), shapes))
 
 
 def analyze_model(model: str | Path | onnx.ModelProto, name: str = "net",

@@ -50,7 +50,7 @@ def test_gelu_fuses_into_the_matmul_epilogue():
         "w": W, "b": W[0], "sqrt2": np.array(2 ** 0.5, np.float32), "one": np.array(1, np.float32),
         "half": np.array(0.5, np.float32)}))
     assert [type(i) for i in prog.instrs] == [Gemm]
-    assert "erff" in prog.instrs[0].epi.expr
+    assert "cglow_erf" in prog.instrs[0].epi.expr
 
 
 def test_elementwise_result_overwrites_its_dying_input():
