@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .errors import CglowError
+from .kernels.tiles import TILES
 
 
 @dataclass(frozen=True)
@@ -15,7 +16,6 @@ class Options:
     target: str = "generic"         # the register tile sizes of the conv and matrix kernels (kernels/tiles.py)
 
     def __post_init__(self):
-        from .kernels.tiles import TILES
         if self.target not in TILES:
             raise CglowError(f"--target {self.target}: unknown; one of {', '.join(TILES)}")
         if self.align < 1 or self.align & (self.align - 1) or self.align > 4096:

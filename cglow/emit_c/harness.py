@@ -40,13 +40,19 @@ def baremetal_source(compiled: CompiledModel, inputs: list[np.ndarray]) -> str:
     return ENV.get_template("baremetal.c.j2").render(**template_io(compiled, inputs))
 
 
-def parse_output_bits(stdout: str, compiled: CompiledModel) -> list[np.ndarray]:
-    """The outputs that the bare-metal harness wrote (each element's bits in hex), bit-exact."""
+def _output_fields(stdout: str) -> dict[int, list[str]]:
+    """The elements of each "output I: ..." line that a harness printed, as text, by output index."""
     values = {}
     for line in stdout.splitlines():
         if line.startswith("output "):
             head, _, rest = line.partition(":")
             values[int(head.split()[1])] = rest.split()
+    return values
+
+
+def parse_output_bits(stdout: str, compiled: CompiledModel) -> list[np.ndarray]:
+    """The outputs that the bare-metal harness wrote (each element's bits in hex), bit-exact."""
+    values = _output_fields(stdout)
     arrays = []
     for i, t in enumerate(compiled.outputs):
         if len(values.get(i, ())) != max(t.size, 1):
@@ -57,11 +63,7 @@ def parse_output_bits(stdout: str, compiled: CompiledModel) -> list[np.ndarray]:
 
 
 def parse_outputs(stdout: str, compiled: CompiledModel) -> list[np.ndarray]:
-    values = {}
-    for line in stdout.splitlines():
-        if line.startswith("output "):
-            head, _, rest = line.partition(":")
-            values[int(head.split()[1])] = rest.split()
+    values = _output_fields(stdout)
     return [np.array([float.fromhex(v) if t.dtype == np.float32 else int(v) for v in values[i]],
                      t.dtype)[:t.size].reshape(t.shape) for i, t in enumerate(compiled.outputs)]
 

@@ -287,15 +287,14 @@ def pointwise_as_gemm(prog: Program) -> Program:
             last = (0, 2, 3, 1)
             out, x = c.out.permute(last).reshape((n, pixels, m)), c.x.permute(last).reshape((n, pixels, k))
             ins = _reshaped([v.permute(last) for v in c.epi.ins], (n, pixels, m))
-            if out is None or x is None or w is None or ins is None:
-                continue
-            instrs[j] = Gemm(out, x, w.permute((1, 0)).broadcast_to((n, k, m)), Epilogue(c.epi.expr, ins), c.node)
+            a, b = x, w and w.permute((1, 0)).broadcast_to((n, k, m))
+        else:  # out [N, M, pixels] = w [M, K] x x [N, K, pixels]
+            out, x = c.out.reshape((n, m, pixels)), c.x.reshape((n, k, pixels))
+            ins = _reshaped(c.epi.ins, (n, m, pixels))
+            a, b = w and w.broadcast_to((n, m, k)), x
+        if any(v is None for v in (out, a, b, ins)):
             continue
-        out, x = c.out.reshape((n, m, pixels)), c.x.reshape((n, k, pixels))
-        ins = _reshaped(c.epi.ins, (n, m, pixels))
-        if out is None or x is None or w is None or ins is None:
-            continue
-        instrs[j] = Gemm(out, w.broadcast_to((n, m, k)), x, Epilogue(c.epi.expr, ins), c.node)
+        instrs[j] = Gemm(out, a, b, Epilogue(c.epi.expr, ins), c.node)
     return replace(prog, instrs=tuple(instrs))
 
 
@@ -316,28 +315,31 @@ def _packed_filter(buffers: list[Buffer], packed: dict, c: Conv) -> View:
 TRANSPOSE_ROWS = 4  # a run-time right operand read across rows is copied first when this many rows reuse it
 
 
-def _transposed_operand(buffers: list[Buffer], g: Gemm) -> tuple[Map, Gemm]:
+def copy_run_time_operands(prog: Program) -> Program:
     """A Gemm whose run-time right operand is read across rows (attention's Q x K^T) reads a row-major
     copy instead, made just before it: one pass over b, against rows x one strided gather per element."""
-    copy = Buffer(len(buffers), "arena", g.b.size, f"{g.node} right operand", dtype=buffers[g.b.buf].dtype)
-    buffers.append(copy)
-    b = View.of(copy.id, g.b.shape)
-    return Map(b, (g.b,), "{0}", g.node), replace(g, b=b)
+    instrs, buffers = [], list(prog.buffers)
+    for g in prog.instrs:
+        if isinstance(g, Gemm) and buffers[g.b.buf].kind != "const" and g.b.strides[-1] not in (0, 1) and \
+                g.out.shape[-2] >= TRANSPOSE_ROWS:
+            copy = Buffer(len(buffers), "arena", g.b.size, f"{g.node} right operand", dtype=buffers[g.b.buf].dtype)
+            buffers.append(copy)
+            b = View.of(copy.id, g.b.shape)
+            instrs += [Map(b, (g.b,), "{0}", g.node), replace(g, b=b)]
+        else:
+            instrs.append(g)
+    return replace(prog, buffers=tuple(buffers), instrs=tuple(instrs))
 
 
 def pack_weights(prog: Program) -> Program:
     """Constant matrices that a Gemm reads across rows (a transposed weight, as Gemm transB=1 gives) are
     re-laid out at compile time so that the kernel's innermost loop reads them contiguously; so are the
-    filters of the convolutions that vectorize over output channels. Run-time ones are copied at run time.""" 
+    filters of the convolutions that vectorize over output channels."""
     instrs, buffers = list(prog.instrs), list(prog.buffers)
     packed: dict[tuple, int] = {}  # one packed copy per matrix, however many instructions read it
     for j, g in enumerate(instrs):
         if isinstance(g, Conv) and channels_innermost(g) and buffers[g.w.buf].kind == "const":
             instrs[j] = replace(g, w=_packed_filter(buffers, packed, g))
-            continue
-        if isinstance(g, Gemm) and buffers[g.b.buf].kind != "const" and g.b.strides[-1] not in (0, 1) and \
-                g.out.shape[-2] >= TRANSPOSE_ROWS:
-            instrs[j] = _transposed_operand(buffers, g)
             continue
         if not isinstance(g, Gemm) or buffers[g.b.buf].kind != "const" or g.b.strides[-1] in (0, 1):
             continue
@@ -352,9 +354,8 @@ def pack_weights(prog: Program) -> Program:
             buffers.append(Buffer(len(buffers), "const", data.size, f"{old.label} packed", data=data.reshape(-1),
                                   dtype=old.dtype))
         instrs[j] = replace(g, b=View.of(packed[key], shape).broadcast_to(g.b.shape))
-    flat = [x for instr in instrs for x in (instr if isinstance(instr, tuple) else (instr,))]
-    return replace(prog, buffers=tuple(buffers), instrs=tuple(flat))
+    return replace(prog, buffers=tuple(buffers), instrs=tuple(instrs))
 
 
-PIPELINE = (drop_empty, fuse_maps, fuse_epilogues, schedule, forward_copies, elide_copies, reuse_dying_inputs, convolve_in_place, pointwise_as_gemm,
-            pack_weights)
+PIPELINE = (drop_empty, fuse_maps, fuse_epilogues, schedule, forward_copies, elide_copies, reuse_dying_inputs,
+            convolve_in_place, pointwise_as_gemm, pack_weights, copy_run_time_operands)

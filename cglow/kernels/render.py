@@ -168,7 +168,7 @@ def _gather(fn: str, g: Gather, dtypes) -> Kernel:
     return Kernel(text, (g.out, g.data, g.index))
 
 
-VECTOR_LOOP = "CGLOW_TILE_LOOP"  # runtime_c/fma.c: how gcc should treat a register tile's innermost loop
+TILE_LOOP = "CGLOW_TILE_LOOP"  # runtime_c/fma.c: how gcc should treat a register tile's innermost loop
 
 
 def _gemm(fn: str, g: Gemm, dtypes, tiles: Tiles) -> Kernel:
@@ -202,7 +202,7 @@ def _gemm(fn: str, g: Gemm, dtypes, tiles: Tiles) -> Kernel:
     text = ENV.get_template("gemm.c.j2").render(
         signature=_signature(fn, g, names, dtypes), loops=loops, tiles=tiles, K=g.a.shape[-1],
         acc_t=c_type(dtypes[g.out.buf]), zero=c_literal(0, dtypes[g.out.buf]), mac=mac,
-        a=a_at, b_row=idx(g.b, batched[2], ("k", "n0")), vector_loop=VECTOR_LOOP if is_float else "", out=idx(g.out, batched[0], (rows, cols)),
+        a=a_at, b_row=idx(g.b, batched[2], ("k", "n0")), tile_loop=TILE_LOOP if is_float else "", out=idx(g.out, batched[0], (rows, cols)),
         epilogue=substitute(g.epi.expr, epi_values))
     return Kernel(text, views)
 
@@ -286,7 +286,7 @@ def _conv_nhwc(fn: str, c: Conv, dtypes, tiles: Tiles) -> Kernel:
         signature=_signature(fn, c, names, dtypes, scratch=1 if c.ring else 0), N=n, OH=oh_, OW=ow_, M=m, CG=cg,
         KH=c.win.kernel[0], KW=c.win.kernel[1], H=h, W=w, DELAY=delay, ring=bool(c.ring), oc_tiles=oc_tiles,
         runs=_column_runs(c.win, w, tiles.rows), c0=c0, depthwise=depthwise, acc_t=c_type(acc_t),
-        zero=c_literal(0, acc_t), mac=mac, vector_loop=VECTOR_LOOP if is_float else "",
+        zero=c_literal(0, acc_t), mac=mac, tile_loop=TILE_LOOP if is_float else "",
         ih=linear([("oh", c.win.strides[0]), ("kh", c.win.dilations[0])], -c.win.pads_begin[0]),
         iw=iw,
         x_at=index(c.x, ("n", "oc0" if depthwise else channel, "ih", "iw")), x_i=linear([("i", c.x.strides[1])]),

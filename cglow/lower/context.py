@@ -89,6 +89,10 @@ class Context:
     def bind(self, name: str, view: View) -> None:
         self.views[name] = view
 
+    def reshaped(self, name: str, shape: tuple[int, ...]) -> View:
+        """The value under a new shape: a view, after a copy only when its strides cannot express the shape."""
+        return self.view(name).reshape(shape) or self.contiguous(name).reshape(shape)
+
     def contiguous(self, name: str) -> View:
         """The value as a row-major view, copying it first if it is a strided view (a transpose)."""
         view = self.view(name)

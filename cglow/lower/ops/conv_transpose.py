@@ -32,7 +32,7 @@ def _conv_weights(ctx: Context, node: Node) -> View:
     # per element), writing through a permuted view swaps the channel axes
     size = int(np.prod(kernel, dtype=np.int64))
     shape = (group, c // group, mg, size)
-    w = ctx.view(node.inputs[1]).reshape(shape) or ctx.contiguous(node.inputs[1]).reshape(shape)
+    w = ctx.reshaped(node.inputs[1], shape)
     reversal = ctx.const_view(np.eye(size, dtype=np.float32)[::-1], f"{node.name} kernel reversal")
     out = ctx.temp((group, mg, c // group, size), f"{node.name} weights")
     ctx.emit(Gemm(out.permute((0, 2, 1, 3)), w, reversal.broadcast_to(shape[:2] + (size, size)), Epilogue(),

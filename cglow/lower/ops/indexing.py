@@ -11,7 +11,7 @@ from ...graph.rules.indexing import one_hot_depth
 from ...instr.ir import Gather, Map, View, contiguous_strides, substitute
 from ..context import Context, lowering
 from ..literals import c_literal
-from .tensor import node_args, reshaped
+from .tensor import node_args
 
 
 def _steps_evenly(indices: np.ndarray, length: int) -> tuple[int, int] | None:
@@ -69,7 +69,7 @@ def _gather_nd(ctx: Context, node: Node) -> None:
              for t, (d, m) in enumerate(zip(picked, contiguous_strides(picked)))]
     positions = ctx.temp(index_shape[:-1], f"{node.name} positions", np.int64)
     ctx.emit(Map(positions, components, " + ".join(terms) or "0", node.name))
-    data = reshaped(ctx, node.inputs[0], shape[:batch] + (int(np.prod(picked, dtype=np.int64)),) + rest)
+    data = ctx.reshaped(node.inputs[0], shape[:batch] + (int(np.prod(picked, dtype=np.int64)),) + rest)
     out_shape = ctx.shape(node.outputs[0])
     inner = (0,) * (len(index_shape) - 1 - batch)
     ctx.emit(Gather(ctx.new(node.outputs[0]),

@@ -104,7 +104,7 @@ def _global_average_pool(ctx: Context, node: Node) -> None:
     count = 1
     for d in shape[2:]:
         count *= d
-    x = ctx.view(node.inputs[0]).reshape(shape[:2] + (count,)) or ctx.contiguous(node.inputs[0]).reshape(shape[:2] + (count,))
+    x = ctx.reshaped(node.inputs[0], shape[:2] + (count,))
     out = ctx.new(node.outputs[0]).reshape(shape[:2])
     ctx.emit(Reduce(out, (x,), "sum", "{0}", f"{{acc}} / {c_float(count)}", node.name))
 

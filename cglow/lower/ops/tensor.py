@@ -26,11 +26,6 @@ def along(view: View, at: int, start: int, length: int, step: int = 1) -> View:
                    strides=view.strides[:at] + (stride * step,) + view.strides[at + 1:])
 
 
-def reshaped(ctx: Context, name: str, shape: tuple[int, ...]) -> View:
-    """The value under a new shape: a view, after a copy only when its strides cannot express the shape."""
-    return ctx.view(name).reshape(shape) or ctx.contiguous(name).reshape(shape)
-
-
 def copy(ctx: Context, node: Node, source: View) -> None:
     """The output, a fresh buffer, is `source` in row-major order (source may have more dims, same size)."""
     out = ctx.new(node.outputs[0])
@@ -39,7 +34,7 @@ def copy(ctx: Context, node: Node, source: View) -> None:
 
 @lowering("Reshape", "Flatten", "Squeeze", "Unsqueeze")
 def _reshape(ctx: Context, node: Node) -> None:
-    ctx.bind(node.outputs[0], reshaped(ctx, node.inputs[0], ctx.shape(node.outputs[0])))
+    ctx.bind(node.outputs[0], ctx.reshaped(node.inputs[0], ctx.shape(node.outputs[0])))
 
 
 @lowering("Transpose")
@@ -145,5 +140,5 @@ def _expand(ctx: Context, node: Node) -> None:
 @lowering("DepthToSpace", "SpaceToDepth")
 def _depth_space(ctx: Context, node: Node) -> None:
     six, perm, _ = block_layout(node, ctx.shape(node.inputs[0]))
-    copy(ctx, node, reshaped(ctx, node.inputs[0], six).permute(perm))
+    copy(ctx, node, ctx.reshaped(node.inputs[0], six).permute(perm))
 
