@@ -119,9 +119,9 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--io-in-arena", action="store_true",
                         help="inputs and outputs live in the arena: RAM is NET_ARENA_BYTES alone")
     parser.add_argument("--target", default="generic", metavar="NAME",
-                        help="register tile sizes for this target: generic (default), host, x86-avx2, x86-avx512, "
-                             "aarch64, rv64gcv (vector units); cortex-m3, cortex-m4, cortex-m7, riscv32, riscv64 "
-                             "(scalar); the C stays portable C99 for every target")
+                        help="register tile sizes for this target: generic (default), host (the machine cglow runs on), "
+                             "x86-avx2, x86-avx512, aarch64, rv64gcv (vector units); cortex-m3, cortex-m4, cortex-m7, "
+                             "riscv32, riscv64 (scalar); the C stays portable C99 for every target")
 
 
 def options_of(args: argparse.Namespace) -> Options:

@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .errors import CglowError
-from .kernels.tiles import TILES
+from .kernels.tiles import TARGETS
 
 
 @dataclass(frozen=True)
@@ -16,7 +16,7 @@ class Options:
     target: str = "generic"         # the register tile sizes of the conv and matrix kernels (kernels/tiles.py)
 
     def __post_init__(self):
-        if self.target not in TILES:
-            raise CglowError(f"--target {self.target}: unknown; one of {', '.join(TILES)}")
+        if self.target not in TARGETS:
+            raise CglowError(f"--target {self.target}: unknown; one of {', '.join(TARGETS)}")
         if self.align < 1 or self.align & (self.align - 1) or self.align > 4096:
             raise CglowError(f"--align {self.align}: must be a power of two from 1 to 4096")

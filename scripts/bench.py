@@ -46,6 +46,8 @@ from cglow.compiler import CompiledModel
 from cglow.emit_c.harness import harness_source, parse_outputs, parse_samples_us, parse_time_us
 from cglow.host import STRICT_FLAGS, build_cached
 from cglow.instr.ir import Conv, Gemm, Program
+from cglow.kernels.tiles import TARGETS, host_target
+from cglow.options import Options
 
 MODELS = ("kws", "vww", "resnet8", "autoencoder", "mobilenetv2", "transformer", "unet")
 CFLAGS = ("-O3", "-march=native", *STRICT_FLAGS)
@@ -173,7 +175,7 @@ def prepare(names, args) -> tuple[list[Row], dict[str, Future]]:
         try:
             start = time.perf_counter()
             row.model = zoo.build(name)
-            row.compiled = compiled = cglow.compile_model(row.model)
+            row.compiled = compiled = cglow.compile_model(row.model, options=Options(target=args.target))
             row.macs = macs(compiled.program)
             row.inputs = seeded_inputs(compiled)
             main = harness_source(compiled, row.inputs, samples=args.samples, sample_ms=args.sample_ms,
@@ -231,6 +233,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warmup-ms", type=float, default=200.0, help="least warm-up time (default 200)")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="parallel builds (default: cores)")
     parser.add_argument("--cc", default="gcc", help="C compiler (default gcc)")
+    parser.add_argument("--target", default="host", choices=TARGETS,
+                        help="cglow --target: register tiles (default host: the tiles for this machine)")
     args = parser.parse_args(argv)
     unknown = [n for n in args.models if n not in zoo.MODELS]
     if unknown:
@@ -254,7 +258,8 @@ def main(argv: list[str] | None = None) -> int:
             except Exception as e:  # noqa: BLE001
                 row.note = f"run failed: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:120]
     import onnxruntime
-    print(f"cglow: {args.cc} {' '.join(CFLAGS)}; onnxruntime {onnxruntime.__version__}, 1 thread; "
+    target = f"host = {host_target()}" if args.target == "host" else args.target
+    print(f"cglow --target {target}: {args.cc} {' '.join(CFLAGS)}; onnxruntime {onnxruntime.__version__}, 1 thread; "
           f"median of {args.samples} samples of ~{args.sample_ms:g} ms; MMACs: Gemm and Conv of the compiled program")
     print("\n".join(table(rows)))
     return 0 if all(r.ok for r in rows) else 1

@@ -8,6 +8,7 @@ import pytest
 import cglow
 from cglow import zoo
 from cglow.errors import CglowError
+from cglow.kernels.tiles import TILES, host_target, tiles_for
 from cglow.options import Options
 from tests.util import ort_run, rel_error
 
@@ -26,7 +27,8 @@ def test_cli_refuses_an_unknown_target_in_one_line(tmp_path):
     assert not (tmp_path / "net.c").exists()
 
 
-@pytest.mark.parametrize("target, tile", [("generic", "acc[4][16]"), ("cortex-m4", "acc[4][4]")])
+@pytest.mark.parametrize("target, tile", [("generic", "acc[4][16]"), ("cortex-m4", "acc[4][4]"),
+                                          ("x86-avx512", "acc[8][32]"), ("x86-avx2", "acc[6][16]")])
 def test_target_sets_the_register_tiles_and_the_results_stay(target, tile):
     model = zoo.build("kws")
     compiled = cglow.compile_model(model, name="net", options=Options(target=target))
@@ -35,3 +37,22 @@ def test_target_sets_the_register_tiles_and_the_results_stay(target, tile):
     (got,) = cglow.build(compiled)(x)
     (want,) = ort_run(model, {model.graph.input[0].name: x})
     assert rel_error(got, want) < 1e-4
+
+
+@pytest.mark.parametrize("machine, cpuinfo, target", [
+    ("x86_64", "flags\t\t: fpu sse2 avx avx2 fma avx512f avx512dq\n", "x86-avx512"),
+    ("x86_64", "flags\t\t: fpu sse2 avx avx2 fma\n", "x86-avx2"),
+    ("x86_64", "flags\t\t: fpu sse2\n", "generic"),
+    ("AMD64", "", "generic"),
+    ("aarch64", "Features\t: fp asimd\n", "aarch64"),
+    ("riscv64", "isa\t\t: rv64imafdcv_zicsr_zifencei\n", "rv64gcv"),
+    ("riscv64", "isa\t\t: rv64imafdc_zicsr\n", "riscv64-linux"),
+    ("ppc64le", "", "generic"),
+])
+def test_host_target_follows_the_machine(machine, cpuinfo, target):
+    assert host_target(machine, cpuinfo) == target
+
+
+def test_host_target_is_accepted_and_is_one_of_the_tables():
+    assert Options(target="host").target == "host"
+    assert tiles_for("host") in TILES.values()

@@ -14,7 +14,7 @@ from .. import __version__
 from ..alloc.arena import Plan
 from ..instr.ir import Buffer, Program, View, reads
 from ..kernels.render import PRIMITIVE_NAMES, comment, render
-from ..kernels.tiles import TILES
+from ..kernels.tiles import tiles_for
 from ..options import Options
 from ..lower.literals import c_array_lines, c_type
 
@@ -123,7 +123,7 @@ def emit(prog: Program, plan: Plan, prefix: str, source: str, opset: int,
     kernels, calls, used = [], [], set()
     for n, instr in enumerate(prog.instrs):
         fn = f"{prefix}_{n}_{PRIMITIVE_NAMES[type(instr)]}"
-        kernel = render(fn, instr, dtypes, TILES[options.target])
+        kernel = render(fn, instr, dtypes, tiles_for(options.target))
         kernels.append(kernel.text.strip())
         calls.append(f"{fn}({', '.join(base(v) for v in kernel.params)});")
         used.update(v.buf for v in kernel.params)

@@ -1,14 +1,21 @@
 """Register tile sizes per target (`cglow emit --target`): rows x columns of accumulators in the conv and
 matrix kernels (output columns x output channels for a channels-last convolution).
 
-Vector targets take 4 x 16: the 16 lanes become one or a few vector registers (measured with `make bench`
-on x86-64 with AVX-512: about 100 GFLOP/s per conv kernel). Scalar targets take 4 x 4: 16 accumulators
-fit the 32 single-precision registers of a Cortex-M4F next to the operands, where 4 x 16 spills them
-(measured with `make bench-mcu`: 4.2-4.9 instructions per multiply-accumulate with 4 x 16, 3.0-3.7 with
-4 x 4). The emitted C is the same portable C99 for every target; only these sizes change."""
+The columns are the vectorized dimension; rows x columns / lanes accumulators must fill the vector registers
+without spilling, and be enough to hide the multiply-add latency. Measured with `make bench` on x86-64
+(Sapphire Rapids, gcc 12 -O3 -march=native; geomean of cglow/onnxruntime over five models):
+- AVX-512 (32 x 16 lanes): 8 x 32 -> 16 accumulators, 1.09; 12 x 32 1.10; 6 x 32 1.18; 8 x 16 1.37; 4 x 16 1.67;
+  8 x 48 and 4 x 64 spill (2.0-2.2).
+- AVX2 (16 x 8 lanes): 6 x 16 -> 12 accumulators, 1.73; 4 x 16 1.85; 8 x 16 2.04; 4 x 24 3.64.
+Scalar targets take 4 x 4: 16 accumulators fit the 32 single-precision registers of a Cortex-M4F next to the
+operands, where 4 x 16 spills them (`make bench-mcu`: 4.2-4.9 instructions per multiply-accumulate with
+4 x 16, 3.0-3.7 with 4 x 4). `generic` and the vector targets not measured here keep 4 x 16. The emitted C
+is the same portable C99 for every target; only these sizes change. `host` is the machine cglow runs on."""
 from __future__ import annotations
 
+import platform
 from dataclasses import dataclass
+from pathlib import Path
 
 
 @dataclass(frozen=True)
@@ -18,6 +25,28 @@ class Tiles:
 
 
 VECTOR, SCALAR = Tiles(4, 16), Tiles(4, 4)
-TILES = {"generic": VECTOR, "host": VECTOR, "x86-avx2": VECTOR, "x86-avx512": VECTOR, "aarch64": VECTOR,
+TILES = {"generic": VECTOR, "x86-avx2": Tiles(6, 16), "x86-avx512": Tiles(8, 32), "aarch64": VECTOR,
          "aarch64-linux": VECTOR, "rv64gcv": VECTOR, "cortex-m3": SCALAR, "cortex-m4": SCALAR, "cortex-m7": SCALAR,
          "riscv32": SCALAR, "riscv64": SCALAR, "riscv64-linux": SCALAR}
+TARGETS = ("host", *TILES)
+
+
+def host_target(machine: str | None = None, cpuinfo: str | None = None) -> str:
+    """The TILES entry for the machine cglow runs on (its architecture and, on Linux, /proc/cpuinfo)."""
+    machine = (machine or platform.machine()).lower()
+    if cpuinfo is None:
+        path = Path("/proc/cpuinfo")
+        cpuinfo = path.read_text(errors="replace") if path.is_file() else ""
+    words = set(cpuinfo.split())
+    if machine in ("x86_64", "amd64"):
+        return "x86-avx512" if "avx512f" in words else "x86-avx2" if {"avx2", "fma"} <= words else "generic"
+    if machine in ("aarch64", "arm64"):
+        return "aarch64"
+    if machine == "riscv64":
+        isa = next((line.split(":", 1)[1].strip() for line in cpuinfo.splitlines() if line.startswith("isa")), "")
+        return "rv64gcv" if "v" in isa.split("_")[0][4:] else "riscv64-linux"
+    return "generic"
+
+
+def tiles_for(target: str) -> Tiles:
+    return TILES[host_target() if target == "host" else target]
