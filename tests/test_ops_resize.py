@@ -5,6 +5,8 @@ import numpy as np
 import pytest
 from onnx import helper
 
+import cglow
+
 from .test_ops import check, f32, i64, ids, make_model, node_model, rand
 from .util import cglow_run
 
@@ -98,11 +100,29 @@ def test_resize_tf_half_pixel_for_nearest():
     assert np.array_equal(got, x[:, :, rows][:, :, :, cols])
 
 
+def instr_types(model) -> set[str]:
+    return {type(i).__name__ for i in cglow.compile_model(model).program.instrs}
+
+
 def test_resize_transposed_input():
-    """A transposed input whose dims after the first resized axis do not merge: copied to row-major."""
+    """A transposed input whose dims after the first resized axis do not merge, resized by a matrix without
+    a short period (2 -> 37 rows): copied to row-major, then a Gemm."""
     nodes = [helper.make_node("Transpose", ["x"], ["t"], perm=[0, 1, 3, 2]),
-             helper.make_node("Resize", ["t", "", "s"], ["y"], mode="linear")]
-    check(make_model(nodes, {"x": (1, 3, 4, 2)}, ["y"], {"s": scales(1, 2, 2, 1)}))
+             helper.make_node("Resize", ["t", "", "", "s"], ["y"], mode="linear")]
+    model = make_model(nodes, {"x": (1, 3, 4, 2)}, ["y"], {"s": i64(1, 3, 37, 2)})
+    check(model)
+    assert "Gemm" in instr_types(model)
+
+
+@pytest.mark.parametrize("mode, size", [("linear", 16), ("cubic", 16), ("linear", 12)])
+def test_resize_with_a_period_is_maps_of_its_taps(mode, size):
+    """x2 and x1.5 (period 3 rows for 2 inputs): weighted sums of 2 or 4 taps through strided views, edge rows
+    apart (clamped taps), no Gemm; a channels-last input (after a Conv) stays channels last."""
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("Resize", ["c", "", "", "s"], ["y"], mode=mode)]
+    model = make_model(nodes, {"x": (1, 3, 8, 8)}, ["y"], {"w": rand(4, 3, 3, 3, seed=1), "s": i64(1, 4, size, size)})
+    check(model)
+    assert "Gemm" not in instr_types(model)
 
 
 def test_resize_then_conv():

@@ -128,11 +128,8 @@ def _reduce(fn: str, r: Reduce, dtypes) -> Kernel:
     pre = substitute(r.pre, terms)
     acc = dtypes[r.out.buf]
     init = {"sum": c_literal(0, acc), "prod": c_literal(1, acc), "max": c_lowest(acc), "min": c_highest(acc)}
-    if acc == np.float32:
-        combine = {"max": f"acc = fmaxf(acc, {pre})", "min": f"acc = fminf(acc, {pre})"}
-    else:
-        combine = {"max": f"acc = ({pre} > acc) ? {pre} : acc", "min": f"acc = ({pre} < acc) ? {pre} : acc"}
-    combine.update(sum=f"acc += {pre}", prod=f"acc *= {pre}")
+    combine = {"max": f"acc = ({pre} > acc) ? {pre} : acc", "min": f"acc = ({pre} < acc) ? {pre} : acc",
+               "sum": f"acc += {pre}", "prod": f"acc *= {pre}"}
     names = ["y"] + [f"x{i}" for i in range(len(r.ins))]
     text = ENV.get_template("reduce.c.j2").render(
         signature=_signature(fn, r, names, dtypes), outer=outer, inner=inner, out=index(out, ov), acc_t=c_type(acc),
@@ -178,7 +175,10 @@ def _gemm(fn: str, g: Gemm, dtypes, tiles: Tiles) -> Kernel:
     loops, batched = _collapsed(views, g.out.shape, slice(0, nb), "t")
     bv = [v for v, _ in loops]
     m, n = g.out.shape[-2:]
-    rows, cols = ("(m0 + i)", "(n0 + j)")
+    cols = "(n0 + j)"
+
+    def row(i: int) -> str:
+        return f"(m0 + {i})" if i else "m0"
 
     def idx(full: View, batch: View, last2) -> str:
         tail = View(full.buf, 0, full.shape[-2:], full.strides[-2:])
@@ -187,8 +187,11 @@ def _gemm(fn: str, g: Gemm, dtypes, tiles: Tiles) -> Kernel:
     tiles = [dict(m_lo=m_lo, m_hi=m_hi, mr=mr, n_lo=n_lo, n_hi=n_hi, nr=nr)
              for m_lo, m_hi, mr in ((0, m - m % tile_m, tile_m), (m - m % tile_m, m, m % tile_m)) if mr and m_hi > m_lo
              for n_lo, n_hi, nr in ((0, n - n % tile_n, tile_n), (n - n % tile_n, n, n % tile_n)) if nr and n_hi > n_lo]
-    epi_values = {"acc": "acc[i][j]"}
-    epi_values.update({str(i): f"e{i}[{idx(v, batched[3 + i], (rows, cols))}]" for i, v in enumerate(g.epi.ins)})
+
+    def epilogue(i: int) -> str:
+        values = {"acc": f"acc[{i}][j]"}
+        values.update({str(e): f"e{e}[{idx(v, batched[3 + e], (row(i), cols))}]" for e, v in enumerate(g.epi.ins)})
+        return substitute(g.epi.expr, values)
     names = ["y", "a", "b"] + [f"e{i}" for i in range(len(g.epi.ins))]
     right = f"row[{linear([('j', g.b.strides[-1])])}]"
     is_float = dtypes[g.out.buf] == np.float32
@@ -198,12 +201,12 @@ def _gemm(fn: str, g: Gemm, dtypes, tiles: Tiles) -> Kernel:
             f"acc[{i}][j] += left * {right};"
 
     def a_at(i: int) -> str:
-        return idx(g.a, batched[1], (f"(m0 + {i})" if i else "m0", "k"))
+        return idx(g.a, batched[1], (row(i), "k"))
     text = ENV.get_template("gemm.c.j2").render(
         signature=_signature(fn, g, names, dtypes), loops=loops, tiles=tiles, K=g.a.shape[-1],
         acc_t=c_type(dtypes[g.out.buf]), zero=c_literal(0, dtypes[g.out.buf]), mac=mac,
-        a=a_at, b_row=idx(g.b, batched[2], ("k", "n0")), tile_loop=TILE_LOOP if is_float else "", out=idx(g.out, batched[0], (rows, cols)),
-        epilogue=substitute(g.epi.expr, epi_values))
+        a=a_at, b_row=idx(g.b, batched[2], ("k", "n0")), tile_loop=TILE_LOOP if is_float else "", out=lambda i: idx(g.out, batched[0], (row(i), cols)),
+        epilogue=epilogue)
     return Kernel(text, views)
 
 
@@ -362,7 +365,7 @@ def _pool(fn: str, p: Pool, dtypes) -> Kernel:
         divisor.append(f"({reach} < {k} ? {reach} : {k})")
     value_t = dtypes[p.x.buf]
     x = f"x[{index(p.x, ['n', 'c'] + [t['i'] for t in taps])}]"
-    larger = f"acc = fmaxf(acc, {x});" if value_t == np.float32 else f"acc = ({x} > acc) ? {x} : acc;"
+    larger = f"acc = ({x} > acc) ? {x} : acc;"  # not fmaxf: a library call that does not vectorize
     if p.kind == "max":
         init, combine, result = [f"{c_type(value_t)} acc = {c_lowest(value_t)};"], [larger], "acc"
     elif p.kind == "argmax":

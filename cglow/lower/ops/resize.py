@@ -1,9 +1,14 @@
 """Lowering of Resize. Interpolation is separable: each resized axis is a constant (out x in) matrix,
-built here with the ONNX coordinate transforms and filter taps, and applied as a batched Gemm over that
-axis. A nearest resize whose index maps are strided views (integer factors) is one copy instead."""
+built here with the ONNX coordinate transforms and filter taps. Where its rows repeat with a period (a
+rational scale: row o + period is row o shifted by `shift` columns), the axis becomes a few maps, one per
+run of alike rows, each a weighted sum of the few taps read through strided views (linear and cubic
+filters have 2 and 4 taps per row, where a Gemm would multiply whole rows of zeros); other matrices are
+applied as a batched Gemm over the axis. A nearest resize whose index maps are strided views (integer
+factors) is one copy instead. The output keeps the input's layout (channels last inside conv chains)."""
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -12,6 +17,7 @@ from ...graph.ir import Node
 from ...graph.rules.resize import Axis, cropping, resize_axes
 from ...instr.ir import Epilogue, Gemm, Map, View
 from ..context import Context, lowering
+from ..literals import c_float
 
 
 def _source(node: Node, ax: Axis, size: int) -> np.ndarray:
@@ -126,6 +132,61 @@ def _along(ctx: Context, x: View, axis: int, matrix: np.ndarray, bias: np.ndarra
     ctx.emit(Gemm(out.reshape(shape), left, right, epi, label))
 
 
+MAX_PERIOD, MAX_RUNS = 16, 32
+
+
+@dataclass(frozen=True)
+class Run:
+    """Outputs first, first + period, ... (count of them): output k is the sum of weight * x[tap + k * shift]
+    over the taps, plus bias."""
+    first: int
+    count: int
+    period: int
+    shift: int
+    taps: tuple[int, ...]
+    weights: tuple[float, ...]
+    bias: float
+
+
+def _runs(matrix: np.ndarray, bias: np.ndarray) -> list[Run] | None:
+    """The fewest runs of alike rows over the periods tried, or None if even they are too many."""
+    out = len(matrix)
+    taps = [np.flatnonzero(row) for row in matrix]
+    best: list[Run] | None = None
+    for period in range(1, min(out, MAX_PERIOD) + 1):
+        middle = (out // 2 // period) * period
+        if middle + period >= out or not len(taps[middle]) or not len(taps[middle + period]):
+            continue
+        shift = int(taps[middle + period][0] - taps[middle][0])
+        runs: list[Run] = []
+        for phase in range(period):
+            for k, o in enumerate(range(phase, out, period)):
+                run = Run(o, 1, period, shift, tuple(int(t) for t in taps[o]),
+                          tuple(float(w) for w in matrix[o, taps[o]]), float(bias[o]))
+                last = runs[-1] if runs and k else None
+                if last and (last.weights, last.bias) == (run.weights, run.bias) and \
+                        last.taps == tuple(t - last.count * shift for t in run.taps):
+                    runs[-1] = replace(last, count=last.count + 1)
+                else:
+                    runs.append(run)
+        if best is None or len(runs) < len(best):
+            best = runs
+    return best if best is not None and len(best) <= MAX_RUNS else None
+
+
+def _stepped(v: View, axis: int, start: int, count: int, step: int) -> View:
+    """Elements start, start + step, ... (count of them) of v along axis."""
+    return replace(v.slice(axis, start, count), strides=v.strides[:axis] + (v.strides[axis] * step,) + v.strides[axis + 1:])
+
+
+def _through_maps(ctx: Context, x: View, axis: int, runs: list[Run], out: View, label: str) -> None:
+    for r in runs:
+        terms = [("{%d}" % t if w == 1.0 else f"{c_float(w)} * {{{t}}}") for t, w in enumerate(r.weights)]
+        terms += [c_float(r.bias)] if r.bias or not terms else []
+        ins = tuple(_stepped(x, axis, tap, r.count, r.shift) for tap in r.taps)
+        ctx.emit(Map(_stepped(out, axis, r.first, r.count, r.period), ins, " + ".join(terms), label))
+
+
 def _given(ctx: Context, node: Node, i: int) -> np.ndarray | None:
     return ctx.const(node.inputs[i]) if len(node.inputs) > i and node.inputs[i] else None
 
@@ -151,6 +212,12 @@ def _resize(ctx: Context, node: Node) -> None:
         matrix, outside = plans[a]
         bias = np.where(outside, extrapolation, 0.0) if outside.any() and extrapolation != 0 else None
         shape = x.shape[:a] + (ax.out,) + x.shape[a + 1:]
-        out = ctx.new(node.outputs[0]) if i == len(resized) - 1 else ctx.temp(shape, f"{node.name} axis {a}")
-        _along(ctx, x, a, matrix, bias, out, node.name)
+        last = i == len(resized) - 1
+        runs = _runs(matrix, np.zeros(ax.out) if bias is None else bias)
+        order = x.order() if runs else None
+        out = ctx.new(node.outputs[0], order) if last else ctx.temp(shape, f"{node.name} axis {a}", order=order)
+        if runs:
+            _through_maps(ctx, x, a, runs, out, node.name)
+        else:
+            _along(ctx, x, a, matrix, bias, out, node.name)
         x = out
