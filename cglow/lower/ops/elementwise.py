@@ -42,11 +42,11 @@ MIN = {"float": "({a} > {b} || isnan({b}) ? {b} : {a})", "signed": AT_MOST, "uns
 CLAMP01 = "({v} < 0.0f ? 0.0f : {v} > 1.0f ? 1.0f : {v})"
 SELU_ALPHA, SELU_GAMMA = 1.67326319217681884765625, 1.05070102214813232421875
 FLOAT_EXPRS = {  # float32-only ops; {name} is the float attribute `name` (defaults in ATTRS)
-    "Sigmoid": "(1.0f / (1.0f + expf(-{0})))",
+    "Sigmoid": "(1.0f / (1.0f + cglow_exp(-{0})))",
     "Tanh": "tanhf({0})",
     "Erf": "cglow_erf({0})",
     "Sqrt": "sqrtf({0})",
-    "Exp": "expf({0})",
+    "Exp": "cglow_exp({0})",
     "Log": "logf({0})",
     "Sin": "sinf({0})",
     "Cos": "cosf({0})",

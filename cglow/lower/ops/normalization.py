@@ -118,7 +118,7 @@ def _softmax(ctx: Context, node: Node) -> None:
     peak = ctx.temp(outer, f"{node.name} max")
     total = ctx.temp(outer, f"{node.name} sum")
     ctx.emit(Reduce(peak, (x,), "max", "{0}", "{acc}", node.name))
-    ctx.emit(Map(out, (x, spread(peak, inner)), "expf({0} - {1})", node.name))
+    ctx.emit(Map(out, (x, spread(peak, inner)), "cglow_exp({0} - {1})", node.name))
     ctx.emit(Reduce(total, (out,), "sum", "{0}", "1.0f / {acc}", node.name))
     ctx.emit(Map(out, (out, spread(total, inner)), "({0} * {1})", node.name))
 
@@ -129,7 +129,7 @@ def _log_softmax(ctx: Context, node: Node) -> None:
     peak = ctx.temp(outer, f"{node.name} max")
     log_total = ctx.temp(outer, f"{node.name} log sum")
     ctx.emit(Reduce(peak, (x,), "max", "{0}", "{acc}", node.name))
-    ctx.emit(Reduce(log_total, (x, spread(peak, inner)), "sum", "expf({0} - {1})", "logf({acc})", node.name))
+    ctx.emit(Reduce(log_total, (x, spread(peak, inner)), "sum", "cglow_exp({0} - {1})", "logf({acc})", node.name))
     ctx.emit(Map(out, (x, spread(peak, inner), spread(log_total, inner)), "({0} - {1} - {2})", node.name))
 
 

@@ -14,7 +14,7 @@ from ...graph.rules.recurrent import GATES, activations
 from ...instr.ir import Epilogue, Gemm, Map, View, substitute
 from ..context import Context, lowering
 
-EXPRS = {"sigmoid": "(1.0f / (1.0f + expf(-{0})))", "tanh": "tanhf({0})", "relu": "({0} < 0.0f ? 0.0f : {0})"}
+EXPRS = {"sigmoid": "(1.0f / (1.0f + cglow_exp(-{0})))", "tanh": "tanhf({0})", "relu": "({0} < 0.0f ? 0.0f : {0})"}
 
 
 def _act(name: str, inner: str) -> str:
