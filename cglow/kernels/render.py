@@ -177,20 +177,26 @@ def _gemm(fn: str, g: Gemm, dtypes, tiles: Tiles) -> Kernel:
     m, n = g.out.shape[-2:]
     cols = "(n0 + j)"
 
-    def row(i: int) -> str:
+    def m_at(i: int) -> str:
         return f"(m0 + {i})" if i else "m0"
 
     def idx(full: View, batch: View, last2) -> str:
         tail = View(full.buf, 0, full.shape[-2:], full.strides[-2:])
         return join(index(batch, bv), index(tail, last2))
 
-    tiles = [dict(m_lo=m_lo, m_hi=m_hi, mr=mr, n_lo=n_lo, n_hi=n_hi, nr=nr)
-             for m_lo, m_hi, mr in ((0, m - m % tile_m, tile_m), (m - m % tile_m, m, m % tile_m)) if mr and m_hi > m_lo
-             for n_lo, n_hi, nr in ((0, n - n % tile_n, tile_n), (n - n % tile_n, n, n % tile_n)) if nr and n_hi > n_lo]
+    def column_runs(mr: int):
+        """Tiles of mr rows and tiles.columns columns; with scalar accumulators, a tile of fewer rows (a
+        matrix-vector product) takes proportionally more columns, up to the tile's number of registers."""
+        nr = min(tile_n * max(1, tile_m // mr), -(-n // tile_n) * tile_n) if tiles.scalar else tile_n
+        return (0, n - n % nr, nr), (n - n % nr, n, n % nr)
+
+    blocks = [dict(m_lo=m_lo, m_hi=m_hi, mr=mr, n_lo=n_lo, n_hi=n_hi, nr=nr)
+              for m_lo, m_hi, mr in ((0, m - m % tile_m, tile_m), (m - m % tile_m, m, m % tile_m)) if mr and m_hi > m_lo
+              for n_lo, n_hi, nr in column_runs(mr) if nr and n_hi > n_lo]
 
     def epilogue(i: int) -> str:
         values = {"acc": f"acc[{i}][j]"}
-        values.update({str(e): f"e{e}[{idx(v, batched[3 + e], (row(i), cols))}]" for e, v in enumerate(g.epi.ins)})
+        values.update({str(e): f"e{e}[{idx(v, batched[3 + e], (m_at(i), cols))}]" for e, v in enumerate(g.epi.ins)})
         return substitute(g.epi.expr, values)
     names = ["y", "a", "b"] + [f"e{i}" for i in range(len(g.epi.ins))]
     right = f"row[{linear([('j', g.b.strides[-1])])}]"
@@ -201,12 +207,12 @@ def _gemm(fn: str, g: Gemm, dtypes, tiles: Tiles) -> Kernel:
             f"acc[{i}][j] += left * {right};"
 
     def a_at(i: int) -> str:
-        return idx(g.a, batched[1], (row(i), "k"))
+        return idx(g.a, batched[1], (m_at(i), "k"))
     text = ENV.get_template("gemm.c.j2").render(
-        signature=_signature(fn, g, names, dtypes), loops=loops, tiles=tiles, K=g.a.shape[-1],
+        signature=_signature(fn, g, names, dtypes), loops=loops, tiles=blocks, K=g.a.shape[-1],
         acc_t=c_type(dtypes[g.out.buf]), zero=c_literal(0, dtypes[g.out.buf]), mac=mac,
-        a=a_at, b_row=idx(g.b, batched[2], ("k", "n0")), tile_loop=TILE_LOOP if is_float else "", out=lambda i: idx(g.out, batched[0], (row(i), cols)),
-        epilogue=epilogue)
+        a=a_at, b_row=idx(g.b, batched[2], ("k", "n0")), tile_loop=TILE_LOOP if is_float else "",
+        out=lambda i: idx(g.out, batched[0], (m_at(i), cols)), epilogue=epilogue)
     return Kernel(text, views)
 
 
@@ -237,20 +243,41 @@ def _conv(fn: str, c: Conv, dtypes, tiles: Tiles) -> Kernel:
     return _conv_rows(fn, c, dtypes) if c.ring else _conv_tiles(fn, c, dtypes)
 
 
-def _column_runs(win, width: int, mr: int) -> list[dict]:
+def _column_runs(win, width: int, mr: int, sliding: int = 0) -> list[dict]:
     """The output columns in tiles of mr (the last one shorter), grouped into runs of tiles of one width
-    that either read inside the image for every tap (unchecked) or not."""
-    s, d, p, out = win.strides[1], win.dilations[1], win.pads_begin[1], win.out[1]
-    first_inside = -(-p // s)                                     # ow * s - p >= 0
-    last_inside = (width - 1 + p - (win.kernel[1] - 1) * d) // s  # ow * s + (KW - 1) * d - p < width
+    that read inside the image for every tap; a tile that would read outside it is a run of its own, whose
+    reads outside are left out. Each run lists what its tiles read: with `sliding` (a depthwise kernel; the
+    input's column stride), its input columns (a pointer offset from the tile's first one) with the (output
+    column, tap) pairs that read each; else its taps (None: a loop over all of them) with the output columns
+    that read inside for each."""
+    s, d, p, out, kw = win.strides[1], win.dilations[1], win.pads_begin[1], win.out[1], win.kernel[1]
+    first_inside = -(-p // s)                           # ow * s - p >= 0
+    last_inside = (width - 1 + p - (kw - 1) * d) // s  # ow * s + (KW - 1) * d - p < width
     runs: list[dict] = []
     for lo in range(0, out, mr):
         hi = min(lo + mr, out)
         checked = lo < first_inside or hi - 1 > last_inside
-        if runs and runs[-1]["mr"] == hi - lo and runs[-1]["checked"] == checked:
+        if runs and runs[-1]["mr"] == hi - lo and not runs[-1]["checked"] and not checked:
             runs[-1]["hi"] = hi
         else:
             runs.append(dict(lo=lo, hi=hi, mr=hi - lo, checked=checked))
+
+    def inside(run: dict, t: int) -> bool:
+        """Whether the input column t of a run's tile (counted from the tile's first one) is in the image."""
+        return not run["checked"] or 0 <= run["lo"] * s + t - p < width
+
+    for run in runs:
+        tile = range(run["mr"])
+        if sliding:
+            pairs = [[(j, k) for j in tile for k in range(kw) if j * s + k * d == t]
+                     for t in range((run["mr"] - 1) * s + (kw - 1) * d + 1)]
+            run["columns"] = [(linear([("ow0", s * sliding)], (t - p) * sliding), at)
+                              for t, at in enumerate(pairs) if at and inside(run, t)]
+        elif run["checked"]:
+            taps = [(k, [j for j in tile if inside(run, j * s + k * d)]) for k in range(kw)]
+            run["taps"] = [(k, columns) for k, columns in taps if columns]
+        else:
+            run["taps"] = [(None, list(tile))]
     return runs
 
 
@@ -260,42 +287,53 @@ def _conv_nhwc(fn: str, c: Conv, dtypes, tiles: Tiles) -> Kernel:
     m, cg = c.w.shape[:2]
     mg = m // c.group
     depthwise = cg == 1 and mg == 1
+    tiles = tiles.for_depthwise if depthwise else tiles
     nr = tiles.columns if c.group == 1 or depthwise else \
         max(t for t in (16, 8, 4, 2, 1) if mg % t == 0 and t <= tiles.columns)
     oc_tiles = [dict(lo=lo, hi=hi, nr=t) for lo, hi, t in ((0, m - m % nr, nr), (m - m % nr, m, m % nr))
                 if t and hi > lo]
     c0 = None if c.group == 1 or depthwise else f"(oc0 / {mg}) * {cg}"
-    channel = "(oc0 + i)" if depthwise else "c" if c0 is None else "(c0 + c)"
+    channel = "c" if c0 is None else "(c0 + c)"
     acc_t = dtypes[c.out.buf]
-    weight = f"tap[{linear([('i', c.w.strides[0])])}]"
-
     is_float = acc_t == np.float32
 
-    def mac(value: str, j: int) -> str:
+    def mac(value: str, j: int, kw: int = 0) -> str:
+        weight = f"tap[{linear([('i', c.w.strides[0])], kw * c.w.strides[3])}]"
         if is_float:
             return f"acc[{j}][i] = cglow_fma({value}, {weight}, acc[{j}][i]);"
         return f"acc[{j}][i] += {value} * {weight};"
 
     def iw(j: int) -> str:
-        return linear([("ow0", c.win.strides[1]), ("kw", c.win.dilations[1])], j * c.win.strides[1] - c.win.pads_begin[1])
+        s, d, p = c.win.strides[1], c.win.dilations[1], c.win.pads_begin[1]
+        return linear([("ow0", s), ("kw", d)], j * s - p)
 
     oh_, ow_ = c.win.out
     delay = c.win.pads_begin[0] if c.ring else 0
-    out_vars = ("n", "(oc0 + i)", "oh", "(ow0 + j)")
-    store = f"ring[(oh % {delay + 1}) * {ow_ * m} + (ow0 + j) * {m} + oc0 + i]" if c.ring else \
-        f"y[{index(c.out, out_vars)}]"
+
+    def out_vars(j: int) -> tuple[str, ...]:
+        return "n", "(oc0 + i)", "oh", f"(ow0 + {j})" if j else "ow0"
+
+    def store(j: int) -> str:
+        return f"out[{linear([('i', 1)], j * m)}]" if c.ring else \
+            f"out[{linear([('i', c.out.strides[1])], j * c.out.strides[3])}]"
+    out_tile = f"ring + (oh % {delay + 1}) * {ow_ * m} + ow0 * {m} + oc0" if c.ring else \
+        f"y + {index(c.out, ('n', 'oc0', 'oh', 'ow0'))}"
+
+    def epilogue(j: int) -> str:
+        return _epilogue(Epilogue(substitute(c.epi.expr, {"acc": f"acc[{j}][i]"}), c.epi.ins), out_vars(j))
     names = ["y", "x", "w"] + [f"e{i}" for i in range(len(c.epi.ins))] + (["ring"] if c.ring else [])
     text = ENV.get_template("conv_nhwc.c.j2").render(
         signature=_signature(fn, c, names, dtypes, scratch=1 if c.ring else 0), N=n, OH=oh_, OW=ow_, M=m, CG=cg,
-        KH=c.win.kernel[0], KW=c.win.kernel[1], H=h, W=w, DELAY=delay, ring=bool(c.ring), oc_tiles=oc_tiles,
-        runs=_column_runs(c.win, w, tiles.rows), c0=c0, depthwise=depthwise, acc_t=c_type(acc_t),
-        zero=c_literal(0, acc_t), mac=mac, tile_loop=TILE_LOOP if is_float else "",
-        ih=linear([("oh", c.win.strides[0]), ("kh", c.win.dilations[0])], -c.win.pads_begin[0]),
-        iw=iw,
-        x_at=index(c.x, ("n", "oc0" if depthwise else channel, "ih", "iw")), x_i=linear([("i", c.x.strides[1])]),
-        w_at=index(c.w, ("oc0", "c", "kh", "kw")), store=store,
-        epilogue=_epilogue(Epilogue(substitute(c.epi.expr, {"acc": "acc[j][i]"}), c.epi.ins), out_vars),
-        out_done=index(c.out, ("n", "oc", "done", "ow")))
+        KH=c.win.kernel[0], KW=c.win.kernel[1], H=h, DELAY=delay, ring=bool(c.ring), oc_tiles=oc_tiles,
+        runs=_column_runs(c.win, w, tiles.rows, c.x.strides[3] if depthwise else 0), c0=c0, depthwise=depthwise,
+        acc_t=c_type(acc_t), zero=c_literal(0, acc_t), mac=mac, tile_loop=TILE_LOOP if is_float else "",
+        ih=linear([("oh", c.win.strides[0]), ("kh", c.win.dilations[0])], -c.win.pads_begin[0]), iw=iw,
+        x_at=join(index(View(c.x.buf, 0, c.x.shape[:3], c.x.strides[:3]), ("n", channel, "ih")),
+                  linear([("iw", c.x.strides[3])])),
+        x_row=linear([(v, st) for v, st, size in zip(("n", "oc0", "ih"), c.x.strides, c.x.shape) if size > 1]),
+        x_i=linear([("i", c.x.strides[1])]), w_at=index(c.w, ("oc0", "c", "kh", "kw")),
+        w_row=linear([("oc0", c.w.strides[0]), ("kh", c.w.strides[2])]), out_tile=out_tile, store=store,
+        epilogue=epilogue, out_done=index(c.out, ("n", "oc", "done", "ow")))
     return Kernel(text, (c.out,) + reads(c))
 
 

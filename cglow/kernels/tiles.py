@@ -7,9 +7,16 @@ without spilling, and be enough to hide the multiply-add latency. Measured with 
 - AVX-512 (32 x 16 lanes): 8 x 32 -> 16 accumulators, 1.09; 12 x 32 1.10; 6 x 32 1.18; 8 x 16 1.37; 4 x 16 1.67;
   8 x 48 and 4 x 64 spill (2.0-2.2).
 - AVX2 (16 x 8 lanes): 6 x 16 -> 12 accumulators, 1.73; 4 x 16 1.85; 8 x 16 2.04; 4 x 24 3.64.
-Scalar targets take 4 x 4: 16 accumulators fit the 32 single-precision registers of a Cortex-M4F next to the
-operands, where 4 x 16 spills them (`make bench-mcu`: 4.2-4.9 instructions per multiply-accumulate with
-4 x 16, 3.0-3.7 with 4 x 4). `generic` and the vector targets not measured here keep 4 x 16. The emitted C
+Scalar targets take 6 x 4: 24 accumulators, the 4 weights of an input channel and 1 input fit the 32
+single-precision registers of a Cortex-M4F, and each input channel costs 6 + 4 loads and 3 loop instructions
+for 24 multiply-adds. `make bench-mcu`, instructions per multiply-accumulate of kws / vww / resnet8: 6 x 4
+1.92 / 1.98 / 1.61; 5 x 5 1.90 / 1.98 / 1.70; 4 x 6 1.95 / 2.00 / 1.57; 5 x 4 1.92 / 2.04 / 1.74; 4 x 4
+2.06 / 2.12 / 1.70; 7 x 4 spills (1.96 / 2.10 / 1.63); 4 x 16 spilled them all (4.2-4.9 before fused
+multiply-adds). A depthwise tile keeps its kernel row's weights (KW x columns) next to its accumulators and
+one input column, so it takes 8 x 2 there (vww: 8 x 2 1.98, 10 x 2 1.97, 16 x 1 1.97, 6 x 2 and 4 x 4 2.02,
+6 x 4 2.07). With one register per accumulator, a matrix tile of fewer rows takes more columns (`scalar`:
+a matrix-vector product as 1 x 24; autoencoder 3.05 -> 2.23), which vector targets do not want (a 1 x 256 tile
+was 3% slower on MobileNetV2). `generic` and the vector targets not measured here keep 4 x 16. The emitted C
 is the same portable C99 for every target; only these sizes change. `host` is the machine cglow runs on."""
 from __future__ import annotations
 
@@ -22,9 +29,15 @@ from pathlib import Path
 class Tiles:
     rows: int
     columns: int
+    depthwise: Tiles | None = None  # a depthwise convolution's tile, where it differs
+    scalar: bool = False            # one register per accumulator: a matrix tile of fewer rows takes more columns
+
+    @property
+    def for_depthwise(self) -> Tiles:
+        return self.depthwise or self
 
 
-VECTOR, SCALAR = Tiles(4, 16), Tiles(4, 4)
+VECTOR, SCALAR = Tiles(4, 16), Tiles(6, 4, Tiles(8, 2), scalar=True)
 TILES = {"generic": VECTOR, "x86-avx2": Tiles(6, 16), "x86-avx512": Tiles(8, 32), "aarch64": VECTOR,
          "aarch64-linux": VECTOR, "rv64gcv": VECTOR, "cortex-m3": SCALAR, "cortex-m4": SCALAR, "cortex-m7": SCALAR,
          "riscv32": SCALAR, "riscv64": SCALAR, "riscv64-linux": SCALAR}

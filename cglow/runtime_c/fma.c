@@ -1,6 +1,8 @@
-/* a * b + c for the kernels' multiply-accumulate: one fused instruction where <math.h> says fmaf is fast
- * (FP_FAST_FMAF: x86 with FMA, AArch64, Cortex-M4F/M7), a plain multiply and add everywhere else (a
- * library fmaf would be slow there).
+/* a * b + c for the kernels' multiply-accumulate: one fused instruction where fmaf is fast (x86 with FMA,
+ * AArch64, Cortex-M4F/M7), a plain multiply and add everywhere else (a library fmaf would be slow there).
+ * <math.h> says so with FP_FAST_FMAF, or the compiler with __FP_FAST_FMAF where the C library does not
+ * (picolibc and newlib for Cortex-M: with -std=c99, gcc does not contract a * b + c, so the Cortex-M4F ran
+ * a multiply and an add, 3.7 instructions per multiply-accumulate on kws where fused ones take 2.7).
  * CGLOW_TILE_LOOP marks the innermost loop of a register tile (one accumulator per iteration). With
  * vectors it should become a few vector instructions, but at -O3 gcc unrolls such a short loop completely
  * first and then fails to vectorize it (8x slower, measured with gcc 12 on x86-64): gcc is told not to
@@ -23,7 +25,7 @@
 
 static float cglow_fma(float a, float b, float c)
 {
-#if defined(FP_FAST_FMAF)
+#if defined(FP_FAST_FMAF) || defined(__FP_FAST_FMAF)
     return fmaf(a, b, c);
 #else
     return a * b + c;
