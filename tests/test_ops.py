@@ -14,6 +14,9 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
+import cglow
+from cglow.options import Options
+
 from .util import assert_shapes_agree_with_onnx, cglow_run, ort_run, random_feeds as feeds_for, rel_error
 
 TOL = 1e-5
@@ -214,6 +217,19 @@ def test_gemm(case):
 def test_gemm_degenerate(a, b, c):
     """M or N of 1: the C shapes (1,N), (M,1) and (N,) meet."""
     check(node_model("Gemm", [("a", a), ("b", rand(*b, seed=2)), ("c", rand(*c, seed=3))]))
+
+
+@pytest.mark.parametrize("target", ["generic", "x86-avx512"])
+def test_gemm_with_a_large_weight_loops_over_its_panels_outermost(target):
+    """B of 300 x 1000 floats (1.2 MB, larger than A): column panels outermost, every row tile inside, the
+    edge rows (9 = 8 + 1 or 4 + 4 + 1) and edge columns (1000 = 31 x 32 + 8) at their own sizes."""
+    model = node_model("Gemm", [("a", (9, 300)), ("b", rand(300, 1000, seed=2)), ("c", rand(1000, seed=3))])
+    options = Options(target=target)
+    kernel = cglow.compile_model(model, options=options).c_source.split("_gemm(")[1]
+    assert kernel.index("for (int32_t n0 = 0;") < kernel.index("for (int32_t m0 = 0;")
+    feeds = feeds_for(model)
+    (got,), (want,) = cglow_run(model, feeds, options=options), ort_run(model, feeds)
+    assert rel_error(got, want) <= TOL
 
 
 @pytest.mark.parametrize("c_shape", [(M, N), (1, N)], ids=["MxN", "1xN"])
