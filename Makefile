@@ -2,7 +2,7 @@
 PYTHON ?= python3
 PIP = $(PYTHON) -m pip --disable-pip-version-check -q
 
-.PHONY: example test report bench bench-mcu bench-memory install install-test
+.PHONY: example test report bench bench-mcu bench-memory size install install-test
 
 example: install
 	$(PYTHON) -m cglow example
@@ -21,6 +21,9 @@ bench-mcu: install-test
 
 bench-memory: install-test
 	$(PYTHON) scripts/bench_memory.py
+
+size: install-test
+	$(PYTHON) scripts/size_mcu.py
 
 install:
 	$(PIP) install -e .

@@ -7,13 +7,14 @@ run_image runs one under the emulator with a timeout, parses the outputs back in
 with `count` loads a QEMU TCG plugin (cglow/qemu/insn_count.c, built with the host compiler into the
 cache) that counts the instructions executed between the harness's marks: the net_run call's count is
 the count across it minus the count between two back-to-back marks. That number is exact and the same on
-every run."""
+every run. soft_double_helpers lists the libgcc software double-precision routines an image links."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
+import re
 import subprocess
 import tempfile
 
@@ -25,6 +26,10 @@ from .host import STRICT_FLAGS, build_cached, sources
 from .targets import Target
 
 OPT_FLAGS = ("-O2",)
+# libgcc's software double-precision helpers: the Arm EABI names (__aeabi_dadd, __aeabi_f2d ...) and the
+# generic DFmode ones (__adddf3, __extendsfdf2, __truncdfsf2, __fixdfsi, __floatsidf ...)
+SOFT_DOUBLE = re.compile(r"^__aeabi_(d[a-z0-9]+|[a-z0-9]+2d)$"
+                         r"|^__([a-z]*df[a-z]*[0-9]|fix(uns)?df[sdt]i|float(un)?[sdt]idf)$")
 
 
 @dataclass(frozen=True)
@@ -51,6 +56,12 @@ def image_size(image: Path, target: Target) -> tuple[int, int, int]:
     out = subprocess.run([f"{target.binutils}size", str(image)], capture_output=True, text=True, check=True).stdout
     text, data, bss = (int(v) for v in out.splitlines()[1].split()[:3])
     return text, data, bss
+
+
+def soft_double_helpers(image: Path, target: Target) -> list[str]:
+    """The software double-precision routines the image links (none should, in a float model's image on a
+    target without double-precision hardware: Target.soft_double)."""
+    return sorted(name for name in symbols(image, target) if SOFT_DOUBLE.match(name))
 
 
 @lru_cache(maxsize=None)

@@ -99,7 +99,7 @@ def prepare(names, target: Target, args) -> tuple[list[Row], list[Future]]:
         rows.append(row)
         try:
             row.model = zoo.build(name)
-            row.compiled = compiled = cglow.compile_model(row.model, options=Options(target=target.name))
+            row.compiled = compiled = cglow.compile_model(row.model, options=Options(target=target.tiles))
         except Exception as e:  # noqa: BLE001 - report the model, go on with the others
             row.note, row.failed = f"compile failed: {type(e).__name__}: {first_line(e)}", True
             continue

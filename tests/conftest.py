@@ -1,10 +1,17 @@
-"""After a run that included the conformance cases: their counts per op, as the issue asks to report."""
+"""After a run that included the conformance cases: their counts per op, as the issue asks to report; after
+one that included the cross-target matrix (tests/test_cross_targets.py): target x model, pass or fail and
+the largest error against the host build."""
 from __future__ import annotations
 
 import collections
 
 
 def pytest_terminal_summary(terminalreporter):
+    conformance_table(terminalreporter)
+    cross_matrix(terminalreporter)
+
+
+def conformance_table(terminalreporter):
     outcomes = {}
     for outcome in ("passed", "failed", "xfailed", "xpassed"):
         for report in terminalreporter.stats.get(outcome, []):
@@ -32,3 +39,23 @@ def pytest_terminal_summary(terminalreporter):
     run = total["passed"] + total["failed"] + total["xfailed"] + total["xpassed"]
     write(f"{'total':24} {run:6} {total['passed']:7} {total['xfailed']:6} {total['failed'] + total['xpassed']:7} "
           f"{total['other types']:22}")
+
+
+def cross_matrix(terminalreporter):
+    cells = {}
+    for outcome, word in (("passed", "pass"), ("failed", "FAIL"), ("skipped", "skip")):
+        for report in terminalreporter.stats.get(outcome, []):
+            if "test_cross_targets.py::test_matches_the_host_build[" in report.nodeid and \
+                    (report.when == "call" or outcome != "passed"):
+                model, target = report.nodeid.split("[", 1)[1][:-1].split("-", 1)  # no model name has a dash
+                error = dict(report.user_properties).get("max_error")
+                cells[target, model] = word + (f" {error:.1e}" if error is not None else "")
+    if not cells:
+        return
+    from .test_cross_targets import MODELS, NOT_RUN, TARGETS, TOLERANCE
+    write = terminalreporter.write_line
+    terminalreporter.section("cross targets under QEMU against the host build: largest error / output scale")
+    write(f"{'target':14}" + "".join(f" {model:>13}" for model in MODELS))
+    for target in TARGETS:
+        write(f"{target:14}" + "".join(f" {cells.get((target, model), '-'):>13}" for model in MODELS))
+    write(f"pass: within {TOLERANCE:g}; -: not run ({NOT_RUN})")

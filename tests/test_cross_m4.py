@@ -4,7 +4,6 @@ the QEMU plugin, the image's symbols; the bare-metal harness itself, built for t
 on every other preset."""
 from __future__ import annotations
 
-import re
 import subprocess
 
 import numpy as np
@@ -17,23 +16,22 @@ from cglow import cross, zoo
 from cglow.emit_c.harness import baremetal_source, parse_output_bits
 from cglow.host import STRICT_FLAGS, build_cached
 from cglow.instr.ir import Conv
+from cglow.options import Options
 from cglow.targets import TARGETS
 
 from .util import need_tool, ort_run, random_feeds, rel_error
 
 M4 = TARGETS["cortex-m4"]
-# libgcc's software double-precision helpers (EABI names, and the generic DFmode ones): none may be linked
-SOFT_DOUBLE = re.compile(r"^__aeabi_(d\w+|\w+2d)$|^__\w*df\w*$")
 
 
 @pytest.fixture(scope="module")
 def kws():
     """The keyword spotter's compiled model, seeded input and cortex-m4 image."""
-    for tool in (M4.cc, M4.run[0], f"{M4.binutils}nm", "cc"):
+    for tool in (*M4.tools, "cc"):
         need_tool(tool)
     model = zoo.build("kws")
     feeds = random_feeds(model)
-    compiled = cglow.compile_model(model)
+    compiled = cglow.compile_model(model, options=Options(target=M4.tiles))
     inputs = [feeds[t.name] for t in compiled.inputs]
     return model, feeds, compiled, cross.build_image(compiled, inputs, M4)
 
@@ -59,10 +57,11 @@ def test_image_links_no_soft_double_and_fits(kws):
     _, _, compiled, image = kws
     names = cross.symbols(image, M4)
     assert "net_run" in names and "insn_mark" in names
-    assert not sorted(n for n in names if SOFT_DOUBLE.match(n))
-    assert SOFT_DOUBLE.match("__aeabi_dadd") and SOFT_DOUBLE.match("__aeabi_f2d") and SOFT_DOUBLE.match("__adddf3")
-    assert SOFT_DOUBLE.match("__extendsfdf2") and SOFT_DOUBLE.match("__truncdfsf2") and SOFT_DOUBLE.match("__fixdfsi")
-    assert not SOFT_DOUBLE.match("__aeabi_fadd") and not SOFT_DOUBLE.match("__aeabi_uldivmod")
+    assert not cross.soft_double_helpers(image, M4)
+    helper = cross.SOFT_DOUBLE.match
+    assert helper("__aeabi_dadd") and helper("__aeabi_f2d") and helper("__adddf3") and helper("__extendsfdf2")
+    assert helper("__truncdfsf2") and helper("__fixdfsi")
+    assert not helper("__aeabi_fadd") and not helper("__aeabi_uldivmod")
     text, data, bss = cross.image_size(image, M4)
     assert compiled.weights_bytes < text + data <= M4.flash_bytes
     assert compiled.arena_bytes < data + bss <= M4.ram_bytes
@@ -101,7 +100,7 @@ def test_baremetal_harness_is_bit_exact_on_the_host():
 def test_every_preset_runs_and_counts(name):
     """Each preset (the ones after cortex-m4 are extras) builds, runs under QEMU and counts instructions."""
     target = TARGETS[name]
-    for tool in (target.cc, target.run[0], f"{target.binutils}nm", "cc"):
+    for tool in (*target.tools, "cc"):
         need_tool(tool)
     compiled, inputs = small_model()
     run = cross.run_image(cross.build_image(compiled, inputs, target), compiled, target)
