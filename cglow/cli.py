@@ -1,4 +1,6 @@
-"""The `cglow` command line. A user error prints one line and exits with status 2."""
+"""The `cglow` command line. A user error (the model, its files or the options) prints one line
+`cglow: error: ...` and exits with status 2; a bug in cglow prints one line `cglow: internal error: ...`
+and exits with status 3. Either way no output file is written: they are all renamed into place at the end."""
 from __future__ import annotations
 
 import argparse
@@ -6,12 +8,14 @@ from dataclasses import replace
 import json
 import os
 from pathlib import Path
+import re
 import sys
 import tempfile
 import time
+import warnings
 
-from .errors import CglowError
-from .options import Options
+from .errors import CglowError, one_line, reason
+from .options import MAX_MEMORY, Options
 
 
 def parse_shape(text: str) -> tuple[str, tuple[int, ...]]:
@@ -25,16 +29,37 @@ def parse_shape(text: str) -> tuple[str, tuple[int, ...]]:
     return name, shape
 
 
-def write_atomic(path: Path, content: str | bytes) -> None:
-    """Write through a temporary file in the same folder, so a failure never leaves half a file."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+def parse_bytes(text: str) -> int:
+    """A byte count: an integer with an optional K, M or G suffix (powers of 1024)."""
+    number, unit = (text[:-1], text[-1].upper()) if text[-1:].upper() in ("K", "M", "G") else (text, "")
     try:
-        with os.fdopen(fd, "wb" if isinstance(content, bytes) else "w") as f:
-            f.write(content)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+        value = int(number) << {"": 0, "K": 10, "M": 20, "G": 30}[unit]
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise CglowError(f"--max-memory {text}: expected a positive number of bytes, e.g. 512M or 2G")
+    return value
+
+
+def write_files(files: dict[Path, str | bytes]) -> None:
+    """Write every file through a temporary file in its folder and rename them only when all are written,
+    so that a failure never leaves half a file (nor some of the files)."""
+    temporary: list[str] = []
+    try:
+        for path, content in files.items():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+            temporary.append(tmp)
+            with os.fdopen(fd, "wb") as f:
+                f.write(content if isinstance(content, bytes) else content.encode())
+        for tmp, path in zip(temporary, files):
+            os.replace(tmp, path)
+    except OSError as exc:
+        raise CglowError(f"cannot write {exc.filename or 'the output'}: {exc.strerror or exc}") from None
+    finally:
+        for tmp in temporary:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
 
 
 def cmd_emit(args: argparse.Namespace) -> None:
@@ -42,33 +67,32 @@ def cmd_emit(args: argparse.Namespace) -> None:
     out = Path(args.output)
     if out.suffix != ".c":
         raise CglowError(f"-o {out}: the output must be a .c file (the header is written beside it)")
+    if not re.fullmatch(r"[A-Za-z0-9_.+-]+", out.stem):
+        raise CglowError(f"-o {out}: the file name may hold only letters, digits and _ . + - (the .c file "
+                         f"includes the header by name)")
     weights = Path(args.weights_file) if args.weights_file else None
     taken = [out, out.with_suffix(".h")] + ([Path(args.report)] if args.report else [])
     if weights and weights.resolve() in [path.resolve() for path in taken]:
         raise CglowError(f"--weights-file {weights}: the weights need a file of their own, not {weights.name}")
     options = replace(options_of(args), external_weights=weights is not None)
     start = time.perf_counter()
-    compiled = compile_model(args.model, name=args.name or out.stem, shapes=dict(args.shape or []), options=options)
+    compiled = compile_model(args.model, name=args.name or out.stem, shapes=dict(args.shape or []), options=options,
+                             header=out.with_suffix(".h").name)
+    files: dict[Path, str | bytes] = {out.with_suffix(".h"): compiled.h_source, out: compiled.c_source}
+    if weights:
+        files[weights] = compiled.weights_blob
     if args.report:
         from .memory import analyze, import_graph, render_html
-        report = render_html(analyze(import_graph(args.model, dict(args.shape or [])), compiled),
-                             Path(args.model).name)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    if weights:
-        weights.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(weights, compiled.weights_blob)
-    write_atomic(out.with_suffix(".h"), compiled.h_source)
-    write_atomic(out, compiled.c_source)
-    files = [f"{out} ({len(compiled.c_source.encode()) // 1024} KiB)", str(out.with_suffix(".h"))]
-    files += [str(weights)] if weights else []
-    print(f"cglow: wrote {', '.join(files[:-1])} and {files[-1]}: {len(compiled.program.instrs)} kernels, "
+        graph = import_graph(args.model, dict(args.shape or []), options.max_memory)
+        files[Path(args.report)] = render_html(analyze(graph, compiled), Path(args.model).name)
+    write_files(files)
+    listing = [f"{out} ({len(compiled.c_source.encode()) // 1024} KiB)", str(out.with_suffix(".h"))]
+    listing += [str(weights)] if weights else []
+    print(f"cglow: wrote {', '.join(listing[:-1])} and {listing[-1]}: {len(compiled.program.instrs)} kernels, "
           f"arena {compiled.arena_bytes} bytes, weights {compiled.weights_bytes} bytes, "
           f"in {time.perf_counter() - start:.2f} s")
     if args.report:
-        path = Path(args.report)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(path, report)
-        print(f"cglow: wrote the memory plan {path}")
+        print(f"cglow: wrote the memory plan {args.report}")
 
 
 def model_info(model: str, shapes: dict[str, tuple[int, ...]], options: Options = Options()) -> dict:
@@ -109,7 +133,7 @@ def cmd_info(args: argparse.Namespace) -> None:
 def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     """The model, its input shapes and the memory options: what emit and info share."""
     parser.add_argument("model", help="the .onnx file")
-    parser.add_argument("--shape", action="append", type=_shape_arg, metavar="NAME=D1,D2,...",
+    parser.add_argument("--shape", action="append", type=argument_type(parse_shape), metavar="NAME=D1,D2,...",
                         help="static shape of an input with symbolic dimensions (repeatable)")
     parser.add_argument("--align", type=int, default=16, metavar="BYTES",
                         help="alignment of every buffer in the arena, NET_ARENA_ALIGN (default: %(default)s; "
@@ -122,11 +146,14 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
                         help="register tile sizes for this target: generic (default), host (the machine cglow runs on), "
                              "x86-avx2, x86-avx512, aarch64, rv64gcv (vector units); cortex-m3, cortex-m4, cortex-m7, "
                              "riscv32, riscv64 (scalar); the C stays portable C99 for every target")
+    parser.add_argument("--max-memory", type=argument_type(parse_bytes), default=MAX_MEMORY, metavar="BYTES",
+                        help="refuse a model with a tensor, or weights + arena + inputs and outputs, above this many "
+                             "bytes; K, M and G suffixes (default: 1G)")
 
 
 def options_of(args: argparse.Namespace) -> Options:
     return Options(align=args.align, caller_arena=args.caller_arena, io_in_arena=args.io_in_arena,
-                   target=args.target)
+                   target=args.target, max_memory=args.max_memory)
 
 
 def cmd_example(args: argparse.Namespace) -> None:
@@ -156,15 +183,26 @@ def main(argv: list[str] | None = None) -> int:
     example.set_defaults(run=cmd_example)
     args = parser.parse_args(argv)
     try:
-        args.run(args)
+        with warnings.catch_warnings():  # the libraries' warnings (NumPy casts, ONNX) would break the one line
+            warnings.simplefilter("ignore")
+            args.run(args)
     except CglowError as exc:
-        print(f"cglow: error: {exc}", file=sys.stderr)
+        print(f"cglow: error: {one_line(str(exc))}", file=sys.stderr)
         return 2
+    except Exception as exc:  # a bug in cglow: one line that says so (CGLOW_TRACEBACK=1 shows where)
+        if os.environ.get("CGLOW_TRACEBACK"):
+            raise
+        print(f"cglow: internal error: {one_line(reason(exc))}; this is a bug in cglow, please report it with the "
+              f"model and the command line (no file was written)", file=sys.stderr)
+        return 3
     return 0
 
 
-def _shape_arg(text: str) -> tuple[str, tuple[int, ...]]:
-    try:
-        return parse_shape(text)
-    except CglowError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+def argument_type(parse):
+    """An argparse `type` from a parser that raises CglowError: argparse prints the message and exits with 2."""
+    def convert(text: str):
+        try:
+            return parse(text)
+        except CglowError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+    return convert

@@ -9,6 +9,7 @@ import onnx
 from .alloc.arena import Plan, allocate
 from .emit_c.emit import TensorInfo, c_identifier, emit
 from .graph import passes as graph_passes
+from .graph.limits import check_bytes
 from .graph.onnx_import import import_model, load
 from .instr import passes as instr_passes
 from .instr.ir import Program
@@ -32,26 +33,39 @@ class CompiledModel:
 
 
 def compile_program(prog: Program, name: str, inputs, outputs, source: str = "", opset: int = 0,
-                    options: Options = Options()) -> CompiledModel:
+                    options: Options = Options(), header: str = "") -> CompiledModel:
     """The back end: instruction passes, arena allocation and C emission for a lowered program.
 
-    `inputs` and `outputs` are TensorInfo in the order of prog.inputs and prog.outputs."""
+    `inputs` and `outputs` are TensorInfo in the order of prog.inputs and prog.outputs; the C file includes
+    `header` (default: the prefix plus .h)."""
     for rewrite in instr_passes.PIPELINE:
         prog = rewrite(prog)
     plan = allocate(prog, options.align, options.io_in_arena)
+    check_memory(prog, plan, options)
     prefix = c_identifier(name)
-    out = emit(prog, plan, prefix, source, opset, list(inputs), list(outputs), options)
+    out = emit(prog, plan, prefix, source, opset, list(inputs), list(outputs), options, header)
     return CompiledModel(prefix, out.c_source, out.h_source, tuple(inputs), tuple(outputs), out.arena_bytes,
                          out.weights_bytes, prog, plan, options, out.weights_blob)
 
 
+def check_memory(prog: Program, plan: Plan, options: Options) -> None:
+    """Refuse, before the C is written, a model whose weights, arena and caller-owned inputs and outputs
+    together exceed options.max_memory."""
+    weights = sum(b.nbytes for b in prog.buffers if b.kind == "const")
+    io = 0 if options.io_in_arena else sum(b.nbytes for b in prog.buffers if b.kind in ("input", "output"))
+    check_bytes(f"the model's memory (weights {weights} + arena {plan.size} + inputs and outputs {io})",
+                weights + plan.size + io, options.max_memory)
+
+
 def compile_model(model: str | Path | onnx.ModelProto, name: str = "net",
-                  shapes: dict[str, tuple[int, ...]] | None = None, options: Options = Options()) -> CompiledModel:
-    """Compile an ONNX model (a path or a ModelProto) to C source and header text."""
+                  shapes: dict[str, tuple[int, ...]] | None = None, options: Options = Options(),
+                  header: str = "") -> CompiledModel:
+    """Compile an ONNX model (a path or a ModelProto) to C source and header text; the C file includes
+    `header` (default: the C symbol prefix made of `name`, plus .h)."""
     source = Path(model).name if isinstance(model, (str, Path)) else "ModelProto"
-    graph = import_model(load(model), shapes, source)
+    graph = import_model(load(model, options.max_memory), shapes, source, options.max_memory)
     for rewrite in graph_passes.PIPELINE:
         graph = rewrite(graph)
     inputs = [TensorInfo(n, graph.types[n].shape, graph.types[n].dtype) for n in graph.inputs]
     outputs = [TensorInfo(n, graph.types[n].shape, graph.types[n].dtype) for n in graph.outputs]
-    return compile_program(lower(graph), name, inputs, outputs, source, graph.opset, options)
+    return compile_program(lower(graph), name, inputs, outputs, source, graph.opset, options, header)

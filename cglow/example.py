@@ -9,7 +9,7 @@ import subprocess
 import numpy as np
 import onnx
 
-from .cli import write_atomic
+from .cli import write_files
 from .compiler import compile_model
 from .emit_c.harness import harness_source, parse_outputs, parse_time_us
 from .errors import CglowError
@@ -42,14 +42,13 @@ def run_example(folder: Path, cc: str = "cc") -> None:
           f"{params} parameters, input [1,1,49,10], 12 classes")
 
     compiled = compile_model(model_path, name="kws")
-    write_atomic(folder / "kws.h", compiled.h_source)
-    write_atomic(folder / "kws.c", compiled.c_source)
+    write_files({folder / "kws.h": compiled.h_source, folder / "kws.c": compiled.c_source})
     print(f"2. cglow emit {model_path} -o {folder / 'kws.c'}: {len(compiled.program.instrs)} kernels, "
           f"KWS_ARENA_BYTES {compiled.arena_bytes}, KWS_WEIGHTS_BYTES {compiled.weights_bytes}, "
           f"kws.c {len(compiled.c_source) // 1024} KiB")
 
     x = np.random.default_rng(2026).standard_normal((1, 1, 49, 10)).astype(np.float32)
-    write_atomic(folder / "main.c", harness_source(compiled, [x], repeat=200))
+    write_files({folder / "main.c": harness_source(compiled, [x], repeat=200)})
     exe = folder / "kws_demo"
     command = [cc, "-O2", *STRICT_FLAGS, "-o", str(exe), str(folder / "kws.c"), str(folder / "main.c"), "-lm"]
     build = subprocess.run(command, capture_output=True, text=True)

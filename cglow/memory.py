@@ -14,7 +14,7 @@ from pathlib import Path
 import jinja2
 import onnx
 
-from .options import Options
+from .options import MAX_MEMORY, Options
 from .compiler import CompiledModel, compile_model
 from .graph import passes as graph_passes
 from .graph.ir import Graph
@@ -95,11 +95,12 @@ def analyze(graph: Graph, compiled: CompiledModel) -> MemoryReport:
                         io_bytes, alive.index(max(alive)), tuple(spans), steps)
 
 
-def import_graph(model: str | Path | onnx.ModelProto, shapes: dict[str, tuple[int, ...]] | None = None) -> Graph:
+def import_graph(model: str | Path | onnx.ModelProto, shapes: dict[str, tuple[int, ...]] | None = None,
+                 max_memory: int = MAX_MEMORY) -> Graph:
     """The model's own graph (imported, constants folded, dead nodes dropped), before the graph
     optimizations: its ops are the model's, and its naive floor is the one of the ONNX node order with
     BatchNorm unfused."""
-    return graph_passes.eliminate_dead(import_model(load(model), shapes))
+    return graph_passes.eliminate_dead(import_model(load(model, max_memory), shapes, max_memory=max_memory))
 
 
 def analyze_model(model: str | Path | onnx.ModelProto, name: str = "net",
@@ -107,7 +108,7 @@ def analyze_model(model: str | Path | onnx.ModelProto, name: str = "net",
                   options: Options = Options()) -> tuple[CompiledModel, Graph, MemoryReport]:
     """Compile the model and import it again for its graph (CompiledModel does not keep it)."""
     compiled = compile_model(model, name, shapes, options)
-    graph = import_graph(model, shapes)
+    graph = import_graph(model, shapes, options.max_memory)
     return compiled, graph, analyze(graph, compiled)
 
 

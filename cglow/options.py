@@ -6,6 +6,8 @@ from dataclasses import dataclass
 from .errors import CglowError
 from .kernels.tiles import TARGETS
 
+MAX_MEMORY = 1 << 30  # bytes: the default --max-memory
+
 
 @dataclass(frozen=True)
 class Options:
@@ -14,9 +16,12 @@ class Options:
     io_in_arena: bool = False       # inputs and outputs live in the arena too: RAM is the arena alone
     external_weights: bool = False  # net_run(const void *weights, ...): the weights are a binary file, not in net.c
     target: str = "generic"         # the register tile sizes of the conv and matrix kernels (kernels/tiles.py)
+    max_memory: int = MAX_MEMORY    # bytes: refuse a model with a larger tensor, or larger weights + arena + I/O
 
     def __post_init__(self):
         if self.target not in TARGETS:
             raise CglowError(f"--target {self.target}: unknown; one of {', '.join(TARGETS)}")
         if self.align < 1 or self.align & (self.align - 1) or self.align > 4096:
             raise CglowError(f"--align {self.align}: must be a power of two from 1 to 4096")
+        if self.max_memory < 1:
+            raise CglowError(f"--max-memory {self.max_memory}: must be a positive number of bytes")

@@ -1,32 +1,48 @@
-"""ONNX import: a ModelProto becomes a typed Graph with static shapes and constants folded."""
+"""ONNX import: a ModelProto becomes a typed Graph with static shapes and constants folded. Anything
+malformed raises one CglowError that names what and where; the checks live beside: the text fields
+(proto_text.py), external data files (external_data.py), the node order (topology.py), each node against its
+schema (node_schema.py) and every tensor's size against --max-memory (limits.py)."""
 from __future__ import annotations
 
 from pathlib import Path
 
 import numpy as np
 import onnx
-from onnx import helper, numpy_helper, version_converter  # noqa: F401  (onnx.version_converter)
+from onnx import helper, version_converter  # noqa: F401  (onnx.version_converter)
 from onnx.reference import ReferenceEvaluator
 
-from ..errors import CglowError
+from ..errors import CglowError, reason
+from ..options import MAX_MEMORY
 from . import rules  # noqa: F401  (registers every shape rule)
+from .external_data import load_external_data
+from .limits import checked_type, read_tensor
+from .node_schema import input_type_problem, schema_problem
+from .proto_text import check_text
+from .topology import describe, node_label, topological_order
 from .ir import Graph, Node, TensorType
 from .registry import RUNTIME_DTYPES, SHAPE_RULES, Args
+from .rules.tensor import pad_widths
 
 OPSETS = range(11, 29)  # later opsets mostly add element types; each rule checks where semantics changed
 RANDOM_OPS = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial", "Bernoulli"}
 
 
-def load(model: str | Path | onnx.ModelProto) -> onnx.ModelProto:
+def load(model: str | Path | onnx.ModelProto, max_memory: int = MAX_MEMORY) -> onnx.ModelProto:
+    """The model, its text fields checked, and for a file its external data read from files beside it (checked:
+    external_data.py)."""
     if isinstance(model, onnx.ModelProto):
+        check_text(model)
         return model
     path = Path(model)
     if not path.is_file():
         raise CglowError(f"{path}: no such file")
     try:
-        return onnx.load(str(path))
+        proto = onnx.load(str(path), load_external_data=False)
     except Exception as exc:  # protobuf raises several unrelated types for a bad file
         raise CglowError(f"{path}: not a readable ONNX model ({type(exc).__name__})") from None
+    check_text(proto)
+    load_external_data(proto, path.parent, max_memory)
+    return proto
 
 
 def _opset(model: onnx.ModelProto) -> int:
@@ -41,13 +57,16 @@ def upgrade(model: onnx.ModelProto) -> onnx.ModelProto:
     opset = _opset(model)
     if opset in OPSETS:
         return model
-    if opset < OPSETS.start:
+    if opset < OPSETS.start:  # the converter does not check the nodes at the model's own opset: check them first
+        problems = [problem for i, proto in enumerate(model.graph.node) if proto.domain in ("", "ai.onnx") and
+                    (problem := schema_problem(proto, describe(proto, i), opset))]
+        if problems:
+            raise CglowError("; ".join(problems))
         try:
             return onnx.version_converter.convert_version(model, OPSETS.start)
         except Exception as exc:
-            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise CglowError(f"opset {opset} is older than cglow supports ({OPSETS.start} to {OPSETS.stop - 1}) "
-                             f"and onnx.version_converter could not convert it: {reason}") from None
+                             f"and onnx.version_converter could not convert it ({reason(exc)})") from None
     raise CglowError(f"opset {opset} is not supported (cglow supports opsets {OPSETS.start} to "
                      f"{OPSETS.stop - 1})")
 
@@ -60,8 +79,11 @@ def _dtype(elem_type: int, what: str) -> np.dtype:
 
 
 def _input_type(value: onnx.ValueInfoProto, shapes: dict[str, tuple[int, ...]]) -> TensorType:
+    kind = value.type.WhichOneof("value")
+    if kind not in ("tensor_type", None):
+        raise CglowError(f"input '{value.name}' is a {kind.replace('_type', '')} value; cglow compiles tensors only")
     tt = value.type.tensor_type
-    if not value.type.HasField("tensor_type") or not tt.HasField("shape") and value.name not in shapes:
+    if not tt.HasField("shape") and value.name not in shapes:
         raise CglowError(f"input '{value.name}' has no tensor shape; pass --shape {value.name}=1,3,224,224")
     dtype = _dtype(tt.elem_type, f"input '{value.name}'")
     if value.name in shapes:
@@ -72,22 +94,27 @@ def _input_type(value: onnx.ValueInfoProto, shapes: dict[str, tuple[int, ...]]) 
         return TensorType(dtype, tuple(shape))
     dims = []
     for i, d in enumerate(tt.shape.dim):
-        if not d.HasField("dim_value") or d.dim_value <= 0:
+        if not d.HasField("dim_value"):
             label = f"'{d.dim_param}'" if d.dim_param else "unknown"
             raise CglowError(f"input '{value.name}' has a symbolic dimension {label} at axis {i}; pass "
-                             f"--shape {value.name}=" + ",".join(str(x.dim_value or 1) for x in tt.shape.dim))
+                             f"--shape {value.name}=" + ",".join(str(max(x.dim_value, 1)) for x in tt.shape.dim))
+        if d.dim_value < 0:
+            raise CglowError(f"input '{value.name}' has a negative dimension {d.dim_value} at axis {i}")
         dims.append(d.dim_value)
     return TensorType(dtype, tuple(dims))
 
 
-def _attrs(proto: onnx.NodeProto) -> dict:
+def _attrs(proto: onnx.NodeProto, described: str, max_memory: int) -> dict:
     out = {}
     for a in proto.attribute:
-        v = helper.get_attribute_value(a)
+        try:
+            v = helper.get_attribute_value(a)
+        except ValueError:
+            raise CglowError(f"{described}: attribute '{a.name}' is unreadable (type {a.type})") from None
         if isinstance(v, bytes):
             v = v.decode("utf-8", "replace")
         elif isinstance(v, onnx.TensorProto):
-            v = numpy_helper.to_array(v)
+            v = read_tensor(v, f"{described}: attribute '{a.name}'", max_memory)
         elif isinstance(v, list):
             v = tuple(x.decode("utf-8", "replace") if isinstance(x, bytes) else x for x in v)
         out[a.name] = v
@@ -105,10 +132,26 @@ def _fold(proto: onnx.NodeProto, node: Node, consts: dict, types: dict, opset: i
         return [consts[node.inputs[0]].astype(types[node.inputs[1]].dtype)]
     feeds = {name: consts[name] for name in node.inputs if name}
     try:
+        if node.op == "Pad":
+            return [_pad(node, consts, types, opset)]
         results = ReferenceEvaluator(proto, opsets={"": opset}).run(None, feeds)
     except Exception as exc:
-        raise CglowError(f"{node.describe()}: constant folding failed ({type(exc).__name__}: {exc})") from None
+        raise CglowError(f"{node.describe()}: constant folding failed ({reason(exc)})") from None
     return [np.asarray(r) for r in results]
+
+
+def _pad(node: Node, consts: dict, types: dict, opset: int) -> np.ndarray:
+    """A constant Pad (the reference evaluator refuses negative pads, which crop)."""
+    args = Args(node, tuple(types.get(n) for n in node.inputs), tuple(consts.get(n) for n in node.inputs), opset)
+    widths = pad_widths(args)
+    data = consts[node.inputs[0]]
+    data = data[tuple(slice(-min(b, 0), d + min(e, 0)) for (b, e), d in zip(widths, data.shape))]
+    grow = [(max(b, 0), max(e, 0)) for b, e in widths]
+    mode = node.attr("mode", "constant")
+    if mode == "constant":
+        value = consts[node.inputs[2]] if len(node.inputs) > 2 and node.inputs[2] else np.zeros(1, data.dtype)
+        return np.pad(data, grow, constant_values=value.reshape(-1)[0])
+    return np.pad(data, grow, mode=mode)
 
 
 def _foldable(node: Node, consts: dict, types: dict) -> bool:
@@ -119,73 +162,158 @@ def _foldable(node: Node, consts: dict, types: dict) -> bool:
     return node.op not in RANDOM_OPS and all(not name or name in consts for name in node.inputs)
 
 
+def _constants(g: onnx.GraphProto, max_memory: int) -> dict[str, np.ndarray]:
+    if g.sparse_initializer:
+        names = ", ".join(repr(t.values.name) for t in g.sparse_initializer)
+        raise CglowError(f"sparse initializers are not supported: {names}")
+    consts: dict[str, np.ndarray] = {}
+    for init in g.initializer:
+        if init.name in consts:
+            raise CglowError(f"initializer '{init.name}' is defined twice")
+        consts[init.name] = read_tensor(init, f"initializer '{init.name}'", max_memory)
+    return consts
+
+
+def _rule_types(node: Node, rule, consts: dict, types: dict, opset: int) -> list[TensorType]:
+    args = Args(node, tuple(types.get(n) for n in node.inputs), tuple(consts.get(n) for n in node.inputs), opset)
+    try:
+        return rule(args)
+    except (ArithmeticError, AttributeError, IndexError, KeyError, TypeError, ValueError) as exc:
+        raise CglowError(f"{node.describe()}: malformed node ({reason(exc)})") from None
+
+
+def _folded(proto: onnx.NodeProto, node: Node, consts: dict, types: dict, opset: int,
+            max_memory: int) -> list[np.ndarray]:
+    """The outputs of a node with constant inputs, computed now. When a shape rule can tell the outputs'
+    sizes first, they are checked before anything is computed (a ConstantOfShape or an Expand of a few bytes
+    can ask for terabytes)."""
+    rule = SHAPE_RULES.get(node.op)
+    if rule is not None:
+        try:
+            expected = _rule_types(node, rule, consts, types, opset)
+        except CglowError:  # the reference evaluator may still know how to compute it
+            expected = []
+        for name, t in zip(node.outputs, expected):
+            checked_type(f"{node.describe()}: output '{name}'", t, max_memory)
+    values = _fold(proto, node, consts, types, opset)
+    for name, value in zip(node.outputs, values):
+        checked_type(f"{node.describe()}: output '{name}'", TensorType(value.dtype, value.shape), max_memory)
+    return values
+
+
+def _evaluate(proto: onnx.NodeProto, node: Node, consts: dict, types: dict, opset: int,
+              max_memory: int) -> list[TensorType] | None:
+    """The node's output types, its outputs computed into `consts` when its inputs are constants; None for
+    an op cglow has no shape rule for. The schema's type constraints come after cglow's own checks, whose
+    messages say what cglow supports."""
+    type_problem = input_type_problem(proto, node.describe(), opset,
+                                      [types[n].dtype if n else None for n in node.inputs])
+    if _foldable(node, consts, types):
+        if type_problem:
+            raise CglowError(type_problem)
+        values = _folded(proto, node, consts, types, opset, max_memory)
+        consts.update(zip(node.outputs, values))
+        return [TensorType(v.dtype, v.shape) for v in values]
+    rule = SHAPE_RULES.get(node.op)
+    if rule is None:
+        return None
+    out_types = [checked_type(f"{node.describe()}: output '{name}'", t, max_memory)
+                 for name, t in zip(node.outputs, _rule_types(node, rule, consts, types, opset))]
+    if type_problem:
+        raise CglowError(type_problem)
+    return out_types
+
+
+def _check_outputs(g: onnx.GraphProto, types: dict[str, TensorType]) -> None:
+    """Every graph output is computed, with the element type and static dims the model declares for it."""
+    if not g.output:
+        raise CglowError("the graph has no outputs")
+    for value in g.output:
+        t = types.get(value.name)
+        if t is None:
+            raise CglowError(f"graph output '{value.name}' is produced by no node, initializer or graph input")
+        declared = value.type.tensor_type
+        dtype = _dtype(declared.elem_type, f"graph output '{value.name}'") if declared.elem_type else t.dtype
+        if dtype != t.dtype:
+            raise CglowError(f"graph output '{value.name}': the model declares it {dtype.name}, the graph "
+                             f"computes {t.dtype.name}")
+        dims = declared.shape.dim
+        if declared.HasField("shape") and (len(dims) != len(t.shape) or any(
+                d.HasField("dim_value") and d.dim_value != n for d, n in zip(dims, t.shape))):
+            shape = ",".join(str(d.dim_value) if d.HasField("dim_value") else d.dim_param or "?" for d in dims)
+            raise CglowError(f"graph output '{value.name}': the model declares the shape [{shape}], the graph "
+                             f"computes {t}")
+
+
 def import_model(model: onnx.ModelProto, shapes: dict[str, tuple[int, ...]] | None = None,
-                 source: str = "") -> Graph:
+                 source: str = "", max_memory: int = MAX_MEMORY) -> Graph:
+    """The model as a typed graph; every problem with it raises one CglowError naming what and where."""
     shapes = dict(shapes or {})
+    if not model.HasField("graph"):
+        raise CglowError("the file holds no graph (not an ONNX model?)")
     model = upgrade(model)
     g = model.graph
     opset = _opset(model)
-    consts: dict[str, np.ndarray] = {}
-    for init in g.initializer:
-        try:
-            consts[init.name] = numpy_helper.to_array(init)
-        except Exception as exc:
-            raise CglowError(f"initializer '{init.name}': unreadable tensor ({exc})") from None
+    consts = _constants(g, max_memory)
     inputs = [v for v in g.input if v.name not in consts]
     unknown = set(shapes) - {v.name for v in inputs}
     if unknown:
         raise CglowError(f"--shape names no graph input: {', '.join(sorted(unknown))} "
                          f"(inputs: {', '.join(v.name for v in inputs)})")
+    names = [v.name for v in inputs]
+    twice = sorted({repr(n) for n in names if names.count(n) > 1})
+    if twice:
+        raise CglowError(f"graph inputs with the same name: {', '.join(twice)}")
     problems: list[str] = []  # every problem is reported, in one message
     types: dict[str, TensorType] = {}
     for v in inputs:
         try:
-            types[v.name] = _input_type(v, shapes)
+            types[v.name] = checked_type(f"input '{v.name}'", _input_type(v, shapes), max_memory)
         except CglowError as exc:
             problems.append(str(exc))
     types.update({k: TensorType(v.dtype, v.shape) for k, v in consts.items()})
+    order, structure = topological_order(g, set(consts) | {v.name for v in inputs})
+    if structure:
+        raise CglowError("; ".join(structure))
 
     known = {o for p in g.node for o in p.output} | {v.name for v in inputs}
     nodes, unsupported = [], {}
-    for i, proto in enumerate(g.node):
-        node = Node(proto.op_type, proto.name or f"{proto.op_type}_{i}", tuple(proto.input),
-                    tuple(proto.output), _attrs(proto))
-        missing = [n for n in node.inputs if n and n not in types and n not in consts]
+    for i in order:
+        proto = g.node[i]
+        described = describe(proto, i)
         if proto.domain not in ("", "ai.onnx"):
-            unsupported.setdefault(f"{proto.domain}.{node.op}", []).append(node.name)
+            unsupported.setdefault(f"{proto.domain}.{proto.op_type}", []).append(node_label(proto, i))
             continue
+        try:
+            problem = schema_problem(proto, described, opset)
+            if problem:
+                raise CglowError(problem)
+            node = Node(proto.op_type, node_label(proto, i), tuple(proto.input), tuple(proto.output),
+                        _attrs(proto, described, max_memory))
+        except CglowError as exc:
+            problems.append(str(exc))
+            continue
+        missing = [n for n in node.inputs if n and n not in types and n not in consts]
         dangling = [m for m in missing if m not in known]
         if dangling:
             problems.append(f"{node.describe()}: input '{dangling[0]}' is produced by no node, initializer or "
                             f"graph input")
             continue
-        if missing:  # produced by a node that failed, or a later node (not topologically sorted / cycle)
+        if missing:  # produced by a node that failed or is unsupported
             if node.op not in SHAPE_RULES and not _foldable(node, consts, types):
                 unsupported.setdefault(node.op, []).append(node.name)
             continue
         try:
-            if _foldable(node, consts, types):
-                for name, value in zip(node.outputs, _fold(proto, node, consts, types, opset)):
-                    consts[name] = value
-                    types[name] = TensorType(value.dtype, value.shape)
-                continue
-            rule = SHAPE_RULES.get(node.op)
-            if rule is None:
-                unsupported.setdefault(node.op, []).append(node.name)
-                continue
-            args = Args(node, tuple(types.get(n) for n in node.inputs),
-                        tuple(consts.get(n) for n in node.inputs), opset)
-            try:
-                out_types = rule(args)
-            except (IndexError, KeyError, TypeError, ValueError, AttributeError) as exc:
-                raise CglowError(f"{node.describe()}: malformed node ({type(exc).__name__}: {exc})") from None
+            out_types = _evaluate(proto, node, consts, types, opset, max_memory)
         except CglowError as exc:
             problems.append(str(exc))
             continue
-        for name, t in zip(node.outputs, out_types):
-            if name:
-                types[name] = t
-        nodes.append(node)
+        if out_types is None:
+            unsupported.setdefault(node.op, []).append(node.name)
+            continue
+        types.update((name, t) for name, t in zip(node.outputs, out_types) if name)
+        if not all(name in consts for name in node.outputs):
+            nodes.append(node)
 
     if unsupported:
         listing = "; ".join(f"{op} ({', '.join(repr(n) for n in names)})" for op, names in sorted(unsupported.items()))
@@ -200,9 +328,7 @@ def import_model(model: onnx.ModelProto, shapes: dict[str, tuple[int, ...]] | No
                                                   for t, names in sorted(bad_types.items())))
     if problems:
         raise CglowError("; ".join(problems))
-    outputs = tuple(o.name for o in g.output)
-    for name in outputs:
-        if name not in types:
-            raise CglowError(f"graph output '{name}' is produced by no node (cycle or unsorted graph?)")
-    return Graph(name=g.name or "model", opset=opset, inputs=tuple(v.name for v in inputs), outputs=outputs,
-                 types=types, consts=consts, nodes=tuple(nodes), source=source)
+    _check_outputs(g, types)
+    return Graph(name=g.name or "model", opset=opset, inputs=tuple(v.name for v in inputs),
+                 outputs=tuple(o.name for o in g.output), types=types, consts=consts, nodes=tuple(nodes),
+                 source=source)

@@ -56,8 +56,6 @@ def resize_axes(node: Node, opset: int, shape: tuple[int, ...], roi, scales, siz
                 factor[a], out[a] = common, int(common * shape[a] + 0.5)
         elif policy != "stretch":
             raise CglowError(f"{node.describe()}: unknown keep_aspect_ratio_policy '{policy}'")
-    if min(out, default=1) < 1:
-        raise CglowError(f"{node.describe()}: the output shape {tuple(out)} is empty")
     spans = [(0.0, 1.0)] * rank
     if cropping(node):
         if roi is None or len(roi) != 2 * len(axes):

@@ -2,6 +2,8 @@
 depth/space rearrangements. The helpers that read an op's constant operands serve the lowering too."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ...errors import CglowError
@@ -14,15 +16,15 @@ def reshape_target(node: Node, shape: tuple[int, ...], spec: np.ndarray, allowze
     spec = [int(v) for v in spec.reshape(-1)]
     if not allowzero:
         spec = [shape[i] if v == 0 and i < len(shape) else v for i, v in enumerate(spec)]
-    known = int(np.prod([v for v in spec if v != -1], dtype=np.int64))
-    total = int(np.prod(shape, dtype=np.int64))
+    known = math.prod(v for v in spec if v != -1)
+    total = math.prod(shape)
     if spec.count(-1) > 1 or any(v < -1 for v in spec):
         raise CglowError(f"{node.describe()}: invalid target shape {spec}")
     if -1 in spec:
         if known == 0 or total % known:
             raise CglowError(f"{node.describe()}: cannot reshape {shape} to {spec}")
         spec[spec.index(-1)] = total // known
-    if int(np.prod(spec, dtype=np.int64)) != total:
+    if math.prod(spec) != total:
         raise CglowError(f"{node.describe()}: cannot reshape {shape} ({total} elements) to {spec}")
     return tuple(spec)
 
@@ -48,8 +50,7 @@ def _flatten(args: Args) -> list[TensorType]:
     shape = args.shape(0)
     value = args.node.attr("axis", 1)  # in [-rank, rank]; a negative axis counts from rank, not rank + 1
     at = axis(args.node, value, len(shape) + 1 if value >= 0 else len(shape))
-    outer = int(np.prod(shape[:at], dtype=np.int64))
-    return [TensorType(args.types[0].dtype, (outer, int(np.prod(shape[at:], dtype=np.int64))))]
+    return [TensorType(args.types[0].dtype, (math.prod(shape[:at]), math.prod(shape[at:])))]
 
 
 @shape_rule("Squeeze")
@@ -106,12 +107,17 @@ def _split(args: Args) -> list[TensorType]:
 
 def split_sizes(args: Args) -> tuple[int, list[int]]:
     """The split axis and the length of each part: the `split` attribute before opset 13, an optional
-    input since; without it, equal parts (the last one smaller when the axis does not divide evenly)."""
+    input since; without it, equal parts: the axis must divide evenly before opset 18, and from 18 on the
+    attribute num_outputs says how many (the last one smaller when the axis does not divide evenly)."""
     node, shape = args.node, args.shape(0)
     at = axis(node, node.attr("axis", 0), len(shape))
     split = node.attr("split") if args.opset < 13 else args.const(1, "split").tolist() if args.has(1) else None
     if split is None:
+        if args.opset >= 18 and node.attr("num_outputs") is None:
+            raise CglowError(f"{node.describe()}: needs a split input or the num_outputs attribute")
         parts = node.attr("num_outputs", len(node.outputs))
+        if args.opset < 18 and shape[at] % parts:
+            raise CglowError(f"{node.describe()}: axis {at} of {shape} does not split evenly into {parts} parts")
         chunk = -(-shape[at] // parts)
         split = [chunk] * (parts - 1) + [shape[at] - chunk * (parts - 1)]
     split = [int(n) for n in split]
@@ -127,7 +133,9 @@ def _slice(args: Args) -> list[TensorType]:
 
 
 def slice_ranges(args: Args) -> list[range]:
-    """The input indices Slice keeps along each axis (ONNX clamps starts and ends as Python slices do)."""
+    """The input indices Slice keeps along each axis. ONNX clamps a start into [0, dim] and an end into
+    [0, dim] when stepping forward, into [0, dim - 1] and [-1, dim - 1] when stepping back: unlike a Python
+    slice, a start before the first element then keeps the first element."""
     node, shape = args.node, args.shape(0)
     starts, ends = args.const(1, "starts").tolist(), args.const(2, "ends").tolist()
     axes = args.const(3, "axes").tolist() if args.has(3) else list(range(len(starts)))
@@ -138,7 +146,10 @@ def slice_ranges(args: Args) -> list[range]:
     kept = [range(d) for d in shape]
     for a, start, end, step in zip(axes, starts, ends, steps):
         a = axis(node, a, len(shape))
-        kept[a] = kept[a][start:end:step]
+        d = shape[a]
+        low, high = (0, d) if step > 0 else (-1, d - 1)
+        start, end = (min(max(v + d if v < 0 else v, low), high) for v in (start, end))
+        kept[a] = range(max(start, 0), end, step) if d else range(0)
     return kept
 
 
@@ -218,6 +229,16 @@ def block_layout(node: Node, shape: tuple[int, ...]) -> tuple[tuple[int, ...], t
 @shape_rule("ConstantOfShape", "Range", "Shape", "Size", compile_time=True)
 def _folded(args: Args) -> list[TensorType]:
     """These ops are folded at import: Shape and Size always (shapes are static), ConstantOfShape and Range
-    when their inputs are constants. Only a run-time input gets here, and then the output has no static shape."""
-    raise CglowError(f"{args.node.describe()}: its output shape depends on run-time values; cglow compiles "
+    when their inputs are constants, whose output types are computed here so that the importer can check
+    their size before it folds them. A run-time input has no static output shape."""
+    node = args.node
+    if node.op in ("ConstantOfShape", "Range") and all(c is not None for c in args.consts):
+        if node.op == "ConstantOfShape":
+            value = node.attr("value", np.zeros(1, np.float32))
+            return [TensorType(value.dtype, tuple(int(d) for d in args.consts[0].reshape(-1)))]
+        start, limit, delta = (float(c) for c in args.consts)
+        if delta == 0 or not math.isfinite((limit - start) / delta):
+            raise CglowError(f"{node.describe()}: no finite range from {start} to {limit} by {delta}")
+        return [TensorType(args.types[0].dtype, (max(math.ceil((limit - start) / delta), 0),))]
+    raise CglowError(f"{node.describe()}: its output shape depends on run-time values; cglow compiles "
                      f"static graphs, so its inputs must be constants")
