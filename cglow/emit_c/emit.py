@@ -27,8 +27,10 @@ C_KEYWORDS = {"auto", "break", "case", "char", "const", "continue", "default", "
 
 
 def c_identifier(text: str) -> str:
+    """Text made a C identifier: ASCII letters, digits and _, not starting with a digit or with _ (names
+    that start with _ belong to the C implementation), not a keyword."""
     ident = re.sub(r"[^A-Za-z0-9_]", "_", text) or "net"
-    ident = "m_" + ident if ident[0].isdigit() else ident
+    ident = "m" + ident if ident[0] == "_" else "m_" + ident if ident[0].isdigit() else ident
     return ident + "_" if ident in C_KEYWORDS else ident
 
 
@@ -93,7 +95,9 @@ def runtime_helpers(kernels: list[str]) -> list[str]:
 
 
 def emit(prog: Program, plan: Plan, prefix: str, source: str, opset: int,
-         inputs: list[TensorInfo], outputs: list[TensorInfo], options: Options = Options()) -> Emitted:
+         inputs: list[TensorInfo], outputs: list[TensorInfo], options: Options = Options(),
+         header: str = "") -> Emitted:
+    """net.c, which includes `header` (default: the prefix plus .h), and the header's text."""
     consts: dict[int, Buffer] = {}  # the weights, in order of first use
     for instr in prog.instrs:
         for v in (instr.out,) + reads(instr):
@@ -140,8 +144,8 @@ def emit(prog: Program, plan: Plan, prefix: str, source: str, opset: int,
     io = [dict(kind=kind, index=b.index, ctype=c_type(b.dtype), offset=plan.offsets.get(b.id, 0))
           for kind, ids in (("input", prog.inputs), ("output", prog.outputs)) for b in map(prog.buffer, ids)]
     weights_bytes = len(blob.data) if blob else sum(b.nbytes for b in consts.values())
-    ctx = dict(prefix=prefix, P=prefix.upper(), guard=f"{prefix.upper()}_H", version=__version__,
-               source=comment(source, 120), opset=opset, params=", ".join(params) or "void",
+    ctx = dict(prefix=prefix, P=prefix.upper(), guard=f"{prefix.upper()}_H", header=header or f"{prefix}.h",
+               version=__version__, source=comment(source, 120), opset=opset, params=", ".join(params) or "void",
                arena_slots=-(-plan.size // 8), arena_bytes=plan.size, align=plan.align, options=options, io=io,
                weights_bytes=weights_bytes, weights=weights, kernels=kernels, blob=blob, tag_bytes=TAG_BYTES,
                calls=unused + calls, instr_count=len(prog.instrs), helpers=runtime_helpers(kernels),
