@@ -101,7 +101,7 @@ class View:
     def reshape(self, shape: tuple[int, ...]) -> "View | None":
         """The same elements in row-major order under a new shape, or None if strides cannot express it."""
         shape = tuple(shape)
-        if self.is_contiguous():
+        if self.is_contiguous() or 0 in self.shape:  # an empty view has no element to place
             return View(self.buf, self.offset, shape, contiguous_strides(shape))
         # split the old dims into runs that are contiguous among themselves, then lay the new dims over them
         runs: list[list[int]] = []  # each run: [size, innermost stride]

@@ -66,8 +66,24 @@ def _fuse_map(prog: Program, a: Instr, b: Map, k: int) -> Instr | None:
     dtype = prog.buffer(a.out.buf).dtype
     if dtype != np.float32 or any(prog.buffer(v.buf).dtype != np.float32 for v in a.ins):
         inner = f"(({c_type(dtype)})({inner}))"
-    values[str(k)] = inner
+    values[str(k)] = _grouped(inner)
     return _merge_inputs(Map(b.out, tuple(b.ins[i] for i in others) + a_ins, substitute(b.expr, values), b.node))
+
+
+def _grouped(expr: str) -> str:
+    """expr made one operand for substitution into another expression: parenthesized unless it is a single
+    token or one parenthesized group already ("0.5f * {0} + 0.5f * {1}" under a "* 0.44f" binds wrongly)."""
+    call = re.match(r"\w*", expr).group()  # a function's name, or nothing
+    return expr if re.fullmatch(r"[\w.{}]+", expr) or _one_group(expr[len(call):]) else f"({expr})"
+
+
+def _one_group(expr: str) -> bool:
+    depth = 0
+    for i, ch in enumerate(expr):
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        if depth == 0:
+            return i == len(expr) - 1
+    return False
 
 
 def _merge_inputs(m: Map) -> Map:
@@ -95,7 +111,7 @@ def _fuse_epilogue(prog: Program, a: Instr, b: Map, k: int) -> Instr | None:
     out, extra = moved[0], moved[1:]
     base = len(a.epi.ins)
     values = {str(i): "{%d}" % (base + n) for n, i in enumerate(others)}
-    values[str(k)] = a.epi.expr
+    values[str(k)] = _grouped(a.epi.expr)
     return replace(a, out=out, epi=Epilogue(substitute(b.expr, values), a.epi.ins + extra))
 
 

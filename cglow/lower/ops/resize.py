@@ -193,6 +193,9 @@ def _given(ctx: Context, node: Node, i: int) -> np.ndarray | None:
 
 @lowering("Resize")
 def _resize(ctx: Context, node: Node) -> None:
+    if 0 in ctx.shape(node.outputs[0]):  # a scale below one over a short axis: nothing to compute
+        ctx.new(node.outputs[0])
+        return
     x = ctx.view(node.inputs[0])
     roi = _given(ctx, node, 1) if cropping(node) else None
     axes = resize_axes(node, ctx.graph.opset, x.shape, roi, _given(ctx, node, 2), _given(ctx, node, 3))

@@ -1,0 +1,86 @@
+"""One random graph through cglow (its C built and run under the sanitizers) and through onnxruntime; what
+differs, if anything."""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import onnx
+
+import cglow
+
+from ..sanitized import run_sanitized
+from ..util import ort_run
+from .graphs import random_graph
+
+TOLERANCE = 1e-4  # of each output's scale (its largest finite magnitude, at least 1)
+
+# Compile and build failures from known bugs in code these tests do not own (cglow/kernels/conv_nhwc.c.j2
+# and render.py; the strict expected failures of tests/test_fuzz_regressions.py): a graph that trips one is
+# counted, not failed. Delete an entry when its regression tests pass.
+KNOWN_BUGS = {
+    r"unused variable .(tap|row|iw|c0).": "the conv kernel declares an index variable that a degenerate window "
+                                          "(all padding, one wide, a zero stride) leaves unread",
+    r"CGLOW_TILE_LOOP. undeclared": "a conv reading only padding has no cglow_fma call to pull in fma.c",
+    r"has no attribute 'columns'": "the conv kernel's template misses the columns of a one-wide padded row",
+}
+
+
+class KnownBug(RuntimeError):
+    """A graph trips a known bug (KNOWN_BUGS)."""
+
+
+def known(exc: Exception) -> Exception:
+    """KnownBug for the failure of a known bug, else the exception itself."""
+    why = [why for pattern, why in KNOWN_BUGS.items() if re.search(pattern, str(exc))]
+    return KnownBug(why[0]) if why else exc
+
+
+def sanitized_outputs(compiled, inputs: list[np.ndarray]) -> list[np.ndarray]:
+    """run_sanitized, a build failure of a known bug raised as KnownBug."""
+    try:
+        return run_sanitized(compiled, inputs)
+    except RuntimeError as exc:
+        raise known(exc) from None
+
+
+def difference(got: np.ndarray, want: np.ndarray) -> str | None:
+    if got.shape != want.shape or got.dtype != want.dtype:
+        return f"{got.dtype}{list(got.shape)} where onnxruntime gives {want.dtype}{list(want.shape)}"
+    if want.dtype.kind != "f":
+        wrong = np.flatnonzero(got != want)
+        return f"{wrong.size} elements differ, first at {wrong[0]}" if wrong.size else None
+    finite = np.isfinite(want)  # where a mutated weight made infinities or NaNs, C and onnxruntime may differ
+    scale = max(1.0, float(np.max(np.abs(want[finite]), initial=0)))
+    error = float(np.max(np.abs(got[finite].astype(np.float64) - want[finite]), initial=0)) / scale
+    return None if error <= TOLERANCE else f"error {error:.2e} of the output's scale {scale:.3g}"
+
+
+ATTEMPTS = 10
+
+
+def reference_case(seed: int, index: int) -> tuple[onnx.ModelProto, dict[str, np.ndarray], list[np.ndarray]]:
+    """Random graph `index` of `seed` with its inputs and onnxruntime's outputs: the first attempt that
+    onnxruntime runs (about 3 in 100 it refuses: SAME padding narrower than the stride, or a kernel longer than
+    its padded input, which ONNX shape inference, followed by the generator, lets through)."""
+    for attempt in range(ATTEMPTS):
+        model, feeds = random_graph(seed, index, attempt)
+        try:
+            return model, feeds, ort_run(model, feeds)
+        except Exception:  # onnxruntime raises its own exception types
+            continue
+    raise AssertionError(f"onnxruntime refused {ATTEMPTS} attempts at graph {index} of seed {seed}")
+
+
+def check_graph(model: onnx.ModelProto, feeds: dict[str, np.ndarray], want: list[np.ndarray]) -> str | None:
+    """None when cglow's sanitized C computes what onnxruntime does, else what went wrong; KnownBug when its C
+    trips one."""
+    try:
+        compiled = cglow.compile_model(model)
+    except Exception as exc:
+        if isinstance(known(exc), KnownBug):
+            raise known(exc) from None
+        return f"cglow refused it: {type(exc).__name__}: {exc}"
+    got = sanitized_outputs(compiled, [feeds[t.name] for t in compiled.inputs])
+    problems = [f"output {i}: {p}" for i, (g, w) in enumerate(zip(got, want)) if (p := difference(g, w))]
+    return "; ".join(problems) or None

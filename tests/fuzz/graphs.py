@@ -1,0 +1,39 @@
+"""Random valid ONNX graphs from the ops cglow supports, NNSmith-style: random shapes, broadcasting,
+attributes, branches and skip connections, 2 to 8 generated steps on small tensors. Graph `index` of
+`seed` depends on nothing else, so any one can be rebuilt alone (`attempt` draws another one in its place
+when onnxruntime cannot run it)."""
+from __future__ import annotations
+
+import numpy as np
+import onnx
+from onnx import TensorProto as T
+
+from . import elementwise, layers, tensors
+from .builder import Builder
+
+GENERATORS = elementwise.GENERATORS + layers.GENERATORS + tensors.GENERATORS
+
+
+def random_graph(seed: int, index: int, attempt: int = 0) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
+    """The graph and seeded normal float32 values for its inputs."""
+    rng = np.random.default_rng([seed, index, attempt])
+    b = Builder(rng)
+    rank = b.choice([1, 2, 3, 4, 4, 4])
+    shape = tuple(b.int(1, 8 if rank == 4 and axis >= 2 else 5) for axis in range(rank))
+    b.input(shape)
+    if b.chance(0.3):
+        b.input(b.broadcast_shape(shape))
+    generators = [g for g, _ in GENERATORS]
+    weights = np.array([w for _, w in GENERATORS], float)
+    steps, target = 0, b.int(2, 8)
+    for _ in range(100):
+        if steps == target:
+            break
+        steps += b.attempt(generators[int(rng.choice(len(generators), p=weights / weights.sum()))])
+    if steps == 0:
+        b.node("Relu", [b.inputs[0].name])
+    consumed = {name for node in b.nodes for name in node.input}
+    # the outputs: the last value, and some values nothing reads (branches); an index computed inexactly is noise
+    results = [v for v in b.values if v not in b.inputs and (v.elem == T.FLOAT or v.exact)]
+    outputs = [v for v in results[:-1] if v.name not in consumed and b.chance(0.5)][:2] + results[-1:]
+    return b.model(outputs), b.feeds()
