@@ -1,14 +1,12 @@
 """The graphs the random-graph fuzzer found failing, minimized: each compiled, built and run under the
-sanitizers, against onnxruntime. A bug in code another part of the project owns stays here as a strict
-expected failure with its cause until it is fixed (meanwhile the fuzz tests count the graphs that trip it:
-KNOWN_BUGS in tests/fuzz/differential.py). The importer bugs that mutated bytes found are rows of
+sanitizers, against onnxruntime. The importer bugs that mutated bytes found are rows of
 tests/hostile_models.py."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from .fuzz.differential import KnownBug, check_graph
+from .fuzz.differential import check_graph
 from .hostile_models import const, model, node, tensor
 from .util import ort_run
 
@@ -93,30 +91,17 @@ def conv_on_a_transposed_conv():
     return model(nodes, [tensor("x", [1, 1, 2])], [tensor("y", None)], [weights("w1", 6, 1, 2), weights("w2", 2, 1, 2)])
 
 
-def kernel_bug(why: str):
-    """A strict expected failure to build (KnownBug, tests/fuzz/differential.py): a wrong number would still
-    fail the test, and a fix makes it pass, which fails the run until the mark and the KNOWN_BUGS entry go."""
-    return pytest.mark.xfail(strict=True, raises=KnownBug,
-                             reason=f"cglow/kernels/conv_nhwc.c.j2 (not this change's to fix): {why}")
-
-
 CASES = [
     empty_slice_of_a_transpose_flattened,
     slice_stepping_back_from_before_the_start,
     resize_to_nothing,
     leaky_relu_of_a_resize,
     cropping_pad_of_a_constant,
-    pytest.param(grouped_transpose_with_output_padding, marks=kernel_bug(
-        "the column whose taps are all padding declares `tap` and `row` and reads neither: -Werror=unused-variable")),
-    pytest.param(conv_reading_only_padding, marks=kernel_bug(
-        "no tap is read, so no cglow_fma call pulls in runtime_c/fma.c, which defines CGLOW_TILE_LOOP: the C does "
-        "not compile")),
-    pytest.param(conv_on_a_one_wide_slice, marks=kernel_bug(
-        "a one-wide input drops `iw` from the index but still declares it: -Werror=unused-variable")),
-    pytest.param(conv_on_a_repeated_channel, marks=kernel_bug(
-        "a zero channel stride drops `c0` from the index but still declares it: -Werror=unused-variable")),
-    pytest.param(conv_on_a_transposed_conv, marks=kernel_bug(
-        "rendering conv_nhwc.c.j2 fails (jinja2: 'dict object' has no attribute 'columns'): an internal error")),
+    grouped_transpose_with_output_padding,
+    conv_reading_only_padding,
+    conv_on_a_one_wide_slice,
+    conv_on_a_repeated_channel,
+    conv_on_a_transposed_conv,
 ]
 
 

@@ -88,8 +88,10 @@ def weights_blob(weights: list[Buffer], align: int) -> Blob:
 
 
 def runtime_helpers(kernels: list[str]) -> list[str]:
-    """The runtime_c helpers (cglow_NAME in runtime_c/NAME.c) that the kernels call, in name order."""
-    names = sorted({m for k in kernels for m in re.findall(r"\bcglow_(\w+)\(", k)})
+    """The runtime_c helpers that the kernels use, in name order: cglow_NAME in runtime_c/NAME.c for a call
+    of cglow_NAME(, and the macro CGLOW_NAME in runtime_c/name.c for a use of CGLOW_NAME."""
+    names = sorted({m for k in kernels for m in re.findall(r"\bcglow_(\w+)\(", k)} |
+                   {m.lower() for k in kernels for m in re.findall(r"\bCGLOW_(TILE_LOOP)\b", k)})
     folder = resources.files("cglow") / "runtime_c"
     return [(folder / f"{name}.c").read_text().strip() for name in names]
 

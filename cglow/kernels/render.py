@@ -259,7 +259,7 @@ def _conv(fn: str, c: Conv, dtypes, tiles: Tiles) -> Kernel:
     return _conv_rows(fn, c, dtypes) if c.ring else _conv_tiles(fn, c, dtypes)
 
 
-def _column_runs(win, width: int, mr: int, sliding: int = 0) -> list[dict]:
+def _column_runs(win, width: int, mr: int, sliding: int | None = None) -> list[dict]:
     """The output columns in tiles of mr (the last one shorter), grouped into runs of tiles of one width
     that read inside the image for every tap; a tile that would read outside it is a run of its own, whose
     reads outside are left out. Each run lists what its tiles read: with `sliding` (a depthwise kernel; the
@@ -284,7 +284,7 @@ def _column_runs(win, width: int, mr: int, sliding: int = 0) -> list[dict]:
 
     for run in runs:
         tile = range(run["mr"])
-        if sliding:
+        if sliding is not None:
             pairs = [[(j, k) for j in tile for k in range(kw) if j * s + k * d == t]
                      for t in range((run["mr"] - 1) * s + (kw - 1) * d + 1)]
             run["columns"] = [(linear([("ow0", s * sliding)], (t - p) * sliding), at)
@@ -308,7 +308,8 @@ def _conv_nhwc(fn: str, c: Conv, dtypes, tiles: Tiles) -> Kernel:
         max(t for t in (16, 8, 4, 2, 1) if mg % t == 0 and t <= tiles.columns)
     oc_tiles = [dict(lo=lo, hi=hi, nr=t) for lo, hi, t in ((0, m - m % nr, nr), (m - m % nr, m, m % nr))
                 if t and hi > lo]
-    c0 = None if c.group == 1 or depthwise else f"(oc0 / {mg}) * {cg}"
+    # a grouped tile's first input channel, unless no input channel is read (one, or a broadcast view)
+    c0 = None if c.group == 1 or depthwise or c.x.strides[1] == 0 or c.x.shape[1] == 1 else f"(oc0 / {mg}) * {cg}"
     channel = "c" if c0 is None else "(c0 + c)"
     acc_t = dtypes[c.out.buf]
     is_float = acc_t == np.float32
@@ -338,10 +339,12 @@ def _conv_nhwc(fn: str, c: Conv, dtypes, tiles: Tiles) -> Kernel:
     def epilogue(j: int) -> str:
         return _epilogue(Epilogue(substitute(c.epi.expr, {"acc": f"acc[{j}][i]"}), c.epi.ins), out_vars(j))
     names = ["y", "x", "w"] + [f"e{i}" for i in range(len(c.epi.ins))] + (["ring"] if c.ring else [])
+    runs = _column_runs(c.win, w, tiles.rows, c.x.strides[3] if depthwise else None)
+    reads_x = any(r.get("taps") or r.get("columns") for r in runs)  # not when every window is padding
     text = ENV.get_template("conv_nhwc.c.j2").render(
         signature=_signature(fn, c, names, dtypes, scratch=1 if c.ring else 0), N=n, OH=oh_, OW=ow_, M=m, CG=cg,
         KH=c.win.kernel[0], KW=c.win.kernel[1], H=h, DELAY=delay, ring=bool(c.ring), oc_tiles=oc_tiles,
-        runs=_column_runs(c.win, w, tiles.rows, c.x.strides[3] if depthwise else 0), c0=c0, depthwise=depthwise,
+        runs=runs, c0=c0, depthwise=depthwise, reads_iw=c.x.strides[3] != 0, reads_x=reads_x,
         acc_t=c_type(acc_t), zero=c_literal(0, acc_t), mac=mac, tile_loop=TILE_LOOP if is_float else "",
         ih=linear([("oh", c.win.strides[0]), ("kh", c.win.dilations[0])], -c.win.pads_begin[0]), iw=iw,
         x_at=join(index(View(c.x.buf, 0, c.x.shape[:3], c.x.strides[:3]), ("n", channel, "ih")),
@@ -358,7 +361,8 @@ def _conv_tiles(fn: str, c: Conv, dtypes) -> Kernel:
     m, cg = c.w.shape[:2]
     mg = m // c.group
     ocb = TILE_OC if mg % TILE_OC == 0 else 1  # a tile of output channels stays inside one group
-    start = None if c.group == 1 else linear([("oc0", cg)]) if mg == 1 else f"(oc0 / {mg}) * {cg}"
+    start = None if c.group == 1 or c.x.strides[1] == 0 or c.x.shape[1] == 1 else \
+        linear([("oc0", cg)]) if mg == 1 else f"(oc0 / {mg}) * {cg}"
     channel = "c" if start is None else "(c0 + c)"
     ow = c.win.out[1]
     tiles = [dict(oc_lo=0, oc_hi=m, ocb=ocb, ow_lo=lo, ow_hi=hi, owb=owb)

@@ -2,8 +2,6 @@
 differs, if anything."""
 from __future__ import annotations
 
-import re
-
 import numpy as np
 import onnx
 
@@ -14,35 +12,6 @@ from ..util import ort_run
 from .graphs import random_graph
 
 TOLERANCE = 1e-4  # of each output's scale (its largest finite magnitude, at least 1)
-
-# Compile and build failures from known bugs in code these tests do not own (cglow/kernels/conv_nhwc.c.j2
-# and render.py; the strict expected failures of tests/test_fuzz_regressions.py): a graph that trips one is
-# counted, not failed. Delete an entry when its regression tests pass.
-KNOWN_BUGS = {
-    r"unused variable .(tap|row|iw|c0).": "the conv kernel declares an index variable that a degenerate window "
-                                          "(all padding, one wide, a zero stride) leaves unread",
-    r"CGLOW_TILE_LOOP. undeclared": "a conv reading only padding has no cglow_fma call to pull in fma.c",
-    r"has no attribute 'columns'": "the conv kernel's template misses the columns of a one-wide padded row",
-}
-
-
-class KnownBug(RuntimeError):
-    """A graph trips a known bug (KNOWN_BUGS)."""
-
-
-def known(exc: Exception) -> Exception:
-    """KnownBug for the failure of a known bug, else the exception itself."""
-    why = [why for pattern, why in KNOWN_BUGS.items() if re.search(pattern, str(exc))]
-    return KnownBug(why[0]) if why else exc
-
-
-def sanitized_outputs(compiled, inputs: list[np.ndarray]) -> list[np.ndarray]:
-    """run_sanitized, a build failure of a known bug raised as KnownBug."""
-    try:
-        return run_sanitized(compiled, inputs)
-    except RuntimeError as exc:
-        raise known(exc) from None
-
 
 def difference(got: np.ndarray, want: np.ndarray) -> str | None:
     if got.shape != want.shape or got.dtype != want.dtype:
@@ -73,14 +42,11 @@ def reference_case(seed: int, index: int) -> tuple[onnx.ModelProto, dict[str, np
 
 
 def check_graph(model: onnx.ModelProto, feeds: dict[str, np.ndarray], want: list[np.ndarray]) -> str | None:
-    """None when cglow's sanitized C computes what onnxruntime does, else what went wrong; KnownBug when its C
-    trips one."""
+    """None when cglow's sanitized C computes what onnxruntime does, else what went wrong."""
     try:
         compiled = cglow.compile_model(model)
     except Exception as exc:
-        if isinstance(known(exc), KnownBug):
-            raise known(exc) from None
         return f"cglow refused it: {type(exc).__name__}: {exc}"
-    got = sanitized_outputs(compiled, [feeds[t.name] for t in compiled.inputs])
+    got = run_sanitized(compiled, [feeds[t.name] for t in compiled.inputs])
     problems = [f"output {i}: {p}" for i, (g, w) in enumerate(zip(got, want)) if (p := difference(g, w))]
     return "; ".join(problems) or None
