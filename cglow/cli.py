@@ -145,7 +145,8 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--target", default="generic", metavar="NAME",
                         help="register tile sizes for this target: generic (default), host (the machine cglow runs on), "
                              "x86-avx2, x86-avx512, aarch64, rv64gcv (vector units); cortex-m3, cortex-m4, cortex-m7, "
-                             "riscv32, riscv64 (scalar); the C stays portable C99 for every target")
+                             "cortex-m33, cortex-m55, riscv32, riscv64 (scalar); the C stays portable C99 for "
+                             "every target")
     parser.add_argument("--max-memory", type=argument_type(parse_bytes), default=MAX_MEMORY, metavar="BYTES",
                         help="refuse a model with a tensor, or weights + arena + inputs and outputs, above this many "
                              "bytes; K, M and G suffixes (default: 1G)")
