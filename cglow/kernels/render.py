@@ -165,7 +165,14 @@ def _gather(fn: str, g: Gather, dtypes) -> Kernel:
     return Kernel(text, (g.out, g.data, g.index))
 
 
-TILE_LOOP = "CGLOW_TILE_LOOP"  # runtime_c/fma.c: how gcc should treat a register tile's innermost loop
+TILE_LOOP = "CGLOW_TILE_LOOP"  # runtime_c/tile_loop.c: how gcc should treat a register tile's innermost loop
+
+
+def _steps(size: int, step: int) -> list[tuple[int, int, int]]:
+    """[0, size) as (lo, hi, step) runs: the whole steps, then the remainder as a step of its own (empty runs
+    left out)."""
+    whole = size - size % step
+    return [(lo, hi, s) for lo, hi, s in ((0, whole, step), (whole, size, size % step)) if s and hi > lo]
 
 
 # A Gemm whose b is larger than this and than a loops over b's column panels outermost: each panel comes
@@ -195,19 +202,19 @@ def _gemm(fn: str, g: Gemm, dtypes, tiles: Tiles) -> Kernel:
         """Tiles of mr rows and tiles.columns columns; with scalar accumulators, a tile of fewer rows (a
         matrix-vector product) takes proportionally more columns, up to the tile's number of registers."""
         nr = min(tile_n * max(1, tile_m // mr), -(-n // tile_n) * tile_n) if tiles.scalar else tile_n
-        return (0, n - n % nr, nr), (n - n % nr, n, n % nr)
+        return _steps(n, nr)
 
-    row_runs = [(lo, hi, mr) for lo, hi, mr in ((0, m - m % tile_m, tile_m), (m - m % tile_m, m, m % tile_m))
-                if mr and hi > lo]
+    row_runs = _steps(m, tile_m)
 
     def loop(var: str, lo: int, hi: int, step: int, **more) -> dict:
         return dict(var=var, lo=lo, hi=hi, step=step, **more)
     if not tiles.scalar and n > m and g.a.shape[-1] * n * dtypes[g.b.buf].itemsize > B_OUTERMOST_BYTES:
-        nests = [loop("n0", n_lo, n_hi, nr, inner=[loop("m0", lo, hi, mr, tile=dict(mr=mr, nr=nr)) for lo, hi, mr in row_runs])
-                 for n_lo, n_hi, nr in column_runs(tile_m) if nr and n_hi > n_lo]
+        nests = [loop("n0", n_lo, n_hi, nr, inner=[loop("m0", lo, hi, mr, tile=dict(mr=mr, nr=nr))
+                                                for lo, hi, mr in row_runs])
+                 for n_lo, n_hi, nr in column_runs(tile_m)]
     else:
         nests = [loop("m0", lo, hi, mr, inner=[loop("n0", n_lo, n_hi, nr, tile=dict(mr=mr, nr=nr))
-                                                for n_lo, n_hi, nr in column_runs(mr) if nr and n_hi > n_lo])
+                                                for n_lo, n_hi, nr in column_runs(mr)])
                  for lo, hi, mr in row_runs]
 
     def epilogue(i: int) -> str:
@@ -306,8 +313,7 @@ def _conv_nhwc(fn: str, c: Conv, dtypes, tiles: Tiles) -> Kernel:
     tiles = tiles.for_depthwise if depthwise else tiles
     nr = tiles.columns if c.group == 1 or depthwise else \
         max(t for t in (16, 8, 4, 2, 1) if mg % t == 0 and t <= tiles.columns)
-    oc_tiles = [dict(lo=lo, hi=hi, nr=t) for lo, hi, t in ((0, m - m % nr, nr), (m - m % nr, m, m % nr))
-                if t and hi > lo]
+    oc_tiles = [dict(lo=lo, hi=hi, nr=t) for lo, hi, t in _steps(m, nr)]
     # a grouped tile's first input channel, unless no input channel is read (one, or a broadcast view)
     c0 = None if c.group == 1 or depthwise or c.x.strides[1] == 0 or c.x.shape[1] == 1 else f"(oc0 / {mg}) * {cg}"
     channel = "c" if c0 is None else "(c0 + c)"
@@ -365,9 +371,7 @@ def _conv_tiles(fn: str, c: Conv, dtypes) -> Kernel:
         linear([("oc0", cg)]) if mg == 1 else f"(oc0 / {mg}) * {cg}"
     channel = "c" if start is None else "(c0 + c)"
     ow = c.win.out[1]
-    tiles = [dict(oc_lo=0, oc_hi=m, ocb=ocb, ow_lo=lo, ow_hi=hi, owb=owb)
-             for lo, hi, owb in ((0, ow - ow % TILE_OW, TILE_OW), (ow - ow % TILE_OW, ow, ow % TILE_OW))
-             if owb and hi > lo]
+    tiles = [dict(oc_lo=0, oc_hi=m, ocb=ocb, ow_lo=lo, ow_hi=hi, owb=owb) for lo, hi, owb in _steps(ow, TILE_OW)]
     sw, xs = c.win.strides[1], c.x.strides[3]
 
     def column(at: str) -> str:
