@@ -11,6 +11,7 @@ from .emit_c.emit import TensorInfo, c_identifier, emit
 from .graph import passes as graph_passes
 from .graph.limits import check_bytes
 from .graph.onnx_import import import_model, load
+from .graph.quant.io import quantized_io
 from .instr import passes as instr_passes
 from .instr.ir import Program
 from .lower.context import lower
@@ -66,6 +67,9 @@ def compile_model(model: str | Path | onnx.ModelProto, name: str = "net",
     graph = import_model(load(model, options.max_memory), shapes, source, options.max_memory)
     for rewrite in graph_passes.PIPELINE:
         graph = rewrite(graph)
-    inputs = [TensorInfo(n, graph.types[n].shape, graph.types[n].dtype) for n in graph.inputs]
-    outputs = [TensorInfo(n, graph.types[n].shape, graph.types[n].dtype) for n in graph.outputs]
+    if not options.float_io:
+        graph = quantized_io(graph)
+    inputs = [TensorInfo(n, graph.types[n].shape, graph.types[n].dtype, *graph.io_quant.get(n, ())) for n in graph.inputs]
+    outputs = [TensorInfo(n, graph.types[n].shape, graph.types[n].dtype, *graph.io_quant.get(n, ()))
+               for n in graph.outputs]
     return compile_program(lower(graph), name, inputs, outputs, source, graph.opset, options, header)

@@ -17,6 +17,7 @@ class Options:
     external_weights: bool = False  # net_run(const void *weights, ...): the weights are a binary file, not in net.c
     target: str = "generic"         # the register tile sizes of the conv and matrix kernels (kernels/tiles.py)
     max_memory: int = MAX_MEMORY    # bytes: refuse a model with a larger tensor, or larger weights + arena + I/O
+    float_io: bool = False          # a quantized model keeps float inputs and outputs, (de)quantized in net_run
 
     def __post_init__(self):
         if self.target not in TARGETS:

@@ -16,7 +16,7 @@ from ..instr.ir import Buffer, Program, View, reads
 from ..kernels.render import PRIMITIVE_NAMES, comment, render
 from ..kernels.tiles import tiles_for
 from ..options import Options
-from ..lower.literals import c_array_lines, c_type
+from ..lower.literals import c_array_lines, c_float, c_type
 
 ENV = jinja2.Environment(loader=jinja2.PackageLoader("cglow", "emit_c"), trim_blocks=True, lstrip_blocks=True,
                          undefined=jinja2.StrictUndefined, autoescape=False, keep_trailing_newline=True)
@@ -39,6 +39,8 @@ class TensorInfo:
     name: str
     shape: tuple[int, ...]
     dtype: np.dtype = np.dtype(np.float32)
+    scale: float | None = None      # an 8-bit tensor of a quantized model: real = (q - zero_point) * scale
+    zero_point: int | None = None
 
     @property
     def size(self) -> int:
@@ -151,7 +153,11 @@ def emit(prog: Program, plan: Plan, prefix: str, source: str, opset: int,
                arena_slots=-(-plan.size // 8), arena_bytes=plan.size, align=plan.align, options=options, io=io,
                weights_bytes=weights_bytes, weights=weights, kernels=kernels, blob=blob, tag_bytes=TAG_BYTES,
                calls=unused + calls, instr_count=len(prog.instrs), helpers=runtime_helpers(kernels),
-               inputs=[dict(size=t.size, shape=t.shape, dtype=t.dtype.name, name=comment(t.name)) for t in inputs],
-               outputs=[dict(size=t.size, shape=t.shape, dtype=t.dtype.name, name=comment(t.name)) for t in outputs])
+               inputs=[_tensor(t) for t in inputs], outputs=[_tensor(t) for t in outputs])
     return Emitted(ENV.get_template("net.c.j2").render(ctx), ENV.get_template("net.h.j2").render(ctx),
                    plan.size, weights_bytes, len(prog.instrs), blob.data if blob else b"")
+
+
+def _tensor(t: TensorInfo) -> dict:
+    return dict(size=t.size, shape=t.shape, dtype=t.dtype.name, name=comment(t.name),
+                scale=None if t.scale is None else c_float(t.scale), zero_point=t.zero_point)

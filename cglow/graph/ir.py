@@ -50,6 +50,7 @@ class Graph:
     consts: dict[str, np.ndarray]
     nodes: tuple[Node, ...]
     source: str = ""
+    io_quant: dict[str, tuple[float, int]] = field(default_factory=dict)  # 8-bit input or output: scale, zero point
 
     def with_nodes(self, nodes, **changes) -> "Graph":
         return replace(self, nodes=tuple(nodes), **changes)

@@ -18,6 +18,7 @@ from .external_data import load_external_data
 from .limits import checked_type, read_tensor
 from .node_schema import input_type_problem, schema_problem
 from .proto_text import check_text
+from .quant.qoperator import expand_qoperators
 from .topology import describe, node_label, topological_order
 from .ir import Graph, Node, TensorType
 from .registry import RUNTIME_DTYPES, SHAPE_RULES, Args
@@ -159,6 +160,8 @@ def _foldable(node: Node, consts: dict, types: dict) -> bool:
         return node.inputs[0] in types
     if node.op == "CastLike":
         return node.inputs[0] in consts and node.inputs[1] in types
+    if node.op == "DequantizeLinear":  # integer weights stay integers: graph/quant/fold.py reads them
+        return False
     return node.op not in RANDOM_OPS and all(not name or name in consts for name in node.inputs)
 
 
@@ -251,7 +254,7 @@ def import_model(model: onnx.ModelProto, shapes: dict[str, tuple[int, ...]] | No
     shapes = dict(shapes or {})
     if not model.HasField("graph"):
         raise CglowError("the file holds no graph (not an ONNX model?)")
-    model = upgrade(model)
+    model = expand_qoperators(upgrade(model))
     g = model.graph
     opset = _opset(model)
     consts = _constants(g, max_memory)

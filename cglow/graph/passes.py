@@ -8,6 +8,7 @@ import numpy as np
 from .edit import Site, rewrite_each
 from .fold_batchnorm import fold_batchnorm
 from .ir import Graph, Node
+from .quant.fold import fold_dequantized_consts, fold_qdq
 from .registry import Args
 from .rules.tensor import pad_widths
 
@@ -91,4 +92,4 @@ def fold_pads(graph: Graph) -> Graph:
     return rewrite_each(graph, _pad)
 
 
-PIPELINE = (eliminate_dead, cancel_transposes, fold_pads, fold_batchnorm, eliminate_dead)
+PIPELINE = (eliminate_dead, fold_qdq, eliminate_dead, fold_dequantized_consts, cancel_transposes, fold_pads, fold_batchnorm, eliminate_dead)

@@ -183,16 +183,19 @@ class Conv:
     epi: Epilogue
     node: str
     ring: View | None = None
+    x_zero: int = 0         # integer convolutions: subtracted from every input value read (padding reads none)
 
 
 @dataclass(frozen=True)
 class Gemm:
-    """Batched matrix product: a [*B,M,K], b [*B,K,N], out [*B,M,N]; epilogue inputs broadcast to out."""
+    """Batched matrix product: a [*B,M,K], b [*B,K,N], out [*B,M,N]; epilogue inputs broadcast to out.
+    Integer products subtract zero points from a's and b's values."""
     out: View
     a: View
     b: View
     epi: Epilogue
     node: str
+    zeros: tuple[int, int] = (0, 0)
 
 
 @dataclass(frozen=True)

@@ -270,7 +270,8 @@ def convolve_in_place(prog: Program) -> Program:
     instrs, buffers = list(prog.instrs), list(prog.buffers)
     for j in range(len(instrs)):
         a = instrs[j]  # read anew: an earlier rename may have rewritten it
-        if not isinstance(a, Conv) or a.ring or a.win.strides[0] != 1 or a.x.shape != a.out.shape:
+        if not isinstance(a, Conv) or a.ring or a.win.strides[0] != 1 or a.x.shape != a.out.shape or \
+                (not channels_innermost(a) and prog.buffer(a.x.buf).dtype != np.float32):  # rows accumulate in float
             continue
         t, u = buffers[a.x.buf], buffers[a.out.buf]
         n, m, _, w = a.out.shape
@@ -310,7 +311,8 @@ def pointwise_as_gemm(prog: Program) -> Program:
             a, b = w and w.broadcast_to((n, m, k)), x
         if any(v is None for v in (out, a, b, ins)):
             continue
-        instrs[j] = Gemm(out, a, b, Epilogue(c.epi.expr, ins), c.node)
+        zeros = (c.x_zero, 0) if channels_innermost(c) else (0, c.x_zero)
+        instrs[j] = Gemm(out, a, b, Epilogue(c.epi.expr, ins), c.node, zeros)
     return replace(prog, instrs=tuple(instrs))
 
 

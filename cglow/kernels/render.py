@@ -92,6 +92,18 @@ def _signature(fn: str, instr: Instr, names: list[str], dtypes, scratch: int = 0
     return f"/* {comment(instr.node)} */\nstatic void {fn}({', '.join(params)})"
 
 
+def accumulator(values: np.dtype, out: np.dtype) -> np.dtype:
+    """The type a kernel accumulates in: 8- and 16-bit integers (quantized tensors) in int32, whatever they
+    are stored as; everything else in the output's type."""
+    values = np.dtype(values)
+    return np.dtype(np.int32) if values.kind in "iu" and values.itemsize <= 2 else np.dtype(out)
+
+
+def minus(zero: int) -> str:
+    """The subtraction of an integer zero point from a loaded value, or nothing."""
+    return f" - {c_literal(zero, np.int32)}" if zero else ""
+
+
 def _epilogue(epi: Epilogue, variables) -> str:
     values = {"acc": "acc"}
     values.update({str(i): f"e{i}[{index(v, variables)}]" for i, v in enumerate(epi.ins)})
@@ -126,7 +138,7 @@ def _reduce(fn: str, r: Reduce, dtypes) -> Kernel:
     for i, (a, b) in enumerate(zip(ins_o, ins_i)):
         terms[str(i)] = f"x{i}[{join(index(a, ov), index(b, iv))}]"
     pre = substitute(r.pre, terms)
-    acc = dtypes[r.out.buf]
+    acc = accumulator(dtypes[r.ins[0].buf], dtypes[r.out.buf]) if r.kind == "sum" else dtypes[r.out.buf]
     init = {"sum": c_literal(0, acc), "prod": c_literal(1, acc), "max": c_lowest(acc), "min": c_highest(acc)}
     combine = {"max": f"acc = ({pre} > acc) ? {pre} : acc", "min": f"acc = ({pre} < acc) ? {pre} : acc",
                "sum": f"acc += {pre}", "prod": f"acc *= {pre}"}
@@ -223,7 +235,10 @@ def _gemm(fn: str, g: Gemm, dtypes, tiles: Tiles) -> Kernel:
         return substitute(g.epi.expr, values)
     names = ["y", "a", "b"] + [f"e{i}" for i in range(len(g.epi.ins))]
     right = f"row[{linear([('j', g.b.strides[-1])])}]"
-    is_float = dtypes[g.out.buf] == np.float32
+    if g.zeros[1]:
+        right = f"({right}{minus(g.zeros[1])})"
+    acc_t = accumulator(dtypes[g.a.buf], dtypes[g.out.buf])
+    is_float = acc_t == np.float32
 
     def mac(i: int) -> str:
         return f"acc[{i}][j] = cglow_fma(left, {right}, acc[{i}][j]);" if is_float else \
@@ -233,8 +248,8 @@ def _gemm(fn: str, g: Gemm, dtypes, tiles: Tiles) -> Kernel:
         return idx(g.a, batched[1], (m_at(i), "k"))
     text = ENV.get_template("gemm.c.j2").render(
         signature=_signature(fn, g, names, dtypes), loops=loops, nests=nests, K=g.a.shape[-1],
-        acc_t=c_type(dtypes[g.out.buf]), zero=c_literal(0, dtypes[g.out.buf]), mac=mac,
-        a=a_at, b_row=idx(g.b, batched[2], ("k", "n0")), tile_loop=TILE_LOOP if is_float else "",
+        acc_t=c_type(acc_t), zero=c_literal(0, acc_t), mac=mac, b_t=c_type(dtypes[g.b.buf]),
+        a_minus=minus(g.zeros[0]), a=a_at, b_row=idx(g.b, batched[2], ("k", "n0")), tile_loop=TILE_LOOP if is_float else "",
         out=lambda i: idx(g.out, batched[0], (m_at(i), cols)), epilogue=epilogue)
     return Kernel(text, views)
 
@@ -317,7 +332,7 @@ def _conv_nhwc(fn: str, c: Conv, dtypes, tiles: Tiles) -> Kernel:
     # a grouped tile's first input channel, unless no input channel is read (one, or a broadcast view)
     c0 = None if c.group == 1 or depthwise or c.x.strides[1] == 0 or c.x.shape[1] == 1 else f"(oc0 / {mg}) * {cg}"
     channel = "c" if c0 is None else "(c0 + c)"
-    acc_t = dtypes[c.out.buf]
+    acc_t = accumulator(dtypes[c.x.buf], dtypes[c.out.buf])
     is_float = acc_t == np.float32
 
     def mac(value: str, j: int, kw: int = 0) -> str:
@@ -352,6 +367,8 @@ def _conv_nhwc(fn: str, c: Conv, dtypes, tiles: Tiles) -> Kernel:
         KH=c.win.kernel[0], KW=c.win.kernel[1], H=h, DELAY=delay, ring=bool(c.ring), oc_tiles=oc_tiles,
         runs=runs, c0=c0, depthwise=depthwise, reads_iw=c.x.strides[3] != 0, reads_x=reads_x,
         acc_t=c_type(acc_t), zero=c_literal(0, acc_t), mac=mac, tile_loop=TILE_LOOP if is_float else "",
+        x_t=c_type(dtypes[c.x.buf]), w_t=c_type(dtypes[c.w.buf]), y_t=c_type(dtypes[c.out.buf]),
+        x_minus=minus(c.x_zero),
         ih=linear([("oh", c.win.strides[0]), ("kh", c.win.dilations[0])], -c.win.pads_begin[0]), iw=iw,
         x_at=join(index(View(c.x.buf, 0, c.x.shape[:3], c.x.strides[:3]), ("n", channel, "ih")),
                   linear([("iw", c.x.strides[3])])),
@@ -381,8 +398,10 @@ def _conv_tiles(fn: str, c: Conv, dtypes) -> Kernel:
     out_vars = ("n", "(oc0 + i)", "oh", "(ow0 + j)")
     epi = _epilogue(Epilogue(substitute(c.epi.expr, {"acc": "acc[i][j]"}), c.epi.ins), out_vars)
     names = ["y", "x", "w"] + [f"e{i}" for i in range(len(c.epi.ins))]
+    acc_t = accumulator(dtypes[c.x.buf], dtypes[c.out.buf])
     text = ENV.get_template("conv_tiled.c.j2").render(
-        signature=_signature(fn, c, names, dtypes), N=n, CG=cg, H=h, W=w, SW=sw, c0=start, tiles=tiles,
+        signature=_signature(fn, c, names, dtypes), acc_t=c_type(acc_t), zero=c_literal(0, acc_t),
+        load=lambda at: f"(x[{at}]{minus(c.x_zero)})" if c.x_zero else f"x[{at}]", N=n, CG=cg, H=h, W=w, SW=sw, c0=start, tiles=tiles,
         first=linear([("ow0", sw), ("kw", c.win.dilations[1])], -c.win.pads_begin[1]),
         x_at=join(row, column(linear([("first", 1), ("j", sw)]))), x_clamped=join(row, column("at")),
         w=index(c.w, ("(oc0 + i)", "c", "kh", "kw")), out=index(c.out, out_vars), epilogue=epi,

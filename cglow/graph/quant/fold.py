@@ -1,0 +1,314 @@
+"""QDQ folding: a float op whose inputs are dequantized and whose output is quantized becomes an integer op.
+
+Each QuantizeLinear is the anchor. Its producer (through a Relu or Clip, which becomes the integer op's
+clamp) is matched against the integer ops cglow has; the op's inputs must come from DequantizeLinear nodes
+with constant parameters. What does not match stays as it is: the float op runs between a dequantize and
+a quantize map, exactly as the QDQ form specifies. Before that, a dequantize moves past the data-movement
+ops that read it (Reshape, Transpose...), so that the integers flow through them."""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+import math
+
+import numpy as np
+
+from ..edit import Site, rewrite_each
+from ..ir import Graph, Node
+from .params import QParams, clamp_bounds, multipliers, narrow, qparams
+from .table import TABLE_OPS, table
+
+MOVEMENT = {"Reshape", "Flatten", "Transpose", "Squeeze", "Unsqueeze", "MaxPool", "Slice", "Expand", "Tile",
+            "DepthToSpace", "SpaceToDepth", "Identity", "Concat", "Gather"}  # they only move values
+REQUANTIZED = {"Conv", "Gemm", "MatMul", "Add", "Mul"}  # a Relu or Clip after them becomes their clamp
+ADD_BITS = 21  # IntAdd: the larger scale ratio is a multiplier in [2**21, 2**22)
+
+
+@dataclass(frozen=True)
+class Dequantized:
+    node: Node       # the DequantizeLinear
+    p: QParams
+
+    @property
+    def source(self) -> str:
+        return self.node.inputs[0]
+
+
+def dequantized(site: Site, name: str) -> Dequantized | None:
+    node = site.producer.get(name)
+    if node is None or node.op != "DequantizeLinear":
+        return None
+    p = qparams(site, node)
+    return None if p is None else Dequantized(node, p)
+
+
+def _real_const(site: Site, name: str) -> np.ndarray | None:
+    """A constant's real values: a float constant, or the dequantized values of an integer constant."""
+    data = site.const(name)
+    if data is not None:
+        return data.astype(np.float64) if data.dtype == np.float32 else None
+    d = dequantized(site, name)
+    q = site.const(d.source) if d else None
+    if q is None:
+        return None
+    shape = [1] * q.ndim
+    if d.p.axis is not None:
+        shape[d.p.axis] = -1
+    return (q.astype(np.int64) - d.p.zero.reshape(shape)) * d.p.scale.reshape(shape)
+
+
+class _Build:
+    """What a fold adds: new constants with fresh names."""
+
+    def __init__(self, site: Site):
+        self.site, self.taken, self.consts = site, set(), {}
+
+    def const(self, base: str, data: np.ndarray) -> str:
+        name = self.site.fresh(base, self.taken)
+        self.consts[name] = data
+        return name
+
+
+def _requant(out: QParams, real: np.ndarray, bounds: tuple[int, int]) -> dict:
+    mult, shift = multipliers(real)
+    return dict(mult=mult, shift=shift, y_zero=int(out.zero[0]), lo=bounds[0], hi=bounds[1])
+
+
+def _bias(site: Site, name: str, acc_scale: np.ndarray, size: int) -> np.ndarray | None:
+    """A bias in accumulator units (int32), or None if it has none that fits."""
+    if not name:
+        return np.zeros(size, np.int32)
+    real = _real_const(site, name)
+    if real is None:
+        return None
+    q = np.rint(real.reshape(-1) / acc_scale)
+    return q.astype(np.int32) if np.all(np.abs(q) < 2 ** 31 - 1) else None
+
+
+def _conv(b: _Build, op: Node, out: QParams, bounds) -> Node | None:
+    site = b.site
+    x, w = dequantized(site, op.inputs[0]), dequantized(site, op.inputs[1])
+    weights = site.const(w.source) if w else None
+    if x is None or weights is None or not x.p.per_tensor or w.p.axis not in (None, 0):
+        return None
+    m = weights.shape[0]
+    zero = np.broadcast_to(w.p.zero, (m,)).reshape((m,) + (1,) * (weights.ndim - 1))
+    acc_scale = x.p.scale[0] * np.broadcast_to(w.p.scale, (m,))
+    bias = _bias(site, op.inputs[2] if len(op.inputs) > 2 else "", acc_scale, m)
+    if bias is None:
+        return None
+    inputs = (x.source, b.const(f"{op.name}/w_int", narrow(weights.astype(np.int64) - zero)),
+              b.const(f"{op.name}/b_int", bias))
+    attrs = {**op.attrs, "x_zero": int(x.p.zero[0]), **_requant(out, acc_scale / out.scale[0], bounds)}
+    return Node("IntConv", op.name, inputs, (), attrs)
+
+
+def _gemm(b: _Build, op: Node, out: QParams, bounds) -> Node | None:
+    """Gemm, or MatMul: b constant (per-tensor or per-column parameters) or computed (per-tensor)."""
+    site = b.site
+    a, bd = dequantized(site, op.inputs[0]), dequantized(site, op.inputs[1])
+    if a is None or bd is None or not a.p.per_tensor:
+        return None
+    alpha, beta = op.attr("alpha", 1.0), op.attr("beta", 1.0)
+    trans_b = op.attr("transB", 0)
+    b_shape = site.shape(bd.source)
+    n = b_shape[-2] if trans_b else b_shape[-1]
+    column_axis = len(b_shape) - (2 if trans_b else 1)
+    weights = site.const(bd.source)
+    if alpha <= 0 or (weights is None and not bd.p.per_tensor) or bd.p.axis not in (None, column_axis):
+        return None
+    acc_scale = alpha * a.p.scale[0] * np.broadcast_to(bd.p.scale, (n,))
+    c = op.inputs[2] if len(op.inputs) > 2 and beta != 0 else ""
+    if c and site.shape(c) not in ((n,), (1, n), (1,), ()):
+        return None
+    bias = _bias(site, c, acc_scale / beta if c else acc_scale, n)
+    if bias is None:
+        return None
+    attrs = {"transA": op.attr("transA", 0), "transB": trans_b, "a_zero": int(a.p.zero[0]), "b_zero": 0,
+             **_requant(out, acc_scale / out.scale[0], bounds)}
+    if weights is None:
+        right = bd.source
+        attrs["b_zero"] = int(bd.p.zero[0])
+    else:
+        shape = [1] * weights.ndim
+        shape[column_axis] = -1
+        zero = np.broadcast_to(bd.p.zero, (n,)).reshape(shape)
+        right = b.const(f"{op.name}/w_int", narrow(weights.astype(np.int64) - zero))
+    bias = np.broadcast_to(bias, (n,)).astype(np.int32)
+    return Node("IntGemm", op.name, (a.source, right, b.const(f"{op.name}/b_int", bias)), (), attrs)
+
+
+def _binary(b: _Build, op: Node, out: QParams, bounds) -> Node | None:
+    """Add: y = zy + ((a - za) fa + (b - zb) fb) / 2**shift, where fa / 2**shift and fb / 2**shift are the
+    float32 ratios sa / sy and sb / sy, the larger with 22 significant bits, rounded halves away from zero
+    (onnxruntime's integer QLinearAdd on x86 computes the same, so the two agree on every rounding). Mul: y = zy + sa sb / sy (a - za)(b - zb)."""
+    site = b.site
+    x, y = dequantized(site, op.inputs[0]), dequantized(site, op.inputs[1])
+    if x is None or y is None or not x.p.per_tensor or not y.p.per_tensor:
+        return None
+    sa, sb, sy = x.p.scale[0], y.p.scale[0], out.scale[0]
+    attrs = {"a_zero": int(x.p.zero[0]), "b_zero": int(y.p.zero[0])}
+    if op.op == "Add":
+        ratios = np.float32(sa) / np.float32(sy), np.float32(sb) / np.float32(sy)
+        shift = ADD_BITS - (math.frexp(float(max(ratios)))[1] - 1)
+        if not 1 <= shift <= 30:
+            return None
+        fa, fb = (int(np.rint(np.float64(r) * 2.0 ** shift)) for r in ratios)
+        attrs.update(a_factor=fa, b_factor=fb, shift=shift, y_zero=int(out.zero[0]), lo=bounds[0], hi=bounds[1])
+    else:
+        attrs.update(_requant(out, np.array([sa * sb / sy]), bounds))
+    return Node(f"Int{op.op}", op.name, (x.source, y.source), (), attrs)
+
+
+def _average(b: _Build, op: Node, out: QParams, bounds) -> Node | None:
+    """GlobalAveragePool, or an AveragePool whose windows all lie inside the input (each the same count)."""
+    x = dequantized(b.site, op.inputs[0])
+    if x is None or not x.p.per_tensor:
+        return None
+    shape = b.site.shape(x.source)
+    if op.op == "GlobalAveragePool":
+        kernel, strides = shape[2:], (1,) * (len(shape) - 2)
+    else:
+        kernel = tuple(op.attr("kernel_shape"))
+        strides = tuple(op.attr("strides", (1,) * len(kernel)))
+        if any(op.attr("pads", (0,))) or op.attr("auto_pad", "NOTSET") not in ("NOTSET", "VALID") or \
+                any(d != 1 for d in op.attr("dilations", (1,))) or \
+                (op.attr("ceil_mode", 0) and any((n - k) % s for n, k, s in zip(shape[2:], kernel, strides))):
+            return None
+    count = int(np.prod(kernel))
+    attrs = {"kernel_shape": kernel, "strides": strides, "x_zero": int(x.p.zero[0]),
+             **_requant(out, np.array([x.p.scale[0] / out.scale[0] / count]), bounds)}
+    return Node("IntAvgPool", op.name, (x.source,), (), attrs)
+
+
+def _table(b: _Build, op: Node, out: QParams, bounds) -> Node | None:
+    """A unary op (or a bare requantization) on 8-bit values: a table of its 256 results."""
+    source = op if op.op == "DequantizeLinear" else b.site.producer.get(op.inputs[0])
+    x = dequantized(b.site, source.outputs[0]) if source is not None else None
+    if x is None or not x.p.per_tensor or x.p.dtype.itemsize != 1:
+        return None
+    if op.op == "DequantizeLinear" and x.p.same(out):
+        return Node("Identity", op.name, (x.source,), (), {})
+    values = table(b.site, op, x.p, out)
+    if values is None:
+        return None
+    return Node("IntTable", op.name, (x.source, b.const(f"{op.name}/table", values)), (), {})
+
+
+def _movement(b: _Build, op: Node, out: QParams, bounds) -> Node | None:
+    """An op that moves values works on the integers when they share the output's parameters; Concat
+    first requantizes the inputs that do not (through a table)."""
+    site = b.site
+    data = range(len(op.inputs)) if op.op == "Concat" else (0,)
+    if len([o for o in op.outputs if o]) != 1:
+        return None
+    inputs = list(op.inputs)
+    extra: list[Node] = []
+    for i in data:
+        x = dequantized(site, op.inputs[i])
+        if x is None:
+            return None
+        inputs[i] = x.source
+        if not x.p.same(out):
+            if op.op != "Concat" or x.p.dtype.itemsize != 1 or not x.p.per_tensor:
+                return None
+            rescaled = b.site.fresh(f"{op.inputs[i]}/requantized", b.taken)
+            extra.append(Node("IntTable", f"{op.name}/requantize{i}",
+                              (x.source, b.const(f"{op.name}/table{i}", table(site, x.node, x.p, out))),
+                              (rescaled,), {}))
+            inputs[i] = rescaled
+    node = replace(op, inputs=tuple(inputs), outputs=())
+    return node if not extra else (extra, node)
+
+
+BUILDERS = {"Conv": _conv, "Gemm": _gemm, "MatMul": _gemm, "Add": _binary, "Mul": _binary,
+            "AveragePool": _average, "GlobalAveragePool": _average, "DequantizeLinear": _table,
+            **{op: _table for op in TABLE_OPS}, **{op: _movement for op in MOVEMENT}}
+
+
+def _activation(site: Site, node: Node) -> tuple[float | None, float | None] | None:
+    """The real clamp of a Relu or a Clip with constant bounds, else None."""
+    if node.op == "Relu":
+        return 0.0, None
+    if node.op != "Clip":
+        return None
+    if "min" in node.attrs or "max" in node.attrs:  # before opset 11
+        return node.attr("min"), node.attr("max")
+    bounds = []
+    for i in (1, 2):
+        name = node.inputs[i] if len(node.inputs) > i else ""
+        value = site.const(name) if name else None
+        if name and value is None:
+            return None
+        bounds.append(None if value is None else float(value.reshape(-1)[0]))
+    return bounds[0], bounds[1]
+
+
+def _fold(site: Site, q: Node) -> Graph | None:
+    if q.op != "QuantizeLinear":
+        return None
+    out = qparams(site, q)
+    op = site.producer.get(q.inputs[0])
+    if out is None or not out.per_tensor or out.dtype.itemsize != 1 or op is None or \
+            (op.op != "DequantizeLinear" and site.sole_reader(q.inputs[0]) is not q):
+        return None
+    dropped = [op]
+    bounds = out.bounds
+    clamp = _activation(site, op)
+    inner = site.producer.get(op.inputs[0]) if clamp else None
+    if inner is not None and inner.op in REQUANTIZED and site.sole_reader(op.inputs[0]) is op:
+        bounds = clamp_bounds(out, *clamp)
+        op = inner
+        dropped.append(op)
+    b = _Build(site)
+    built = BUILDERS[op.op](b, op, out, bounds) if op.op in BUILDERS else None
+    if built is None:
+        return None
+    extra, node = built if isinstance(built, tuple) else ([], built)
+    node = replace(node, outputs=(q.outputs[0],))
+    graph = site.rewritten([(d, None) for d in dropped if d.op != "DequantizeLinear"], b.consts)
+    at = next(i for i, n in enumerate(graph.nodes) if n is q)  # after every input's producer, before q's readers
+    return _typed(graph.with_nodes(graph.nodes[:at] + tuple(extra) + (node,) + graph.nodes[at + 1:]), extra)
+
+
+def _typed(graph: Graph, extra: list[Node]) -> Graph:
+    types = dict(graph.types)
+    for node in extra:  # requantized copies: the type of their source
+        types[node.outputs[0]] = graph.types[node.inputs[0]]
+    return replace(graph, types=types)
+
+
+def _sink(site: Site, node: Node) -> Graph | None:
+    """A per-tensor DequantizeLinear read only by a data-movement op (as its data) moves after it."""
+    if node.op not in MOVEMENT or node.op == "Concat" or len([o for o in node.outputs if o]) != 1:
+        return None
+    d = dequantized(site, node.inputs[0])
+    if d is None or not d.p.per_tensor or site.sole_reader(node.inputs[0]) is not node:
+        return None
+    moved = site.fresh(f"{node.outputs[0]}/quantized", set())
+    shape = site.shape(node.outputs[0])
+    first = replace(node, inputs=(d.source,) + node.inputs[1:], outputs=(moved,))
+    then = replace(d.node, inputs=(moved,) + d.node.inputs[1:], outputs=node.outputs)
+    graph = site.rewritten([(d.node, None), (node, first)])
+    nodes = list(graph.nodes)
+    nodes.insert(nodes.index(first) + 1, then)
+    types = {**graph.types, moved: replace(graph.types[d.source], shape=shape)}
+    return replace(graph.with_nodes(nodes), types=types)
+
+
+def fold_qdq(graph: Graph) -> Graph:
+    return rewrite_each(rewrite_each(graph, _sink), _fold)
+
+
+def fold_dequantized_consts(graph: Graph) -> Graph:
+    """A DequantizeLinear of a constant that no integer op took (a weight of an op kept in float): its float
+    values, computed now."""
+    site = Site(graph)
+    consts = dict(graph.consts)
+    kept = []
+    for node in graph.nodes:
+        real = _real_const(site, node.outputs[0]) if node.op == "DequantizeLinear" else None
+        if real is None:
+            kept.append(node)
+        else:
+            consts[node.outputs[0]] = real.astype(np.float32)
+    return replace(graph.with_nodes(kept), consts=consts)

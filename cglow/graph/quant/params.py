@@ -1,0 +1,98 @@
+"""Quantization parameters as the graph states them, and the integer arithmetic derived from them at compile
+time: fixed-point multipliers, zero points folded into weights and biases, clamping bounds."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+import math
+
+import numpy as np
+
+from ..edit import Site
+from ..ir import Node
+
+
+@dataclass(frozen=True)
+class QParams:
+    """real = (q - zero) * scale, per tensor (axis None, one scale) or along one axis."""
+    scale: np.ndarray   # float64, 1-D
+    zero: np.ndarray    # int64, 1-D, as long as scale
+    dtype: np.dtype     # of q
+    axis: int | None
+
+    @property
+    def per_tensor(self) -> bool:
+        return self.axis is None
+
+    def same(self, other: "QParams") -> bool:
+        return self.per_tensor and other.per_tensor and self.dtype == other.dtype and \
+            float(self.scale[0]) == float(other.scale[0]) and int(self.zero[0]) == int(other.zero[0])
+
+    @property
+    def bounds(self) -> tuple[int, int]:
+        info = np.iinfo(self.dtype)
+        return int(info.min), int(info.max)
+
+
+def qparams(site: Site, node: Node) -> QParams | None:
+    """A QuantizeLinear's or DequantizeLinear's parameters when they are constants, else None."""
+    scale = site.const(node.inputs[1])
+    zero = site.const(node.inputs[2]) if len(node.inputs) > 2 else None
+    if scale is None or (len(node.inputs) > 2 and node.inputs[2] and zero is None):
+        return None
+    quantized = node.inputs[0] if node.op == "DequantizeLinear" else node.outputs[0]
+    dtype = site.graph.types[quantized].dtype
+    rank = len(site.shape(node.inputs[0]))
+    axis = None if scale.size == 1 and scale.ndim <= 1 else node.attr("axis", 1) % rank
+    zero = np.zeros(scale.size, np.int64) if zero is None else zero.reshape(-1).astype(np.int64)
+    if not np.all(np.isfinite(scale)) or np.any(scale <= 0):
+        return None
+    return QParams(scale.reshape(-1).astype(np.float64), zero, np.dtype(dtype), axis)
+
+
+def multipliers(real: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each positive real factor as multiplier * 2**-shift, multiplier in [2**30, 2**31) (int32) and shift in
+    [1, 62], so that a product with an int32 accumulator, rounded, fits in int64 (runtime_c/requant.c). A factor
+    too small for the shift range loses low bits of its multiplier (down to zero: the result is then the zero
+    point)."""
+    mults, shifts = [], []
+    for r in np.asarray(real, np.float64).reshape(-1):
+        mantissa, exponent = math.frexp(float(r))  # r = mantissa * 2**exponent, mantissa in [0.5, 1)
+        m = round(mantissa * (1 << 31))
+        if m == 1 << 31:
+            m, exponent = 1 << 30, exponent + 1
+        shift = 31 - exponent
+        if shift > 62:
+            m, shift = (m + (1 << (shift - 63))) >> (shift - 62), 62
+        if shift < 1:
+            raise ValueError(f"requantization factor {r} is too large")
+        mults.append(m)
+        shifts.append(shift)
+    return np.array(mults, np.int32), np.array(shifts, np.int32)
+
+
+def quantize(real: np.ndarray, p: QParams) -> np.ndarray:
+    """QuantizeLinear as onnxruntime computes it: float32 division, round half to even, saturate."""
+    scale = np.float32(p.scale[0])
+    q = np.rint(np.asarray(real, np.float32) / scale).astype(np.float64) + int(p.zero[0])
+    lo, hi = p.bounds
+    return np.clip(q, lo, hi).astype(p.dtype)
+
+
+def clamp_bounds(out: QParams, lo: float | None, hi: float | None) -> tuple[int, int]:
+    """The integer output range of a requantization followed by clamping the real value to [lo, hi]: the
+    quantized bounds (quantization is monotone, so clamping before or after it is the same)."""
+    qlo, qhi = out.bounds
+    if lo is not None:
+        qlo = max(qlo, int(quantize(np.array([lo]), out)[0]))
+    if hi is not None:
+        qhi = min(qhi, int(quantize(np.array([hi]), out)[0]))
+    return qlo, qhi
+
+
+def narrow(values: np.ndarray) -> np.ndarray:
+    """Integer values in the narrowest of int8, int16, int32 that holds them all."""
+    for dtype in (np.int8, np.int16, np.int32):
+        info = np.iinfo(dtype)
+        if values.size == 0 or (values.min() >= info.min and values.max() <= info.max):
+            return values.astype(dtype)
+    raise ValueError("values beyond int32")

@@ -1,0 +1,94 @@
+"""Shape rules of the standard ONNX quantization ops: QuantizeLinear, DequantizeLinear, ConvInteger,
+MatMulInteger. (The QOperator ops are rewritten into QuantizeLinear/DequantizeLinear pairs around float ops at
+import, graph/quant/qoperator.py; graph/quant/fold.py turns those pairs into integer ops.)"""
+from __future__ import annotations
+
+import numpy as np
+from onnx import helper
+
+from ...errors import CglowError
+from ..geometry import axis
+from ..ir import TensorType
+from ..registry import F32, Args, shape_rule
+from .nn import _conv, matmul_shape
+
+EIGHT_BIT = (np.dtype(np.int8), np.dtype(np.uint8))
+QUANTIZED = EIGHT_BIT + (np.dtype(np.int16), np.dtype(np.uint16), np.dtype(np.int32))
+I32 = np.dtype(np.int32)
+
+
+def quant_axis(args: Args) -> int | None:
+    """The axis of a per-axis scale, None for a per-tensor one; the scale and zero point checked."""
+    node, shape = args.node, args.shape(0)
+    if node.attr("block_size", 0):
+        raise CglowError(f"{node.describe()}: blocked quantization (block_size) is not supported")
+    scale = args.types[1]
+    if scale.dtype != F32:
+        raise CglowError(f"{node.describe()}: the scale is {scale.dtype.name}; cglow takes float32 scales")
+    if args.has(2) and args.types[2].shape != scale.shape and not args.types[2].size == scale.size == 1:
+        raise CglowError(f"{node.describe()}: zero point shape {args.shape(2)} differs from the scale's "
+                         f"{scale.shape}")
+    if scale.size == 1 and len(scale.shape) <= 1:
+        return None
+    if len(scale.shape) != 1:
+        raise CglowError(f"{node.describe()}: scale of shape {scale.shape}: expected a scalar or a 1-D tensor")
+    at = axis(node, node.attr("axis", 1), len(shape))
+    if shape[at] != scale.shape[0]:
+        raise CglowError(f"{node.describe()}: {scale.shape[0]} scales for axis {at} of size {shape[at]}")
+    return at
+
+
+@shape_rule("QuantizeLinear")
+def _quantize(args: Args) -> list[TensorType]:
+    quant_axis(args)
+    if args.types[0].dtype != F32:
+        raise CglowError(f"{args.node.describe()}: input is {args.types[0].dtype.name}; cglow quantizes float32")
+    out = args.types[2].dtype if args.has(2) else np.dtype(np.uint8)
+    if args.node.attr("output_dtype", 0):
+        out = np.dtype(helper.tensor_dtype_to_np_dtype(args.node.attr("output_dtype")))
+    if out not in QUANTIZED[:4]:
+        raise CglowError(f"{args.node.describe()}: quantizing to {out.name} is not supported (int8, uint8, int16, "
+                         f"uint16)")
+    return [TensorType(out, args.shape(0))]
+
+
+@shape_rule("DequantizeLinear")
+def _dequantize(args: Args) -> list[TensorType]:
+    quant_axis(args)
+    if args.types[0].dtype not in QUANTIZED:
+        raise CglowError(f"{args.node.describe()}: dequantizing {args.types[0].dtype.name} is not supported")
+    return [TensorType(F32, args.shape(0))]
+
+
+def zero_point_problem(args: Args, i: int, of: int, per_axis: int | None) -> None:
+    """An integer op's optional zero point `i` for input `of`: its type, and scalar (or per_axis long)."""
+    if not args.has(i):
+        return
+    z = args.types[i]
+    if z.dtype != args.types[of].dtype:
+        raise CglowError(f"{args.node.describe()}: zero point '{args.node.inputs[i]}' is {z.dtype.name}, its input "
+                         f"{args.types[of].dtype.name}")
+    if z.size != 1 and (per_axis is None or z.shape != (per_axis,)):
+        raise CglowError(f"{args.node.describe()}: zero point '{args.node.inputs[i]}' of shape {z.shape}")
+
+
+@shape_rule("ConvInteger")
+def _conv_integer(args: Args) -> list[TensorType]:
+    for i in (0, 1):
+        if args.types[i].dtype not in EIGHT_BIT:
+            raise CglowError(f"{args.node.describe()}: input {i} is {args.types[i].dtype.name}; int8 or uint8")
+    zero_point_problem(args, 2, 0, None)
+    zero_point_problem(args, 3, 1, args.shape(1)[0])
+    floats = [TensorType(F32, t.shape) for t in args.types[:2]]
+    (out,) = _conv(Args(args.node, tuple(floats), args.consts[:2], args.opset))
+    return [TensorType(I32, out.shape)]
+
+
+@shape_rule("MatMulInteger")
+def _matmul_integer(args: Args) -> list[TensorType]:
+    for i in (0, 1):
+        if args.types[i].dtype not in EIGHT_BIT:
+            raise CglowError(f"{args.node.describe()}: input {i} is {args.types[i].dtype.name}; int8 or uint8")
+    zero_point_problem(args, 2, 0, None)
+    zero_point_problem(args, 3, 1, args.shape(1)[-1] if args.shape(1) else None)
+    return [TensorType(I32, matmul_shape(args))]

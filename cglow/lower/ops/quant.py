@@ -1,0 +1,216 @@
+"""Lowering of the quantized ops: the integer ops graph/quant/fold.py makes (IntConv, IntGemm, IntAdd, IntMul,
+IntAvgPool, IntTable), ConvInteger and MatMulInteger, and the QuantizeLinear / DequantizeLinear maps that
+remain around ops kept in float.
+
+Integer convolutions and matrix products accumulate int8 x int8 products in int32, subtract the input's
+zero point as they load it (or, when nothing is padded, fold it into the bias at compile time), and
+requantize each accumulator with a fixed-point multiplier and shift per output channel
+(runtime_c/requant.c): no float at run time."""
+from __future__ import annotations
+
+import numpy as np
+
+from ...graph.geometry import window
+from ...graph.ir import Node
+from ...graph.quant.params import narrow
+from ...instr.ir import Conv, Epilogue, Gather, Gemm, Map, Reduce, View
+from ..context import Context, lowering
+from ..literals import c_float, c_int, c_type
+from .nn import CHANNELS_LAST, _pixel_rows, _window_2d, as_2d
+
+INTERNAL_OPS = ("IntConv", "IntGemm", "IntAdd", "IntMul", "IntAvgPool", "IntTable")  # made by graph passes only
+I32 = np.dtype(np.int32)
+
+
+class _Operands:
+    """Per-channel constants of an expression: a literal when uniform, else a view broadcast to the output."""
+
+    def __init__(self, ctx: Context, shape: tuple[int, ...], axis: int, first: int = 0):
+        self.ctx, self.shape, self.axis, self.first = ctx, shape, axis, first
+        self.views: list[View] = []
+
+    def __call__(self, data, label: str, dtype=I32) -> str:
+        data = np.asarray(data).reshape(-1)
+        if np.all(data == data[0]):
+            return c_int(data[0], dtype) if np.dtype(dtype).kind in "iu" else c_float(data[0])
+        shape = [1] * len(self.shape)
+        shape[self.axis] = data.size
+        self.views.append(self.ctx.const_view(data.astype(dtype).reshape(shape), label).broadcast_to(self.shape))
+        return "{%d}" % (self.first + len(self.views) - 1)
+
+
+def requantized(node: Node, out_dtype: np.dtype, acc: str, c: _Operands) -> str:
+    """The expression storing a requantized accumulator `acc` (int32) as the output's type."""
+    mult = c(node.attr("mult"), f"{node.name} multipliers")
+    shift = c(node.attr("shift"), f"{node.name} shifts")
+    return f"(({c_type(out_dtype)})cglow_requant({acc}, {mult}, {shift}, {node.attr('y_zero')}, " \
+           f"{node.attr('lo')}, {node.attr('hi')}))"
+
+
+def _with_bias(acc: str, bias: np.ndarray, c: _Operands, label: str) -> str:
+    return acc if not np.any(bias) else f"{acc} + {c(bias, label)}"
+
+
+def _int_weights(ctx: Context, name: str, zero: np.ndarray, axis: int) -> tuple[View, np.ndarray | None]:
+    """Weights minus their zero point (per tensor, or along `axis`): a narrow constant, or computed into
+    int16 at run time when the weights are an input. The constant's values are returned too."""
+    data = ctx.const(name)
+    shape = [1] * len(ctx.shape(name))
+    shape[axis] = -1
+    zero = np.asarray(zero, np.int64).reshape(-1)
+    if data is not None:
+        values = narrow(data.astype(np.int64) - zero.reshape(shape if zero.size > 1 else [1] * data.ndim))
+        return ctx.const_view(values, name), values
+    view = ctx.view(name)
+    if not np.any(zero):
+        return view, None
+    out = ctx.temp(view.shape, f"{name} minus zero point", np.int16)
+    c = _Operands(ctx, view.shape, axis, first=1)
+    term = c(zero, f"{name} zero points", np.int16)
+    ctx.emit(Map(out, (view,) + tuple(c.views), f"((int16_t)({{0}} - {term}))", f"{name} zero points"))
+    return out, None
+
+
+def _conv(ctx: Context, node: Node, x_name: str, w: View, w_values, bias: np.ndarray, x_zero: int,
+          raw: bool) -> None:
+    """out = requant(bias + sum (x - x_zero) * w) (raw: the int32 sum itself)."""
+    w_shape = w.shape
+    win = window(node, ctx.shape(x_name)[2:], tuple(node.attr("kernel_shape", w_shape[2:])))
+    if x_zero and w_values is not None and not any(win.pads_begin + win.pads_end):
+        bias = bias - x_zero * w_values.reshape(w_shape[0], -1).sum(axis=1, dtype=np.int64)
+        x_zero = 0
+    out = ctx.new(node.outputs[0], CHANNELS_LAST.get(len(w_shape)))
+    x, out, win = _pixel_rows(as_2d(ctx.view(x_name)), as_2d(out), _window_2d(win))
+    c = _Operands(ctx, out.shape, 1)
+    acc = _with_bias("{acc}", bias, c, f"{node.name} bias")
+    expr = acc if raw else requantized(node, ctx.dtype(node.outputs[0]), acc, c)
+    ctx.emit(Conv(out, x, as_2d(w), win, node.attr("group", 1), Epilogue(expr, tuple(c.views)), node.name,
+                  x_zero=x_zero))
+
+
+@lowering("IntConv")
+def _int_conv(ctx: Context, node: Node) -> None:
+    w = ctx.const(node.inputs[1])
+    _conv(ctx, node, node.inputs[0], ctx.view(node.inputs[1]), w, ctx.const(node.inputs[2]).astype(np.int64),
+          node.attr("x_zero"), raw=False)
+
+
+def _zero(ctx: Context, node: Node, i: int) -> np.ndarray:
+    return ctx.const(node.inputs[i]).astype(np.int64).reshape(-1) if len(node.inputs) > i and node.inputs[i] \
+        else np.zeros(1, np.int64)
+
+
+@lowering("ConvInteger")
+def _conv_integer(ctx: Context, node: Node) -> None:
+    w, values = _int_weights(ctx, node.inputs[1], _zero(ctx, node, 3), 0)
+    _conv(ctx, node, node.inputs[0], w, values, np.zeros(ctx.shape(node.inputs[1])[0], np.int64),
+          int(_zero(ctx, node, 2)[0]), raw=True)
+
+
+def _gemm(ctx: Context, node: Node, a: View, b: View, b_values, bias: np.ndarray, zeros: tuple[int, int],
+          raw: bool) -> None:
+    """out = requant(bias + sum (a - za)(b - zb)) over [*batch, M, K] x [*batch, K, N] (raw: the int32 sum)."""
+    a = a.reshape((1,) + a.shape) if len(a.shape) == 1 else a
+    b = b.reshape(b.shape + (1,)) if len(b.shape) == 1 else b
+    if zeros[0] and b_values is not None:  # no padding in a matrix product: a's zero point is a bias
+        k_axis = len(b_values.shape) - 2 if b_values.ndim > 1 else 0
+        bias = bias - zeros[0] * b_values.sum(axis=k_axis, dtype=np.int64).reshape(-1)
+        zeros = (0, zeros[1])
+    batch = ctx.shape(node.outputs[0])[:max(len(a.shape), len(b.shape)) - 2]
+    out = ctx.new(node.outputs[0]).reshape(batch + (a.shape[-2], b.shape[-1]))
+    c = _Operands(ctx, out.shape, len(out.shape) - 1)
+    acc = _with_bias("{acc}", bias, c, f"{node.name} bias")
+    expr = acc if raw else requantized(node, ctx.dtype(node.outputs[0]), acc, c)
+    ctx.emit(Gemm(out, a.broadcast_to(batch + a.shape[-2:]), b.broadcast_to(batch + b.shape[-2:]),
+                  Epilogue(expr, tuple(c.views)), node.name, zeros=zeros))
+
+
+@lowering("IntGemm")
+def _int_gemm(ctx: Context, node: Node) -> None:
+    a, b = ctx.view(node.inputs[0]), ctx.view(node.inputs[1])
+    values = ctx.const(node.inputs[1])
+    if node.attr("transA", 0):
+        a = a.permute((1, 0))
+    if node.attr("transB", 0):
+        b = b.permute((1, 0))
+        values = None if values is None else values.T
+    _gemm(ctx, node, a, b, values, ctx.const(node.inputs[2]).astype(np.int64),
+          (node.attr("a_zero"), node.attr("b_zero")), raw=False)
+
+
+@lowering("MatMulInteger")
+def _matmul_integer(ctx: Context, node: Node) -> None:
+    b, values = _int_weights(ctx, node.inputs[1], _zero(ctx, node, 3), len(ctx.shape(node.inputs[1])) - 1)
+    n = ctx.shape(node.inputs[1])[-1]
+    _gemm(ctx, node, ctx.view(node.inputs[0]), b, values, np.zeros(n, np.int64), (int(_zero(ctx, node, 2)[0]), 0),
+          raw=True)
+
+
+@lowering("IntAdd")
+def _add(ctx: Context, node: Node) -> None:
+    a, b = f"({{0}} - {node.attr('a_zero')})", f"({{1}} - {node.attr('b_zero')})"
+    acc = f"{a} * {node.attr('a_factor')} + {b} * {node.attr('b_factor')}"
+    ctx.elementwise(node, f"(({c_type(ctx.dtype(node.outputs[0]))})cglow_rescale({acc}, {node.attr('shift')}, "
+                          f"{node.attr('y_zero')}, {node.attr('lo')}, {node.attr('hi')}))")
+
+
+@lowering("IntMul")
+def _mul(ctx: Context, node: Node) -> None:
+    c = _Operands(ctx, ctx.shape(node.outputs[0]), 0)
+    acc = f"({{0}} - {node.attr('a_zero')}) * ({{1}} - {node.attr('b_zero')})"
+    expr = requantized(node, ctx.dtype(node.outputs[0]), acc, c)
+    assert not c.views, "an elementwise requantization is per tensor"
+    ctx.elementwise(node, expr)
+
+
+@lowering("IntAvgPool")
+def _average(ctx: Context, node: Node) -> None:
+    """The sum over each window (a strided view: no window reaches outside the input), requantized."""
+    x = ctx.view(node.inputs[0])
+    kernel, strides = tuple(node.attr("kernel_shape")), tuple(node.attr("strides"))
+    spatial = x.shape[2:]
+    outs = tuple((n - k) // s + 1 for n, k, s in zip(spatial, kernel, strides))
+    windows = View(x.buf, x.offset, x.shape[:2] + outs + kernel,
+                   x.strides[:2] + tuple(st * s for st, s in zip(x.strides[2:], strides)) + x.strides[2:])
+    out = ctx.new(node.outputs[0], x.order() if len(x.shape) == len(ctx.shape(node.outputs[0])) else None)
+    c = _Operands(ctx, out.shape, 1)
+    post = requantized(node, ctx.dtype(node.outputs[0]), "{acc}", c)
+    ctx.emit(Reduce(out, (windows,), "sum", f"({{0}} - {node.attr('x_zero')})", post, node.name))
+
+
+@lowering("IntTable")
+def _table(ctx: Context, node: Node) -> None:
+    """out = table[x]: a Gather from the 256 entries (a negative int8 index counts from the end)."""
+    x, table = ctx.view(node.inputs[0]), ctx.view(node.inputs[1])
+    data = View(table.buf, table.offset, x.shape, (0,) * len(x.shape))
+    ctx.emit(Gather(ctx.new_like(node.outputs[0], [x]), data, x, 256, table.strides[0], node.name))
+
+
+def _per_axis(ctx: Context, node: Node) -> tuple[_Operands, str, str]:
+    """A QuantizeLinear's or DequantizeLinear's scale and zero point as expression operands (first: 1)."""
+    shape = ctx.shape(node.inputs[0])
+    scale = ctx.const(node.inputs[1])
+    axis = 0 if scale.size == 1 and scale.ndim <= 1 else node.attr("axis", 1) % len(shape)
+    c = _Operands(ctx, shape, axis, first=1)
+    zero = _zero(ctx, node, 2)
+    return c, c(scale, f"{node.name} scales", np.float32), c(np.broadcast_to(zero, scale.reshape(-1).shape),
+                                                              f"{node.name} zero points")
+
+
+@lowering("QuantizeLinear")
+def _quantize(ctx: Context, node: Node) -> None:
+    """saturate(round half to even(x / scale) + zero point)."""
+    c, scale, zero = _per_axis(ctx, node)
+    info = np.iinfo(ctx.dtype(node.outputs[0]))
+    x = ctx.view(node.inputs[0])
+    ctx.emit(Map(ctx.new_like(node.outputs[0], [x]), (x,) + tuple(c.views),
+                 f"(({c_type(ctx.dtype(node.outputs[0]))})cglow_quantize({{0}} / {scale}, {zero}, {info.min}, "
+                 f"{info.max}))", node.name))
+
+
+@lowering("DequantizeLinear")
+def _dequantize(ctx: Context, node: Node) -> None:
+    c, scale, zero = _per_axis(ctx, node)
+    x = ctx.view(node.inputs[0])
+    ctx.emit(Map(ctx.new_like(node.outputs[0], [x]), (x,) + tuple(c.views),
+                 f"((float)({{0}} - {zero}) * {scale})", node.name))
