@@ -195,6 +195,8 @@ B_OUTERMOST_BYTES = 1 << 20
 
 
 def _gemm(fn: str, g: Gemm, dtypes, tiles: Tiles) -> Kernel:
+    if accumulator(dtypes[g.a.buf], dtypes[g.out.buf]) == np.int32:
+        tiles = tiles.for_integer
     tile_m, tile_n = tiles.rows, tiles.columns
     nb = len(g.out.shape) - 2
     views = (g.out, g.a, g.b) + g.epi.ins
@@ -325,6 +327,8 @@ def _conv_nhwc(fn: str, c: Conv, dtypes, tiles: Tiles) -> Kernel:
     m, cg = c.w.shape[:2]
     mg = m // c.group
     depthwise = cg == 1 and mg == 1
+    if accumulator(dtypes[c.x.buf], dtypes[c.out.buf]) == np.int32:
+        tiles = tiles.for_integer
     tiles = tiles.for_depthwise if depthwise else tiles
     nr = tiles.columns if c.group == 1 or depthwise else \
         max(t for t in (16, 8, 4, 2, 1) if mg % t == 0 and t <= tiles.columns)
