@@ -12,10 +12,14 @@ import re
 import sys
 import tempfile
 import time
+from typing import TYPE_CHECKING
 import warnings
 
 from .errors import CglowError, one_line, reason
 from .options import MAX_MEMORY, Options
+
+if TYPE_CHECKING:
+    import onnx
 
 
 def parse_shape(text: str) -> tuple[str, tuple[int, ...]]:
@@ -76,16 +80,24 @@ def cmd_emit(args: argparse.Namespace) -> None:
         raise CglowError(f"--weights-file {weights}: the weights need a file of their own, not {weights.name}")
     options = replace(options_of(args), external_weights=weights is not None)
     start = time.perf_counter()
-    compiled = compile_model(args.model, name=args.name or out.stem, shapes=dict(args.shape or []), options=options,
+    model, quantized = args.model, None
+    if args.int8:
+        from .graph.onnx_import import load
+        model, quantized = quantize_with_options(args, load(args.model, options.max_memory))
+    elif any(getattr(args, key) for key in CALIBRATION_OPTIONS):
+        raise CglowError("--calib, --method, --percentile, --per-tensor and --keep-float apply only with --int8")
+    compiled = compile_model(model, name=args.name or out.stem, shapes=dict(args.shape or []), options=options,
                              header=out.with_suffix(".h").name)
     files: dict[Path, str | bytes] = {out.with_suffix(".h"): compiled.h_source, out: compiled.c_source}
     if weights:
         files[weights] = compiled.weights_blob
     if args.report:
         from .memory import analyze, import_graph, render_html
-        graph = import_graph(args.model, dict(args.shape or []), options.max_memory)
+        graph = import_graph(model, dict(args.shape or []), options.max_memory)
         files[Path(args.report)] = render_html(analyze(graph, compiled), Path(args.model).name)
     write_files(files)
+    if quantized:
+        print(f"cglow: quantized the model in memory: {quantized}")
     listing = [f"{out} ({len(compiled.c_source.encode()) // 1024} KiB)", str(out.with_suffix(".h"))]
     listing += [str(weights)] if weights else []
     print(f"cglow: wrote {', '.join(listing[:-1])} and {listing[-1]}: {len(compiled.program.instrs)} kernels, "
@@ -93,6 +105,54 @@ def cmd_emit(args: argparse.Namespace) -> None:
           f"in {time.perf_counter() - start:.2f} s")
     if args.report:
         print(f"cglow: wrote the memory plan {args.report}")
+
+
+CALIBRATION_OPTIONS = ("calib", "method", "percentile", "per_tensor", "keep_float")
+
+
+def cmd_quantize(args: argparse.Namespace) -> None:
+    from .graph.onnx_import import load
+    model, summary = quantize_with_options(args, load(args.model))
+    write_files({Path(args.output): model.SerializeToString()})
+    print(f"cglow: wrote {args.output}: {summary}")
+
+
+def quantize_with_options(args: argparse.Namespace, model: onnx.ModelProto) -> tuple[onnx.ModelProto, str]:
+    """The QDQ model of `model` per the calibration options, and a summary of what was quantized."""
+    from collections import Counter
+    from .quantize import load_calibration, quantize, weight_bytes
+    if not args.calib:
+        raise CglowError("quantizing needs calibration inputs: --calib INPUTS.npz (one array per model input, "
+                         "samples stacked on a new leading axis)")
+    if args.percentile is not None and args.method != "percentile":
+        raise CglowError("--percentile applies only with --method percentile")
+    try:
+        percentile = float(args.percentile or 99.99)
+    except ValueError:
+        raise CglowError(f"--percentile {args.percentile}: expected a number above 0 and at most 100") from None
+    result = quantize(model, load_calibration(args.calib, model), args.method or "minmax", percentile,
+                      not args.per_tensor, args.keep_float or ())
+    kept = ", ".join(op if n == 1 else f"{op} x{n}" for op, n in sorted(Counter(result.float_ops).items()))
+    return result.model, (f"{len(result.quantized_ops)} ops quantized to int8, {len(result.float_ops)} kept in float"
+                          f"{f' ({kept})' if kept else ''}, weights {weight_bytes(model)} -> "
+                          f"{weight_bytes(result.model)} bytes")
+
+
+def add_calibration_arguments(parser: argparse.ArgumentParser) -> None:
+    """The calibration options: what quantize and emit --int8 share."""
+    parser.add_argument("--calib", metavar="INPUTS.npz",
+                        help="calibration inputs: one array per model input named after it (any name for a "
+                             "single input), samples stacked on a new leading axis")
+    parser.add_argument("--method", metavar="minmax|percentile|entropy",
+                        help="how activation ranges are set: min/max (default), a percentile of |x|, or the "
+                             "KL-divergence (entropy) threshold")
+    parser.add_argument("--percentile", metavar="P", help="with --method percentile: the percentile of |x| "
+                                                          "(default: 99.99)")
+    parser.add_argument("--per-tensor", action="store_true",
+                        help="one scale per weight tensor instead of one per output channel")
+    parser.add_argument("--keep-float", nargs="+", action="extend", metavar="OP_OR_NODE",
+                        help="op types or node names to compute in float (give them after the model: the list "
+                             "takes every word that follows)")
 
 
 def model_info(model: str, shapes: dict[str, tuple[int, ...]], options: Options = Options()) -> dict:
@@ -147,6 +207,9 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
                              "x86-avx2, x86-avx512, aarch64, rv64gcv (vector units); cortex-m3, cortex-m4, cortex-m7, "
                              "cortex-m33, cortex-m55, riscv32, riscv64 (scalar); the C stays portable C99 for "
                              "every target")
+    parser.add_argument("--float-io", action="store_true",
+                        help="a quantized model keeps float inputs and outputs, (de)quantized inside net_run (default: "
+                             "the 8-bit integers, with NET_INPUT_i_SCALE and _ZERO_POINT in the header)")
     parser.add_argument("--max-memory", type=argument_type(parse_bytes), default=MAX_MEMORY, metavar="BYTES",
                         help="refuse a model with a tensor, or weights + arena + inputs and outputs, above this many "
                              "bytes; K, M and G suffixes (default: 1G)")
@@ -154,7 +217,7 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
 
 def options_of(args: argparse.Namespace) -> Options:
     return Options(align=args.align, caller_arena=args.caller_arena, io_in_arena=args.io_in_arena,
-                   target=args.target, max_memory=args.max_memory)
+                   target=args.target, max_memory=args.max_memory, float_io=args.float_io)
 
 
 def cmd_example(args: argparse.Namespace) -> None:
@@ -173,7 +236,16 @@ def main(argv: list[str] | None = None) -> int:
     emit.add_argument("--weights-file", metavar="NET.bin",
                       help="write the weights to this little-endian binary file instead of into the .c file: "
                            "net_run(const void *weights, ...) takes them at run time")
+    emit.add_argument("--int8", action="store_true",
+                      help="quantize the model to int8 first (QDQ, like `cglow quantize`); needs --calib")
+    add_calibration_arguments(emit)
     emit.set_defaults(run=cmd_emit)
+    quantize = sub.add_parser("quantize", help="write an int8 QDQ ONNX model from a float model and "
+                                               "calibration inputs")
+    quantize.add_argument("model", help="the float .onnx file")
+    quantize.add_argument("-o", "--output", required=True, help="the QDQ .onnx file to write")
+    add_calibration_arguments(quantize)
+    quantize.set_defaults(run=cmd_quantize)
     info = sub.add_parser("info", help="print a model's inputs, outputs, ops and memory needs")
     add_model_arguments(info)
     info.add_argument("--json", action="store_true", help="print one JSON object (for scripts)")
