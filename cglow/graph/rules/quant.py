@@ -3,6 +3,8 @@ MatMulInteger. (The QOperator ops are rewritten into QuantizeLinear/DequantizeLi
 import, graph/quant/qoperator.py; graph/quant/fold.py turns those pairs into integer ops.)"""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 from onnx import helper
 
@@ -80,7 +82,7 @@ def _conv_integer(args: Args) -> list[TensorType]:
     zero_point_problem(args, 2, 0, None)
     zero_point_problem(args, 3, 1, args.shape(1)[0])
     floats = [TensorType(F32, t.shape) for t in args.types[:2]]
-    (out,) = _conv(Args(args.node, tuple(floats), args.consts[:2], args.opset))
+    (out,) = _conv(Args(replace(args.node, inputs=args.node.inputs[:2]), tuple(floats), args.consts[:2], args.opset))
     return [TensorType(I32, out.shape)]
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...graph.geometry import window
+from ...errors import CglowError
 from ...graph.ir import Node
 from ...graph.quant.params import narrow
 from ...instr.ir import Conv, Epilogue, Gather, Gemm, Map, Reduce, View
@@ -96,8 +97,13 @@ def _int_conv(ctx: Context, node: Node) -> None:
 
 
 def _zero(ctx: Context, node: Node, i: int) -> np.ndarray:
-    return ctx.const(node.inputs[i]).astype(np.int64).reshape(-1) if len(node.inputs) > i and node.inputs[i] \
-        else np.zeros(1, np.int64)
+    """An integer op's zero point `i` (default 0), which cglow takes as a constant."""
+    if len(node.inputs) <= i or not node.inputs[i]:
+        return np.zeros(1, np.int64)
+    data = ctx.const(node.inputs[i])
+    if data is None:
+        raise CglowError(f"{node.describe()}: the zero point '{node.inputs[i]}' must be a constant")
+    return data.astype(np.int64).reshape(-1)
 
 
 @lowering("ConvInteger")
@@ -186,31 +192,41 @@ def _table(ctx: Context, node: Node) -> None:
     ctx.emit(Gather(ctx.new_like(node.outputs[0], [x]), data, x, 256, table.strides[0], node.name))
 
 
-def _per_axis(ctx: Context, node: Node) -> tuple[_Operands, str, str]:
-    """A QuantizeLinear's or DequantizeLinear's scale and zero point as expression operands (first: 1)."""
+def _per_axis(ctx: Context, node: Node) -> tuple[tuple[View, ...], str, str]:
+    """A QuantizeLinear's or DequantizeLinear's scale and zero point as expression operands ({1} on):
+    literals or views of constants, or views of run-time inputs, along the quantization axis."""
     shape = ctx.shape(node.inputs[0])
-    scale = ctx.const(node.inputs[1])
-    axis = 0 if scale.size == 1 and scale.ndim <= 1 else node.attr("axis", 1) % len(shape)
+    axis = 0 if ctx.graph.types[node.inputs[1]].size == 1 else node.attr("axis", 1) % len(shape)
     c = _Operands(ctx, shape, axis, first=1)
-    zero = _zero(ctx, node, 2)
-    return c, c(scale, f"{node.name} scales", np.float32), c(np.broadcast_to(zero, scale.reshape(-1).shape),
-                                                              f"{node.name} zero points")
+    terms = []
+    for i, label, dtype in ((1, "scales", np.float32), (2, "zero points", I32)):
+        name = node.inputs[i] if len(node.inputs) > i else ""
+        data = ctx.const(name) if name else np.zeros(1, I32)
+        if data is not None:
+            terms.append(c(data, f"{node.name} {label}", dtype))
+            continue
+        view = ctx.view(name)
+        along = [1] * len(shape)
+        along[axis] = view.size
+        c.views.append(view.reshape(tuple(along)).broadcast_to(shape))
+        terms.append("{%d}" % len(c.views))
+    return tuple(c.views), terms[0], terms[1]
 
 
 @lowering("QuantizeLinear")
 def _quantize(ctx: Context, node: Node) -> None:
     """saturate(round half to even(x / scale) + zero point)."""
-    c, scale, zero = _per_axis(ctx, node)
+    views, scale, zero = _per_axis(ctx, node)
     info = np.iinfo(ctx.dtype(node.outputs[0]))
     x = ctx.view(node.inputs[0])
-    ctx.emit(Map(ctx.new_like(node.outputs[0], [x]), (x,) + tuple(c.views),
+    ctx.emit(Map(ctx.new_like(node.outputs[0], [x]), (x,) + views,
                  f"(({c_type(ctx.dtype(node.outputs[0]))})cglow_quantize({{0}} / {scale}, {zero}, {info.min}, "
                  f"{info.max}))", node.name))
 
 
 @lowering("DequantizeLinear")
 def _dequantize(ctx: Context, node: Node) -> None:
-    c, scale, zero = _per_axis(ctx, node)
+    views, scale, zero = _per_axis(ctx, node)
     x = ctx.view(node.inputs[0])
-    ctx.emit(Map(ctx.new_like(node.outputs[0], [x]), (x,) + tuple(c.views),
+    ctx.emit(Map(ctx.new_like(node.outputs[0], [x]), (x,) + views,
                  f"((float)({{0}} - {zero}) * {scale})", node.name))
