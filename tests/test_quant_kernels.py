@@ -364,12 +364,14 @@ def test_conv(case):
     check_conv(**CONV_CASES[case])
 
 
-@pytest.mark.parametrize("case, kernel", [("1x1", "gemm"), ("1x1, stride 2", "conv"), ("padded, input zero point", "conv")])
+@pytest.mark.parametrize("case, kernel", [("1x1", "gemm"), ("1x1, stride 2", "conv"),
+                                          ("padded, input zero point", "conv")])
 def test_pointwise_conv_runs_as_a_gemm(case, kernel):
     """An unpadded stride-1 1x1 integer conv is computed by the matrix-product kernel (its input zero point
     folded into the bias); others by a conv kernel."""
     model, _ = conv_case(np.random.default_rng(0), **CONV_CASES[case])
-    kernels = [n for n in functions(cglow.compile_model(model, name="net").c_source) if re.fullmatch(r"net_\d+_\w+", n)]
+    source = cglow.compile_model(model, name="net").c_source
+    kernels = [n for n in functions(source) if re.fullmatch(r"net_\d+_\w+", n)]
     assert [re.sub(r"net_\d+_", "", n) for n in kernels] == [kernel], kernels
 
 
