@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ..names import fresh_name
 from .ir import Graph, Node, TensorType
 
 
@@ -32,11 +33,7 @@ class Site:
 
     def fresh(self, base: str, taken: set[str]) -> str:
         """A value name the graph does not use, nor `taken` (which receives it)."""
-        name, i = base, 1
-        while name in self.graph.types or name in taken:
-            name, i = f"{base}_{i}", i + 1
-        taken.add(name)
-        return name
+        return fresh_name(base, taken, self.graph.types)
 
     def rewritten(self, changes: list[tuple[Node, Node | None]], consts: dict[str, np.ndarray] | None = None) -> Graph:
         """The graph with each old node replaced by its new one (None: dropped), and the new constants."""

@@ -16,6 +16,7 @@ import onnx
 from onnx import helper, numpy_helper
 
 from ..errors import CglowError, reason
+from ..names import fresh_name
 
 QDQ_OPSET = 13
 
@@ -115,10 +116,7 @@ class _Graph:
         return len(t.tensor_type.shape.dim) if t is not None and t.tensor_type.HasField("shape") else None
 
     def add_const(self, base: str, value: np.ndarray) -> str:
-        name, i = base, 1
-        while name in self.names:
-            name, i = f"{base}_{i}", i + 1
-        self.names.add(name)
+        name = fresh_name(base, self.names)
         self.consts[name] = value.astype(np.float32)
         return name
 

@@ -26,6 +26,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from .prepare import subgraph_reads, tensor_types, typed
+from ..names import fresh_name
 
 UNARY = ("AveragePool", "GlobalAveragePool", "Relu", "Clip", "Sigmoid", "Tanh", "LeakyRelu", "HardSigmoid")
 SAME_SCALE = ("Reshape", "Flatten", "Transpose", "Squeeze", "Unsqueeze", "MaxPool")
@@ -187,11 +188,7 @@ class _Writer:
         return typed(result)
 
     def fresh(self, base: str) -> str:
-        name, i = base, 1
-        while name in self.names:
-            name, i = f"{base}_{i}", i + 1
-        self.names.add(name)
-        return name
+        return fresh_name(base, self.names)
 
     def init(self, base: str, value: np.ndarray) -> str:
         name = self.fresh(base)

@@ -4,6 +4,8 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from ..names import fresh_name
+
 OPSET = 17
 IR_VERSION = 8
 
@@ -21,11 +23,7 @@ class Builder:
         self._names: set[str] = {"input", "output"}
 
     def _unique(self, name: str) -> str:
-        candidate, i = name, 1
-        while candidate in self._names:
-            candidate, i = f"{name}_{i}", i + 1
-        self._names.add(candidate)
-        return candidate
+        return fresh_name(name, self._names)
 
     def const(self, name: str, value, dtype=np.float32) -> str:
         """Add an initializer from an array-like value; returns its (unique) name."""

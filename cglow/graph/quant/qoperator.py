@@ -8,6 +8,7 @@ import onnx
 from onnx import helper
 
 from ...errors import CglowError
+from ...names import fresh_name
 from ..topology import describe
 
 MICROSOFT = "com.microsoft"
@@ -24,12 +25,7 @@ class _Rewrite:
         return self.proto.input[i] if i < len(self.proto.input) else ""
 
     def fresh(self, what: str) -> str:
-        base = f"{self.proto.output[0]}_{what}"
-        name, k = base, 1
-        while name in self.taken:
-            name, k = f"{base}_{k}", k + 1
-        self.taken.add(name)
-        return name
+        return fresh_name(f"{self.proto.output[0]}_{what}", self.taken)
 
     def node(self, op: str, inputs, output: str | None = None, **attrs) -> str:
         output = output or self.fresh(op.lower())
