@@ -728,22 +728,11 @@ def test_add_mul(case):
     check_outputs(model, reference, shapes, rng)
 
 
-def test_add_all_pairs():
-    """IntAdd on every pair of int8 values (256 x 256), with ratios that make rounding ties."""
-    rng = np.random.default_rng(4)
-    model, reference = binary_case(rng, op="Add", a_shape=(256, 1), b_shape=(1, 256), scales=(0.1, 0.3, 0.4),
-                                   zeros=(5, -7, 2))
-    a = np.arange(-128, 128, dtype=np.int8).reshape(256, 1)
-    b = a.reshape(1, 256).copy()
-    (got,) = run(model, a, b)
-    want = reference(a, b)
-    assert np.array_equal(got, want), f"{np.sum(got != want)} of {got.size} differ"
-
-
-def test_mul_all_pairs():
-    rng = np.random.default_rng(5)
-    model, reference = binary_case(rng, op="Mul", a_shape=(256, 1), b_shape=(1, 256), scales=(0.02, 0.05, 0.25),
-                                   zeros=(5, -7, 2))
+@pytest.mark.parametrize("op, scales", [("Add", (0.1, 0.3, 0.4)), ("Mul", (0.02, 0.05, 0.25))])
+def test_all_pairs(op, scales):
+    """IntAdd and IntMul on every pair of int8 values (256 x 256); the Add's ratios make rounding ties."""
+    rng = np.random.default_rng({"Add": 4, "Mul": 5}[op])
+    model, reference = binary_case(rng, op=op, a_shape=(256, 1), b_shape=(1, 256), scales=scales, zeros=(5, -7, 2))
     a = np.arange(-128, 128, dtype=np.int8).reshape(256, 1)
     b = a.reshape(1, 256).copy()
     (got,) = run(model, a, b)

@@ -272,8 +272,8 @@ def _fold(site: Site, q: Node) -> Graph | None:
 
 def _typed(graph: Graph, extra: list[Node]) -> Graph:
     types = dict(graph.types)
-    for node in extra:  # requantized copies: the type of their source
-        types[node.outputs[0]] = graph.types[node.inputs[0]]
+    for node in extra:  # requantized copies: their source's shape, their table's (the output's) type
+        types[node.outputs[0]] = replace(graph.types[node.inputs[0]], dtype=graph.types[node.inputs[1]].dtype)
     return replace(graph, types=types)
 
 

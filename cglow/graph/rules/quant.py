@@ -74,13 +74,19 @@ def zero_point_problem(args: Args, i: int, of: int, per_axis: int | None) -> Non
         raise CglowError(f"{args.node.describe()}: zero point '{args.node.inputs[i]}' of shape {z.shape}")
 
 
-@shape_rule("ConvInteger")
-def _conv_integer(args: Args) -> list[TensorType]:
+def integer_operands(args: Args, per_axis: int | None) -> None:
+    """ConvInteger's or MatMulInteger's two 8-bit operands and their zero points: a's scalar, b's scalar or
+    per_axis long."""
     for i in (0, 1):
         if args.types[i].dtype not in EIGHT_BIT:
             raise CglowError(f"{args.node.describe()}: input {i} is {args.types[i].dtype.name}; int8 or uint8")
     zero_point_problem(args, 2, 0, None)
-    zero_point_problem(args, 3, 1, args.shape(1)[0])
+    zero_point_problem(args, 3, 1, per_axis)
+
+
+@shape_rule("ConvInteger")
+def _conv_integer(args: Args) -> list[TensorType]:
+    integer_operands(args, args.shape(1)[0])
     floats = [TensorType(F32, t.shape) for t in args.types[:2]]
     (out,) = _conv(Args(replace(args.node, inputs=args.node.inputs[:2]), tuple(floats), args.consts[:2], args.opset))
     return [TensorType(I32, out.shape)]
@@ -88,9 +94,5 @@ def _conv_integer(args: Args) -> list[TensorType]:
 
 @shape_rule("MatMulInteger")
 def _matmul_integer(args: Args) -> list[TensorType]:
-    for i in (0, 1):
-        if args.types[i].dtype not in EIGHT_BIT:
-            raise CglowError(f"{args.node.describe()}: input {i} is {args.types[i].dtype.name}; int8 or uint8")
-    zero_point_problem(args, 2, 0, None)
-    zero_point_problem(args, 3, 1, args.shape(1)[-1] if args.shape(1) else None)
+    integer_operands(args, args.shape(1)[-1] if args.shape(1) else None)
     return [TensorType(I32, matmul_shape(args))]

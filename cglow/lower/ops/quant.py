@@ -34,9 +34,13 @@ class _Operands:
         data = np.asarray(data).reshape(-1)
         if np.all(data == data[0]):
             return c_int(data[0], dtype) if np.dtype(dtype).kind in "iu" else c_float(data[0])
-        shape = [1] * len(self.shape)
-        shape[self.axis] = data.size
-        self.views.append(self.ctx.const_view(data.astype(dtype).reshape(shape), label).broadcast_to(self.shape))
+        return self.view(self.ctx.const_view(data.astype(dtype), label))
+
+    def view(self, values: View) -> str:
+        """A 1-D view of values along the axis (a run-time input's, or a constant's)."""
+        along = [1] * len(self.shape)
+        along[self.axis] = values.size
+        self.views.append(values.reshape(tuple(along)).broadcast_to(self.shape))
         return "{%d}" % (self.first + len(self.views) - 1)
 
 
@@ -202,14 +206,7 @@ def _per_axis(ctx: Context, node: Node) -> tuple[tuple[View, ...], str, str]:
     for i, label, dtype in ((1, "scales", np.float32), (2, "zero points", I32)):
         name = node.inputs[i] if len(node.inputs) > i else ""
         data = ctx.const(name) if name else np.zeros(1, I32)
-        if data is not None:
-            terms.append(c(data, f"{node.name} {label}", dtype))
-            continue
-        view = ctx.view(name)
-        along = [1] * len(shape)
-        along[axis] = view.size
-        c.views.append(view.reshape(tuple(along)).broadcast_to(shape))
-        terms.append("{%d}" % len(c.views))
+        terms.append(c.view(ctx.view(name)) if data is None else c(data, f"{node.name} {label}", dtype))
     return tuple(c.views), terms[0], terms[1]
 
 
