@@ -8,6 +8,7 @@ ops that read it (Reshape, Transpose...), so that the integers flow through them
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from fractions import Fraction
 import math
 
 import numpy as np
@@ -20,7 +21,7 @@ from .table import TABLE_OPS, table
 MOVEMENT = {"Reshape", "Flatten", "Transpose", "Squeeze", "Unsqueeze", "MaxPool", "Slice", "Expand", "Tile",
             "DepthToSpace", "SpaceToDepth", "Identity", "Concat", "Gather"}  # they only move values
 REQUANTIZED = {"Conv", "Gemm", "MatMul", "Add", "Mul"}  # a Relu or Clip after them becomes their clamp
-ADD_BITS = 21  # IntAdd: the larger scale ratio is a multiplier in [2**21, 2**22)
+ADD_BITS = 21  # IntAdd: the larger scale ratio is a factor in [2**21, 2**22]
 
 
 @dataclass(frozen=True)
@@ -138,9 +139,17 @@ def _gemm(b: _Build, op: Node, out: QParams, bounds) -> Node | None:
 
 
 def _binary(b: _Build, op: Node, out: QParams, bounds) -> Node | None:
-    """Add: y = zy + ((a - za) fa + (b - zb) fb) / 2**shift, where fa / 2**shift and fb / 2**shift are the
-    float32 ratios sa / sy and sb / sy, the larger with 22 significant bits, rounded halves away from zero
-    (onnxruntime's integer QLinearAdd on x86 computes the same, so the two agree on every rounding). Mul: y = zy + sa sb / sy (a - za)(b - zb)."""
+    """Add: y = zy + round(((a - za) fa + (b - zb) fb) unit), halves to even as QuantizeLinear rounds them (unit
+    is the requantization's factor), where the integers fa and fb are the ratios sa / sy and sb / sy (exact
+    rationals of the scales) in units of unit, rounded, the larger in [2**21, 2**22] so that the sum fits in
+    int32. unit is a power of two when that makes either factor exact (both, for ratios such as 1/2 and 3/4:
+    then y is the real sum rounded, to the bit), else the larger ratio / 2**22, which the multiplier holds to
+    31 bits. The factors' rounding, in all below 255 / 2**22 of the larger ratio, can put a value that close to
+    a half (or at one) on the wrong side of it, and when unit is not a power of two an exact half (scales 1,
+    0.5 and 3 make them) may round away from even. The float model rounds its float32 products and sum, and
+    onnxruntime's QLinearAdd on x86-64 (AVX2) computes in float32 too, adding zy before it rounds: both agree
+    with cglow to the bit where their float32 arithmetic is exact (QLinearAdd at halves only if zy is even).
+    Mul: y = zy + sa sb / sy (a - za)(b - zb)."""
     site = b.site
     x, y = dequantized(site, op.inputs[0]), dequantized(site, op.inputs[1])
     if x is None or y is None or not x.p.per_tensor or not y.p.per_tensor:
@@ -148,12 +157,14 @@ def _binary(b: _Build, op: Node, out: QParams, bounds) -> Node | None:
     sa, sb, sy = x.p.scale[0], y.p.scale[0], out.scale[0]
     attrs = {"a_zero": int(x.p.zero[0]), "b_zero": int(y.p.zero[0])}
     if op.op == "Add":
-        ratios = np.float32(sa) / np.float32(sy), np.float32(sb) / np.float32(sy)
-        shift = ADD_BITS - (math.frexp(float(max(ratios)))[1] - 1)
-        if not 1 <= shift <= 30:
+        ratios = Fraction(sa) / Fraction(sy), Fraction(sb) / Fraction(sy)
+        unit = Fraction(2) ** (math.frexp(float(max(ratios)))[1] - 1 - ADD_BITS)
+        if all((r / unit).denominator != 1 for r in ratios):
+            unit = max(ratios) / 2 ** (ADD_BITS + 1)
+        if unit > 1:  # the requantized sum, up to 255 * 2**23 * unit, must fit in int32
             return None
-        fa, fb = (int(np.rint(np.float64(r) * 2.0 ** shift)) for r in ratios)
-        attrs.update(a_factor=fa, b_factor=fb, shift=shift, y_zero=int(out.zero[0]), lo=bounds[0], hi=bounds[1])
+        attrs.update(a_factor=round(ratios[0] / unit), b_factor=round(ratios[1] / unit),
+                     **_requant(out, np.array([float(unit)]), bounds))
     else:
         attrs.update(_requant(out, np.array([sa * sb / sy]), bounds))
     return Node(f"Int{op.op}", op.name, (x.source, y.source), (), attrs)
