@@ -18,6 +18,7 @@ bench: install-test
 
 bench-mcu: install-test
 	$(PYTHON) scripts/bench_mcu.py
+	$(PYTHON) scripts/bench_mcu.py --int8
 
 bench-memory: install-test
 	$(PYTHON) scripts/bench_memory.py

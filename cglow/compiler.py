@@ -14,6 +14,7 @@ from .graph.onnx_import import import_model, load
 from .graph.quant.io import quantized_io
 from .instr import passes as instr_passes
 from .instr.ir import Program
+from .kernels.tiles import tiles_for
 from .lower.context import lower
 from .options import Options
 
@@ -39,7 +40,7 @@ def compile_program(prog: Program, name: str, inputs, outputs, source: str = "",
 
     `inputs` and `outputs` are TensorInfo in the order of prog.inputs and prog.outputs; the C file includes
     `header` (default: the prefix plus .h)."""
-    for rewrite in instr_passes.PIPELINE:
+    for rewrite in instr_passes.pipeline(tiles_for(options.target).for_integer.dual_mac):
         prog = rewrite(prog)
     plan = allocate(prog, options.align, options.io_in_arena)
     check_memory(prog, plan, options)

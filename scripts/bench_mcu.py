@@ -19,6 +19,11 @@ counted). A model whose weights exceed the target's flash is skipped with the re
 run in parallel (--jobs) and are cached by hash (cglow.host.build_cached). The script exits with
 status 1 when a model mismatches or fails to compile, build or run.
 
+With --int8, each model is first quantized by cglow itself (cglow.quantize: per-channel int8 weights,
+minmax calibration on 8 seeded standard normal inputs) and compiled with int8 inputs and outputs; err is
+then the largest difference from onnxruntime running the same QDQ model, in output quantization steps
+(above 2 the row says MISMATCH), and onnxruntime gets the dequantized input.
+
 Run with `make bench-mcu`; `python scripts/bench_mcu.py kws resnet8` measures a subset."""
 from __future__ import annotations
 
@@ -32,15 +37,20 @@ import shutil
 import subprocess
 import sys
 
-from bench import MODELS, TOLERANCE, fmt, log, macs, ort_session, rel_error, seeded_inputs
+import numpy as np
+
+from bench import MODELS, SEED, TOLERANCE, fmt, log, macs, ort_session, rel_error, seeded_inputs
 import cglow
 from cglow import cross, zoo
 from cglow.compiler import CompiledModel
 from cglow.instr.ir import Conv
 from cglow.options import Options
+from cglow.quantize import quantize_model
 from cglow.targets import MIB, TARGETS, Target
 
-INSN_PER_MAC_TARGET = 2.5  # on the convolutional models: reported, not checked
+INSN_PER_MAC_TARGET = 2.5  # on the convolutional models: reported, not checked (2.0 for int8)
+INT8_STEPS = 2             # an int8 row's largest difference from onnxruntime, in output steps
+CALIBRATION_SAMPLES = 8
 
 
 @dataclass
@@ -57,10 +67,11 @@ class Row:
     compiled: CompiledModel | None = None
     model: object = None
     inputs: list = field(default_factory=list)
+    int8: bool = False
 
     @property
     def ok(self) -> bool:
-        return not self.failed and (bool(self.note) or self.error <= TOLERANCE)
+        return not self.failed and (bool(self.note) or self.error <= (INT8_STEPS if self.int8 else TOLERANCE))
 
 
 def first_line(error: Exception) -> str:
@@ -68,6 +79,22 @@ def first_line(error: Exception) -> str:
     lines = [line.strip() for line in str(error).splitlines() if line.strip()]
     errors = [line for line in lines if "error" in line.lower() or "overflow" in line.lower()]
     return (errors or lines or [type(error).__name__])[0][:160]
+
+
+def real(info, values: np.ndarray) -> np.ndarray:
+    """A quantized input's or output's real values (the float model's); other values as they are."""
+    if info.scale is None:
+        return values
+    return ((values.astype(np.float64) - info.zero_point) * info.scale).astype(np.float32)
+
+
+def int8_model(model):
+    """The model quantized by cglow (per-channel weights, minmax) on seeded standard normal inputs."""
+    rng = np.random.default_rng(SEED)
+    calib = {i.name: rng.standard_normal((CALIBRATION_SAMPLES, *[d.dim_value for d in
+                                                                 i.type.tensor_type.shape.dim])).astype(np.float32)
+             for i in model.graph.input}
+    return quantize_model(model, calib)
 
 
 def measure(row: Row, target: Target, timeout: float) -> None:
@@ -82,10 +109,11 @@ def measure(row: Row, target: Target, timeout: float) -> None:
         row.instructions = run.instructions
         stage = "onnxruntime"
         session = ort_session(row.model)
-        want = session.run(None, {t.name: x for t, x in zip(row.compiled.inputs, row.inputs)})
+        want = session.run(None, {t.name: real(t, x) for t, x in zip(row.compiled.inputs, row.inputs)})
         names = [o.name for o in session.get_outputs()]
         want = [want[names.index(t.name)] for t in row.compiled.outputs]  # the graph's output order
-        row.error = max((rel_error(g, w) for g, w in zip(run.outputs, want)), default=0.0)
+        row.error = max((np.max(np.abs(real(t, g) - w)) / t.scale if t.scale else rel_error(g, w)
+                         for t, g, w in zip(row.compiled.outputs, run.outputs, want)), default=0.0)
     except Exception as e:  # noqa: BLE001 - report the model, go on
         row.note, row.failed = f"{stage} failed: {first_line(e)}", True
 
@@ -98,7 +126,8 @@ def prepare(names, target: Target, args) -> tuple[list[Row], list[Future]]:
         row = Row(name)
         rows.append(row)
         try:
-            row.model = zoo.build(name)
+            row.model = int8_model(zoo.build(name)) if args.int8 else zoo.build(name)
+            row.int8 = args.int8
             row.compiled = compiled = cglow.compile_model(row.model, options=Options(target=target.tiles))
         except Exception as e:  # noqa: BLE001 - report the model, go on with the others
             row.note, row.failed = f"compile failed: {type(e).__name__}: {first_line(e)}", True
@@ -109,7 +138,8 @@ def prepare(names, target: Target, args) -> tuple[list[Row], list[Future]]:
             row.note = (f"skipped: {compiled.weights_bytes / MIB:.1f} MiB of weights do not fit "
                         f"{target.flash_bytes / MIB:g} MiB of flash")
             continue
-        row.inputs = seeded_inputs(compiled)
+        row.inputs = [np.random.default_rng(SEED).integers(-128, 128, t.shape).astype(t.dtype)
+                      if t.scale is not None else x for t, x in zip(compiled.inputs, seeded_inputs(compiled))]
         log(f"bench-mcu: compiled {name}; building and running")
         jobs.append(pool.submit(measure, row, target, args.timeout))
     pool.shutdown(wait=False)
@@ -131,7 +161,9 @@ def table(rows: list[Row]) -> list[str]:
     if conv:
         worst, name = max(conv)
         lines.append(f"convolutional models: at most {worst:.2f} insn/MAC ({name}); "
-                     f"the target is {INSN_PER_MAC_TARGET:g}")
+                     f"the target is {2.0 if rows[0].int8 else INSN_PER_MAC_TARGET:g}")
+    if rows and rows[0].int8:
+        lines.append("int8 models quantized by cglow; err in output quantization steps (relative for a float output)")
     return lines
 
 
@@ -141,6 +173,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--target", default="cortex-m4", choices=sorted(TARGETS), help="default cortex-m4")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="parallel builds and runs "
                         "(default: cores)")
+    parser.add_argument("--int8", action="store_true", help="quantize each model with cglow first")
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds one emulation may take "
                         "before it counts as failed (default 1800)")
     args = parser.parse_args(argv)

@@ -1,9 +1,11 @@
-"""The runtime_c helpers on their own, against NumPy in double precision: cglow_exp and cglow_erf over
-their whole float range, edges and NaN included, with the strict flags and with -ffast-math. Each helper
+"""The runtime_c helpers on their own: cglow_exp and cglow_erf against NumPy in double precision over
+their whole float range, edges and NaN included, with the strict flags and with -ffast-math; the
+requantizations against exact rational arithmetic. Each helper
 runs in a program of its own (floats in on stdin, out on stdout): a library built with -ffast-math would
 set flush-to-zero for the whole test process when loaded."""
 from __future__ import annotations
 
+from fractions import Fraction
 import subprocess
 from importlib import resources
 
@@ -11,6 +13,7 @@ import numpy as np
 import pytest
 
 from cglow.host import HOST_FLAGS, build_cached
+from cglow.lower.ops.quant import never_halfway
 
 HELPERS = resources.files("cglow") / "runtime_c"
 DRIVER = """#include <math.h>
@@ -71,3 +74,61 @@ def test_erf_is_within_its_fit():
     assert np.max(np.abs(cglow_erf(x) - want)) <= 7e-7
     assert np.allclose(cglow_erf(np.array([-np.inf, np.inf], np.float32)), [-1.0, 1.0], rtol=0, atol=7e-7)
     assert np.isnan(cglow_erf(np.array([np.nan], np.float32))[0])
+
+
+REQUANT_DRIVER = """#include <stdint.h>
+#include <stdio.h>
+{helpers}
+int main(void)
+{{
+    int32_t v[3];
+    while (fread(v, sizeof v, 1, stdin) == 1) {{
+        const int32_t y[2] = {{cglow_requant(v[0], v[1], v[2], 3, -128, 127),
+                              cglow_requant_high(v[0], v[1], v[2], 3, -128, 127)}};
+        fwrite(y, sizeof y, 1, stdout);
+    }}
+    return 0;
+}}
+"""
+
+
+def requants(rows: np.ndarray) -> np.ndarray:
+    """cglow_requant and cglow_requant_high of each (acc, multiplier, shift), zero 3 and int8 bounds."""
+    helpers = "\n".join((HELPERS / f"{n}.c").read_text() for n in ("clamp", "requant", "requant_high"))
+    program = build_cached({"requant.c": REQUANT_DRIVER.format(helpers=helpers)}, "cc", HOST_FLAGS, "requant-{}")
+    run = subprocess.run([str(program)], input=np.asarray(rows, "<i4").tobytes(), capture_output=True, check=True)
+    return np.frombuffer(run.stdout, "<i4").reshape(-1, 2)
+
+
+def test_requant_rounds_exactly_halves_to_even():
+    """cglow_requant against exact rational arithmetic, both branches (shift up to 32 and above), ties made
+    on purpose by power-of-two multipliers, and random ones."""
+    rng = np.random.default_rng(5)
+    rows = [(a, 1 << 30, s) for s in (1, 8, 31, 32, 33, 34, 40, 62) for a in range(-600, 600)]
+    rows += [(int(a), int(m), int(s)) for a, m, s in zip(rng.integers(-2 ** 31, 2 ** 31, 20000),
+                                                         rng.integers(2 ** 30, 2 ** 31, 20000),
+                                                         rng.integers(1, 63, 20000))]
+    got = requants(np.array(rows))[:, 0]
+    want = [min(127, max(-128, round(Fraction(a * m, 1 << s)) + 3)) for a, m, s in rows]  # round: halves to even
+    assert np.array_equal(got, want)
+
+
+def test_requant_high_equals_requant_where_no_accumulator_is_halfway():
+    """Where never_halfway says so (shifts above 32, accumulators below the bound that makes a tie
+    possible), cglow_requant_high gives cglow_requant's result; power-of-two multipliers at the bound do
+    reach ties, and never_halfway refuses them."""
+    rng = np.random.default_rng(6)
+    rows = []
+    for _ in range(300):
+        m, s = int(rng.integers(2 ** 30, 2 ** 31)) >> int(rng.integers(0, 20)) << int(rng.integers(0, 20)), \
+            int(rng.integers(33, 63))
+        m = min(max(m, 1), 2 ** 31 - 1)
+        bound = min((1 << max(s - 1 - ((m & -m).bit_length() - 1), 0)) - 1, 2 ** 31 - 1)
+        assert never_halfway(np.array([m]), np.array([s]), bound)
+        assert bound == 2 ** 31 - 1 or not never_halfway(np.array([m]), np.array([s]), bound + 1)
+        rows += [(int(a), m, s) for a in rng.integers(-bound, bound + 1, 200)] + [(bound, m, s), (-bound, m, s)]
+    got = requants(np.array(rows))
+    assert np.array_equal(got[:, 0], got[:, 1])
+    assert not never_halfway(np.array([2 ** 30]), np.array([32]), 0)
+    tie = requants(np.array([(1 << 9, 1 << 30, 40)]))  # 2^39 / 2^40: exactly half
+    assert tie[0, 0] == 3 and tie[0, 1] == 4

@@ -90,12 +90,26 @@ def weights_blob(weights: list[Buffer], align: int) -> Blob:
 
 
 def runtime_helpers(kernels: list[str]) -> list[str]:
-    """The runtime_c helpers that the kernels use, in name order: cglow_NAME in runtime_c/NAME.c for a call
-    of cglow_NAME(, and the macro CGLOW_NAME in runtime_c/name.c for a use of CGLOW_NAME."""
-    names = sorted({m for k in kernels for m in re.findall(r"\bcglow_(\w+)\(", k)} |
-                   {m.lower() for k in kernels for m in re.findall(r"\bCGLOW_(TILE_LOOP)\b", k)})
+    """The runtime_c helpers that the kernels use: cglow_NAME in runtime_c/NAME.c for a call of cglow_NAME(,
+    and the macro CGLOW_NAME in runtime_c/name.c for a use of CGLOW_NAME; a helper's own calls too, each
+    helper after those it calls, otherwise in name order."""
     folder = resources.files("cglow") / "runtime_c"
-    return [(folder / f"{name}.c").read_text().strip() for name in names]
+
+    def used(text: str) -> list[str]:
+        return sorted(set(re.findall(r"\bcglow_(\w+)\(", text)) |
+                      {m.lower() for m in re.findall(r"\bCGLOW_(TILE_LOOP)\b", text)})
+    texts: dict[str, str] = {}
+
+    def add(name: str) -> None:
+        if name not in texts:
+            text = (folder / f"{name}.c").read_text().strip()
+            for callee in used(text):
+                if callee != name:
+                    add(callee)
+            texts[name] = text
+    for name in used("\n".join(kernels)):
+        add(name)
+    return list(texts.values())
 
 
 def emit(prog: Program, plan: Plan, prefix: str, source: str, opset: int,

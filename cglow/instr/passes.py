@@ -7,6 +7,7 @@ and read only once, by the map B; they fold A and B into one instruction and dro
 from __future__ import annotations
 
 from dataclasses import fields, replace
+from functools import partial
 import re
 
 import numpy as np
@@ -316,18 +317,18 @@ def pointwise_as_gemm(prog: Program) -> Program:
     return replace(prog, instrs=tuple(instrs))
 
 
-def _packed_filter(buffers: list[Buffer], packed: dict, c: Conv) -> View:
-    """A channels-innermost convolution's filter [M, C/group, KH, KW], re-laid out [KH, KW, C/group, M]."""
-    old = buffers[c.w.buf]
-    key = (old.id, c.w.offset, c.w.shape, c.w.strides, "filter")
+def _packed(buffers: list[Buffer], packed: dict, v: View, order: tuple[int, ...]) -> View:
+    """A constant view re-laid out with its dims in memory in `order` (outermost first): one packed copy per
+    view and order, however many instructions read it."""
+    old = buffers[v.buf]
+    key = (old.id, v.offset, v.shape, v.strides, order)
     if key not in packed:
-        data = np.lib.stride_tricks.as_strided(old.data[c.w.offset:], c.w.shape,
-                                               [s * old.data.itemsize for s in c.w.strides])
-        data = np.ascontiguousarray(data.transpose(2, 3, 1, 0))
+        data = np.lib.stride_tricks.as_strided(old.data[v.offset:], v.shape, [s * old.data.itemsize for s in v.strides])
+        data = np.ascontiguousarray(data.transpose(order))
         packed[key] = len(buffers)
         buffers.append(Buffer(len(buffers), "const", data.size, f"{old.label} packed", data=data.reshape(-1),
                               dtype=old.dtype))
-    return View.laid_out(packed[key], c.w.shape, (2, 3, 1, 0))
+    return View.laid_out(packed[key], v.shape, order)
 
 
 TRANSPOSE_ROWS = 4  # a run-time right operand read across rows is copied first when this many rows reuse it
@@ -349,31 +350,43 @@ def copy_run_time_operands(prog: Program) -> Program:
     return replace(prog, buffers=tuple(buffers), instrs=tuple(instrs))
 
 
-def pack_weights(prog: Program) -> Program:
+def dot_operands(values: np.dtype, weights: np.dtype) -> bool:
+    """Whether a convolution or matrix product of these element types can run as 4-lane dot products over its
+    reduced dim (kernels/render.py): 8-bit values by int8 weights."""
+    return np.dtype(values) in (np.dtype(np.int8), np.dtype(np.uint8)) and np.dtype(weights) == np.int8
+
+
+def pack_weights(prog: Program, dot_products: bool = False) -> Program:
     """Constant matrices that a Gemm reads across rows (a transposed weight, as Gemm transB=1 gives) are
     re-laid out at compile time so that the kernel's innermost loop reads them contiguously; so are the
-    filters of the convolutions that vectorize over output channels."""
+    filters of the convolutions that vectorize over output channels, [KH, KW, C/group, M]. With
+    `dot_products` (a target with dual 16-bit multiply-accumulates), the weights of 8-bit convolutions and
+    matrix products are laid out with the reduced dim innermost instead: [M, KH, KW, C/group] and [N, K]."""
     instrs, buffers = list(prog.instrs), list(prog.buffers)
-    packed: dict[tuple, int] = {}  # one packed copy per matrix, however many instructions read it
+    packed: dict[tuple, int] = {}  # buffer ids of the packed copies
     for j, g in enumerate(instrs):
         if isinstance(g, Conv) and channels_innermost(g) and buffers[g.w.buf].kind == "const":
-            instrs[j] = replace(g, w=_packed_filter(buffers, packed, g))
+            dot = dot_products and dot_operands(buffers[g.x.buf].dtype, buffers[g.w.buf].dtype) and g.group == 1
+            instrs[j] = replace(g, w=_packed(buffers, packed, g.w, (0, 2, 3, 1) if dot else (2, 3, 1, 0)))
             continue
-        if not isinstance(g, Gemm) or buffers[g.b.buf].kind != "const" or g.b.strides[-1] in (0, 1):
+        if not isinstance(g, Gemm) or buffers[g.b.buf].kind != "const":
             continue
-        old = buffers[g.b.buf]
+        dot = dot_products and dot_operands(buffers[g.a.buf].dtype, buffers[g.b.buf].dtype)
+        if g.b.strides[-2 if dot else -1] in (0, 1):
+            continue
         shared = all(s == 0 for s in g.b.strides[:-2])  # one matrix for every batch: pack it once
-        shape, strides = (g.b.shape[-2:], g.b.strides[-2:]) if shared else (g.b.shape, g.b.strides)
-        key = (old.id, g.b.offset, shape, strides)
-        if key not in packed:
-            data = np.lib.stride_tricks.as_strided(old.data[g.b.offset:], shape,
-                                                   [s * old.data.itemsize for s in strides]).copy()
-            packed[key] = len(buffers)
-            buffers.append(Buffer(len(buffers), "const", data.size, f"{old.label} packed", data=data.reshape(-1),
-                                  dtype=old.dtype))
-        instrs[j] = replace(g, b=View.of(packed[key], shape).broadcast_to(g.b.shape))
+        b = View(g.b.buf, g.b.offset, g.b.shape[-2:], g.b.strides[-2:]) if shared else g.b
+        inner = (len(b.shape) - 1, len(b.shape) - 2) if dot else (len(b.shape) - 2, len(b.shape) - 1)
+        b = _packed(buffers, packed, b, tuple(range(len(b.shape) - 2)) + inner)
+        instrs[j] = replace(g, b=b.broadcast_to(g.b.shape))
     return replace(prog, buffers=tuple(buffers), instrs=tuple(instrs))
 
 
-PIPELINE = (drop_empty, fuse_maps, fuse_epilogues, schedule, forward_copies, elide_copies, reuse_dying_inputs,
-            convolve_in_place, pointwise_as_gemm, pack_weights, copy_run_time_operands)
+def pipeline(dot_products: bool = False) -> tuple:
+    """The passes in order; `dot_products` as pack_weights takes it."""
+    return (drop_empty, fuse_maps, fuse_epilogues, schedule, forward_copies, elide_copies, reuse_dying_inputs,
+            convolve_in_place, pointwise_as_gemm, partial(pack_weights, dot_products=dot_products),
+            copy_run_time_operands)
+
+
+PIPELINE = pipeline()

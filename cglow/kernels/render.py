@@ -12,6 +12,7 @@ import jinja2
 
 import numpy as np
 
+from ..instr.passes import dot_operands
 from ..instr.ir import (Conv, Epilogue, channels_innermost, Gather, Gemm, Instr, Map, Pool, Reduce, View, contiguous_strides, reads,
                         substitute)
 from .tiles import TILES, Tiles
@@ -248,10 +249,21 @@ def _gemm(fn: str, g: Gemm, dtypes, tiles: Tiles) -> Kernel:
 
     def a_at(i: int) -> str:
         return idx(g.a, batched[1], (m_at(i), "k"))
+    dot = tiles.dual_mac and dot_operands(dtypes[g.a.buf], dtypes[g.b.buf]) and not g.zeros[1] and \
+        g.a.strides[-1] == 1 and g.b.strides[-2] == 1
+    a_step, b_step = g.a.strides[-2], g.b.strides[-1]
+
+    def dot_products(mr: int) -> dict:
+        return dict(_dot_operands(dtypes[g.a.buf], dtypes[g.b.buf], g.zeros[0]), length=g.a.shape[-1],
+                    left=f"a + {join(index(batched[1], bv), linear([('m0', a_step)]))}",
+                    right=f"b + {join(index(batched[2], bv), linear([('n0', b_step)]))}",
+                    lefts=[(i, _at(i * a_step)) for i in range(mr)])
     text = ENV.get_template("gemm.c.j2").render(
         signature=_signature(fn, g, names, dtypes), loops=loops, nests=nests, K=g.a.shape[-1],
         acc_t=c_type(acc_t), zero=c_literal(0, acc_t), mac=mac, b_t=c_type(dtypes[g.b.buf]),
-        a_minus=minus(g.zeros[0]), a=a_at, b_row=idx(g.b, batched[2], ("k", "n0")), tile_loop=TILE_LOOP if is_float else "",
+        a_minus=minus(g.zeros[0]), a=a_at, dot_products=dot and dot_products,
+        rights=lambda nr: [(j, _at(j * b_step)) for j in range(nr)], b_row=idx(g.b, batched[2], ("k", "n0")),
+        tile_loop=TILE_LOOP,
         out=lambda i: idx(g.out, batched[0], (m_at(i), cols)), epilogue=epilogue)
     return Kernel(text, views)
 
@@ -270,6 +282,18 @@ def _columns(win, width: int) -> tuple[str, str]:
     reach = f"({last}) / {s} + 1" if s > 1 else f"{last} + 1"
     hi = f"({last} < 0 ? 0 : {reach} < {win.out[1]} ? {reach} : {win.out[1]})"
     return lo, hi
+
+
+def _at(offset: int) -> str:
+    """An offset as the prefix of a sum: "64 + ", or nothing."""
+    return f"{offset} + " if offset else ""
+
+
+def _dot_operands(left: np.dtype, right: np.dtype, zero: int) -> dict:
+    """What the dot macro (kernels/dot.j2) needs to know of its operands' types and the left one's zero point."""
+    flip = np.dtype(left) == np.uint8
+    return dict(left_t=c_type(left), right_t=c_type(right), flip=flip, offset=c_literal(128 * flip - zero, np.int32),
+                minus=minus(zero))
 
 
 TILE_OC, TILE_OW = 4, 16  # a convolution's register tile: output channels x output columns
@@ -365,12 +389,33 @@ def _conv_nhwc(fn: str, c: Conv, dtypes, tiles: Tiles) -> Kernel:
         return _epilogue(Epilogue(substitute(c.epi.expr, {"acc": f"acc[{j}][i]"}), c.epi.ins), out_vars(j))
     names = ["y", "x", "w"] + [f"e{i}" for i in range(len(c.epi.ins))] + (["ring"] if c.ring else [])
     runs = _column_runs(c.win, w, tiles.rows, c.x.strides[3] if depthwise else None)
+    xs, ws = c.x.strides, c.w.strides
+    dot = tiles.dual_mac and not depthwise and c.group == 1 and dot_operands(dtypes[c.x.buf], dtypes[c.w.buf]) \
+        and (cg == 1 or xs[1] == ws[1] == 1)
+    if dot:
+        s, d, p, kw_ = c.win.strides[1], c.win.dilations[1], c.win.pads_begin[1], c.win.kernel[1]
+        x_row = linear([("n", xs[0]), ("ih", xs[2]), ("ow0", s * xs[3])], -p * xs[3])
+        w_row = linear([("oc0", ws[0]), ("kh", ws[2])])
+        taps_run = d == 1 and (kw_ == 1 or xs[3] == ws[3] == cg)  # a kernel row's taps are one run
+        operands = _dot_operands(dtypes[c.x.buf], dtypes[c.w.buf], c.x_zero)
+        for r in runs:
+            r["dots"] = []
+            for k, columns in r["taps"]:
+                tap_x, tap_w = (linear([("kw", d * xs[3])]), linear([("kw", ws[3])])) if k is None else \
+                    (str(k * d * xs[3]), str(k * ws[3]))
+                whole = k is None and taps_run
+                r["dots"].append(dict(
+                    operands, kw_loop=k is None and not whole, length=cg * (kw_ if whole else 1),
+                    left=f"x + {x_row if whole else join(x_row, tap_x)}",
+                    right=f"w + {w_row if whole else join(w_row, tap_w)}",
+                    lefts=[(j, _at(j * s * xs[3])) for j in columns],
+                    rights={t["nr"]: [(i, _at(i * ws[0])) for i in range(t["nr"])] for t in oc_tiles}))
     reads_x = any(r.get("taps") or r.get("columns") for r in runs)  # not when every window is padding
     text = ENV.get_template("conv_nhwc.c.j2").render(
         signature=_signature(fn, c, names, dtypes, scratch=1 if c.ring else 0), N=n, OH=oh_, OW=ow_, M=m, CG=cg,
         KH=c.win.kernel[0], KW=c.win.kernel[1], H=h, DELAY=delay, ring=bool(c.ring), oc_tiles=oc_tiles,
-        runs=runs, c0=c0, depthwise=depthwise, reads_iw=c.x.strides[3] != 0, reads_x=reads_x,
-        acc_t=c_type(acc_t), zero=c_literal(0, acc_t), mac=mac, tile_loop=TILE_LOOP if is_float else "",
+        runs=runs, c0=c0, depthwise=depthwise, dot_products=dot, reads_iw=c.x.strides[3] != 0, reads_x=reads_x,
+        acc_t=c_type(acc_t), zero=c_literal(0, acc_t), mac=mac, tile_loop=TILE_LOOP,
         x_t=c_type(dtypes[c.x.buf]), w_t=c_type(dtypes[c.w.buf]), y_t=c_type(dtypes[c.out.buf]),
         x_minus=minus(c.x_zero),
         ih=linear([("oh", c.win.strides[0]), ("kh", c.win.dilations[0])], -c.win.pads_begin[0]), iw=iw,

@@ -3,9 +3,10 @@ IntAvgPool, IntTable), ConvInteger and MatMulInteger, and the QuantizeLinear / D
 remain around ops kept in float.
 
 Integer convolutions and matrix products accumulate int8 x int8 products in int32, subtract the input's
-zero point as they load it (or, when nothing is padded, fold it into the bias at compile time), and
-requantize each accumulator with a fixed-point multiplier and shift per output channel
-(runtime_c/requant.c): no float at run time."""
+zero point as they load it (or fold it into the bias at compile time: a convolution's when nothing is padded,
+a matrix product's when B is one constant matrix for every batch), and requantize each accumulator with a
+fixed-point multiplier and shift per output channel (runtime_c/requant.c); the elementwise Add and Mul
+requantize the same way: no float at run time."""
 from __future__ import annotations
 
 import numpy as np
@@ -44,12 +45,35 @@ class _Operands:
         return "{%d}" % (self.first + len(self.views) - 1)
 
 
-def requantized(node: Node, out_dtype: np.dtype, acc: str, c: _Operands) -> str:
-    """The expression storing a requantized accumulator `acc` (int32) as the output's type."""
-    mult = c(node.attr("mult"), f"{node.name} multipliers")
-    shift = c(node.attr("shift"), f"{node.name} shifts")
-    return f"(({c_type(out_dtype)})cglow_requant({acc}, {mult}, {shift}, {node.attr('y_zero')}, " \
+def requantized(node: Node, out_dtype: np.dtype, acc: str, c: _Operands, bound=None) -> str:
+    """The expression storing a requantized accumulator `acc` (int32) as the output's type. `bound`: the
+    largest magnitude the accumulator can reach (per channel, or one for all), where known: it may allow the
+    cheaper cglow_requant_high. Shifts (1 to 62) are stored as int8."""
+    mults, shifts = np.asarray(node.attr("mult")), np.asarray(node.attr("shift"))
+    helper = "cglow_requant_high" if bound is not None and never_halfway(mults, shifts, bound) else "cglow_requant"
+    mult = c(mults, f"{node.name} multipliers")
+    shift = c(shifts, f"{node.name} shifts", np.int8)
+    return f"(({c_type(out_dtype)}){helper}({acc}, {mult}, {shift}, {node.attr('y_zero')}, " \
            f"{node.attr('lo')}, {node.attr('hi')}))"
+
+
+def never_halfway(mults: np.ndarray, shifts: np.ndarray, bound) -> bool:
+    """Whether cglow_requant_high gives cglow_requant's results: every shift is above 32 (then the product's
+    low word never moves the floor), and no accumulator of magnitude up to `bound` is exactly halfway between
+    two results. That takes acc * multiplier = an odd multiple of 2^(shift - 1), so |acc| >= 2^(shift - 1 - v)
+    where 2^v is the largest power of two dividing the multiplier."""
+    mults, shifts = mults.astype(np.int64).reshape(-1), shifts.astype(np.int64).reshape(-1)
+    bounds = np.broadcast_to(np.asarray(bound, np.int64).reshape(-1), mults.shape)
+    if np.any(shifts <= 32):
+        return False
+    return all(m == 0 or b < 1 << max(s - 1 - ((m & -m).bit_length() - 1), 0)
+               for m, s, b in zip(mults.tolist(), shifts.tolist(), bounds.tolist()))
+
+
+def _reach(dtype: np.dtype, zero: int) -> int:
+    """The largest |value - zero| of an integer type."""
+    info = np.iinfo(dtype)
+    return max(abs(int(info.min) - zero), abs(int(info.max) - zero))
 
 
 def _with_bias(acc: str, bias: np.ndarray, c: _Operands, label: str) -> str:
@@ -88,7 +112,9 @@ def _conv(ctx: Context, node: Node, x_name: str, w: View, w_values, bias: np.nda
     x, out, win = _pixel_rows(as_2d(ctx.view(x_name)), as_2d(out), _window_2d(win))
     c = _Operands(ctx, out.shape, 1)
     acc = _with_bias("{acc}", bias, c, f"{node.name} bias")
-    expr = acc if raw else requantized(node, ctx.dtype(node.outputs[0]), acc, c)
+    bound = None if w_values is None else np.abs(bias) + _reach(ctx.dtype(x_name), x_zero) * \
+        np.abs(w_values.astype(np.int64)).reshape(w_shape[0], -1).sum(axis=1)
+    expr = acc if raw else requantized(node, ctx.dtype(node.outputs[0]), acc, c, bound)
     ctx.emit(Conv(out, x, as_2d(w), win, node.attr("group", 1), Epilogue(expr, tuple(c.views)), node.name,
                   x_zero=x_zero))
 
@@ -118,19 +144,21 @@ def _conv_integer(ctx: Context, node: Node) -> None:
 
 
 def _gemm(ctx: Context, node: Node, a: View, b: View, b_values, bias: np.ndarray, zeros: tuple[int, int],
-          raw: bool) -> None:
+          raw: bool, a_dtype: np.dtype) -> None:
     """out = requant(bias + sum (a - za)(b - zb)) over [*batch, M, K] x [*batch, K, N] (raw: the int32 sum)."""
     a = a.reshape((1,) + a.shape) if len(a.shape) == 1 else a
     b = b.reshape(b.shape + (1,)) if len(b.shape) == 1 else b
-    if zeros[0] and b_values is not None:  # no padding in a matrix product: a's zero point is a bias
-        k_axis = len(b_values.shape) - 2 if b_values.ndim > 1 else 0
-        bias = bias - zeros[0] * b_values.sum(axis=k_axis, dtype=np.int64).reshape(-1)
+    if zeros[0] and b_values is not None and b_values.size == b.shape[-2] * b.shape[-1]:
+        # one constant B for every batch, and no padding in a matrix product: a's zero point is a bias
+        bias = bias - zeros[0] * b_values.reshape(b.shape[-2:]).sum(axis=0, dtype=np.int64)
         zeros = (0, zeros[1])
     batch = ctx.shape(node.outputs[0])[:max(len(a.shape), len(b.shape)) - 2]
     out = ctx.new(node.outputs[0]).reshape(batch + (a.shape[-2], b.shape[-1]))
     c = _Operands(ctx, out.shape, len(out.shape) - 1)
     acc = _with_bias("{acc}", bias, c, f"{node.name} bias")
-    expr = acc if raw else requantized(node, ctx.dtype(node.outputs[0]), acc, c)
+    bound = None if b_values is None else np.abs(bias) + _reach(a_dtype, zeros[0]) * np.abs(
+        b_values.astype(np.int64) - zeros[1]).reshape((-1,) + b.shape[-2:]).sum(axis=1).max(axis=0)
+    expr = acc if raw else requantized(node, ctx.dtype(node.outputs[0]), acc, c, bound)
     ctx.emit(Gemm(out, a.broadcast_to(batch + a.shape[-2:]), b.broadcast_to(batch + b.shape[-2:]),
                   Epilogue(expr, tuple(c.views)), node.name, zeros=zeros))
 
@@ -145,7 +173,7 @@ def _int_gemm(ctx: Context, node: Node) -> None:
         b = b.permute((1, 0))
         values = None if values is None else values.T
     _gemm(ctx, node, a, b, values, ctx.const(node.inputs[2]).astype(np.int64),
-          (node.attr("a_zero"), node.attr("b_zero")), raw=False)
+          (node.attr("a_zero"), node.attr("b_zero")), raw=False, a_dtype=ctx.dtype(node.inputs[0]))
 
 
 @lowering("MatMulInteger")
@@ -153,21 +181,15 @@ def _matmul_integer(ctx: Context, node: Node) -> None:
     b, values = _int_weights(ctx, node.inputs[1], _zero(ctx, node, 3), len(ctx.shape(node.inputs[1])) - 1)
     n = ctx.shape(node.inputs[1])[-1]
     _gemm(ctx, node, ctx.view(node.inputs[0]), b, values, np.zeros(n, np.int64), (int(_zero(ctx, node, 2)[0]), 0),
-          raw=True)
+          raw=True, a_dtype=ctx.dtype(node.inputs[0]))
 
 
-@lowering("IntAdd")
-def _add(ctx: Context, node: Node) -> None:
+@lowering("IntAdd", "IntMul")
+def _binary(ctx: Context, node: Node) -> None:
+    """Add: (a - za) fa + (b - zb) fb, Mul: (a - za)(b - zb), each requantized (per tensor)."""
     a, b = f"({{0}} - {node.attr('a_zero')})", f"({{1}} - {node.attr('b_zero')})"
-    acc = f"{a} * {node.attr('a_factor')} + {b} * {node.attr('b_factor')}"
-    ctx.elementwise(node, f"(({c_type(ctx.dtype(node.outputs[0]))})cglow_rescale({acc}, {node.attr('shift')}, "
-                          f"{node.attr('y_zero')}, {node.attr('lo')}, {node.attr('hi')}))")
-
-
-@lowering("IntMul")
-def _mul(ctx: Context, node: Node) -> None:
+    acc = f"{a} * {node.attr('a_factor')} + {b} * {node.attr('b_factor')}" if node.op == "IntAdd" else f"{a} * {b}"
     c = _Operands(ctx, ctx.shape(node.outputs[0]), 0)
-    acc = f"({{0}} - {node.attr('a_zero')}) * ({{1}} - {node.attr('b_zero')})"
     expr = requantized(node, ctx.dtype(node.outputs[0]), acc, c)
     assert not c.views, "an elementwise requantization is per tensor"
     ctx.elementwise(node, expr)
