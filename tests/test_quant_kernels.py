@@ -84,6 +84,15 @@ class QGraph:
         return self.node("QuantizeLinear", [x, self.const(np.asarray(scale, np.float32), "scale"),
                                             self.const(np.asarray(zero, dtype), "zero")])
 
+    def activation(self, x: str, act) -> tuple[str, float | None, float | None]:
+        """x followed by act (None, "relu" or a Clip's (lo, hi)), and the real range it clamps to."""
+        if act is None:
+            return x, None, None
+        if act == "relu":
+            return self.node("Relu", [x]), 0.0, None
+        lo, hi = act
+        return self.node("Clip", [x, self.const(np.float32(lo), "lo"), self.const(np.float32(hi), "hi")]), lo, hi
+
     def model(self, outputs, opset: int = 13) -> onnx.ModelProto:
         outs = [helper.make_tensor_value_info(o, TensorProto.UNDEFINED, None) for o in outputs]
         graph = helper.make_graph(self.nodes, "qdq", self.inputs, outs, initializer=self.inits)
@@ -266,12 +275,7 @@ def conv_layer(g: QGraph, rng, x: str, x_shape, *, x_scale, x_zero, x_dtype, m, 
     attrs = dict(kernel_shape=list(kernel), strides=list(strides), dilations=list(dilations), group=group)
     attrs.update(auto_pad=auto_pad) if auto_pad else attrs.update(pads=list(pads))
     yf = g.node("Conv", ins, **attrs)
-    lo = hi = None
-    if act == "relu":
-        yf, lo = g.node("Relu", [yf]), 0.0
-    elif act is not None:  # Clip (lo, hi)
-        lo, hi = act
-        yf = g.node("Clip", [yf, g.const(np.float32(lo), "lo"), g.const(np.float32(hi), "hi")])
+    yf, lo, hi = g.activation(yf, act)
     y = g.q(yf, y_scale, y_zero, y_dtype)
 
     acc_scale = np.float64(x_scale) * np.broadcast_to(w_scale.astype(np.float64), (m,))
@@ -478,12 +482,7 @@ def gemm_case(rng, *, m, k, n, op="Gemm", trans_b=0, per_column=True, a_dtype=IN
         yf = g.node("MatMul", [af, bf])
         if bias:
             yf = g.node("Add", [yf, g.const(real_bias, "bias")])
-    lo = hi = None
-    if act == "relu":
-        yf, lo = g.node("Relu", [yf]), 0.0
-    elif act is not None:
-        lo, hi = act
-        yf = g.node("Clip", [yf, g.const(np.float32(lo), "lo"), g.const(np.float32(hi), "hi")])
+    yf, lo, hi = g.activation(yf, act)
     model = g.model([g.q(yf, y_scale, y_zero, a_dtype)])
 
     acc_scale = np.float64(alpha) * np.float64(a_scale) * np.broadcast_to(b_scale.astype(np.float64), (n,))
@@ -595,9 +594,7 @@ def matmul2_case(rng, *, a_shape, b_shape, dtype=INT8, a_zero=0, b_zero=0, act=N
     af = g.dq(g.input("a", dtype, a_shape), a_scale, a_zero, dtype)
     bf = g.dq(g.input("b", dtype, b_shape), b_scale, b_zero, dtype)
     yf = g.node("MatMul", [af, bf])
-    lo = None
-    if act == "relu":
-        yf, lo = g.node("Relu", [yf]), 0.0
+    yf, lo, _ = g.activation(yf, act)
     model = g.model([g.q(yf, y_scale, y_zero, dtype)])
     bounds = clamp_range(dtype, y_scale, y_zero, lo)
 
@@ -674,12 +671,7 @@ def binary_case(rng, *, op, a_shape, b_shape, dtype=INT8, b_const=False, act=Non
     af = g.dq(g.input("a", dtype, a_shape), sa, za, dtype)
     bf = g.dq(g.const(b_value, "b") if b_const else g.input("b", dtype, b_shape), sb, zb, dtype)
     yf = g.node(op, [af, bf])
-    lo = hi = None
-    if act == "relu":
-        yf, lo = g.node("Relu", [yf]), 0.0
-    elif act is not None:
-        lo, hi = act
-        yf = g.node("Clip", [yf, g.const(np.float32(lo), "lo"), g.const(np.float32(hi), "hi")])
+    yf, lo, hi = g.activation(yf, act)
     model = g.model([g.q(yf, sy, zy, dtype)])
     bounds = clamp_range(dtype, sy, zy, lo, hi)
 
