@@ -112,7 +112,7 @@ def _conv(ctx: Context, node: Node, x_name: str, w: View, w_values, bias: np.nda
     x, out, win = _pixel_rows(as_2d(ctx.view(x_name)), as_2d(out), _window_2d(win))
     c = _Operands(ctx, out.shape, 1)
     acc = _with_bias("{acc}", bias, c, f"{node.name} bias")
-    bound = None if w_values is None else np.abs(bias) + _reach(ctx.dtype(x_name), x_zero) * \
+    bound = None if raw or w_values is None else np.abs(bias) + _reach(ctx.dtype(x_name), x_zero) * \
         np.abs(w_values.astype(np.int64)).reshape(w_shape[0], -1).sum(axis=1)
     expr = acc if raw else requantized(node, ctx.dtype(node.outputs[0]), acc, c, bound)
     ctx.emit(Conv(out, x, as_2d(w), win, node.attr("group", 1), Epilogue(expr, tuple(c.views)), node.name,
@@ -156,7 +156,7 @@ def _gemm(ctx: Context, node: Node, a: View, b: View, b_values, bias: np.ndarray
     out = ctx.new(node.outputs[0]).reshape(batch + (a.shape[-2], b.shape[-1]))
     c = _Operands(ctx, out.shape, len(out.shape) - 1)
     acc = _with_bias("{acc}", bias, c, f"{node.name} bias")
-    bound = None if b_values is None else np.abs(bias) + _reach(a_dtype, zeros[0]) * np.abs(
+    bound = None if raw or b_values is None else np.abs(bias) + _reach(a_dtype, zeros[0]) * np.abs(
         b_values.astype(np.int64) - zeros[1]).reshape((-1,) + b.shape[-2:]).sum(axis=1).max(axis=0)
     expr = acc if raw else requantized(node, ctx.dtype(node.outputs[0]), acc, c, bound)
     ctx.emit(Gemm(out, a.broadcast_to(batch + a.shape[-2:]), b.broadcast_to(batch + b.shape[-2:]),
