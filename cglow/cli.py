@@ -9,6 +9,7 @@ import json
 import os
 from pathlib import Path
 import re
+import shlex
 import sys
 import tempfile
 import time
@@ -45,6 +46,15 @@ def parse_bytes(text: str) -> int:
     return value
 
 
+def parse_flags(text: str) -> tuple[str, ...]:
+    """Compiler flags, split as a shell splits words."""
+    try:
+        return tuple(shlex.split(text))
+    except ValueError as exc:
+        raise CglowError(f"--cflags {text}: {exc}; give the flags as one argument, e.g. "
+                         f"--cflags='-O3 -march=native'") from None
+
+
 def write_files(files: dict[Path, str | bytes]) -> None:
     """Write every file through a temporary file in its folder and rename them only when all are written,
     so that a failure never leaves half a file (nor some of the files)."""
@@ -68,6 +78,10 @@ def write_files(files: dict[Path, str | bytes]) -> None:
 
 def cmd_emit(args: argparse.Namespace) -> None:
     from .compiler import compile_model
+    from .dump_ir import IRDump
+    from .progress import Progress
+    from .report import LoweredGraph
+    from .stages import Stages
     out = Path(args.output)
     if out.suffix != ".c":
         raise CglowError(f"-o {out}: the output must be a .c file (the header is written beside it)")
@@ -78,6 +92,8 @@ def cmd_emit(args: argparse.Namespace) -> None:
     taken = [out, out.with_suffix(".h")] + ([Path(args.report)] if args.report else [])
     if weights and weights.resolve() in [path.resolve() for path in taken]:
         raise CglowError(f"--weights-file {weights}: the weights need a file of their own, not {weights.name}")
+    if args.dump_ir and Path(args.dump_ir).exists() and not Path(args.dump_ir).is_dir():
+        raise CglowError(f"--dump-ir {args.dump_ir}: not a folder; give a folder for the IR files (it is created)")
     options = replace(options_of(args), external_weights=weights is not None)
     start = time.perf_counter()
     model, quantized = args.model, None
@@ -86,15 +102,23 @@ def cmd_emit(args: argparse.Namespace) -> None:
         model, quantized = quantize_with_options(args, load(args.model, options.max_memory))
     elif any(getattr(args, key) for key in CALIBRATION_OPTIONS):
         raise CglowError("--calib, --method, --percentile, --per-tensor and --keep-float apply only with --int8")
-    compiled = compile_model(model, name=args.name or out.stem, shapes=dict(args.shape or []), options=options,
-                             header=out.with_suffix(".h").name)
-    files: dict[Path, str | bytes] = {out.with_suffix(".h"): compiled.h_source, out: compiled.c_source}
-    if weights:
-        files[weights] = compiled.weights_blob
-    if args.report:
-        from .memory import analyze, import_graph, render_html
-        graph = import_graph(model, dict(args.shape or []), options.max_memory)
-        files[Path(args.report)] = render_html(analyze(graph, compiled), Path(args.model).name)
+    lowered, dump = LoweredGraph(), IRDump()
+    with Progress(sys.stderr) as progress:  # on a terminal only
+        compiled = compile_model(model, name=args.name or out.stem, shapes=dict(args.shape or []), options=options,
+                                 header=out.with_suffix(".h").name,
+                                 stages=Stages(progress, lowered, *([dump] if args.dump_ir else [])))
+        files: dict[Path, str | bytes] = {out.with_suffix(".h"): compiled.h_source, out: compiled.c_source}
+        if weights:
+            files[weights] = compiled.weights_blob
+        if args.report:
+            from .memory import analyze, import_graph
+            from .report import render_report
+            progress.start("report")
+            graph = import_graph(model, dict(args.shape or []), options.max_memory)
+            files[Path(args.report)] = render_report(compiled, lowered.graph, analyze(graph, compiled),
+                                                     Path(args.model).name)
+    if args.dump_ir:
+        files.update(dump.files(Path(args.dump_ir)))
     write_files(files)
     if quantized:
         print(f"cglow: quantized the model in memory: {quantized}")
@@ -104,7 +128,9 @@ def cmd_emit(args: argparse.Namespace) -> None:
           f"arena {compiled.arena_bytes} bytes, weights {compiled.weights_bytes} bytes, "
           f"in {time.perf_counter() - start:.2f} s")
     if args.report:
-        print(f"cglow: wrote the memory plan {args.report}")
+        print(f"cglow: wrote the report {args.report}")
+    if args.dump_ir:
+        print(f"cglow: wrote the IR after each of {len(dump.texts)} stages to {args.dump_ir}")
 
 
 CALIBRATION_OPTIONS = ("calib", "method", "percentile", "per_tensor", "keep_float")
@@ -155,58 +181,35 @@ def add_calibration_arguments(parser: argparse.ArgumentParser) -> None:
                              "takes every word that follows)")
 
 
-def model_info(model: str, shapes: dict[str, tuple[int, ...]], options: Options = Options()) -> dict:
-    """The basic and memory facts of a model, as `cglow info --json` prints them."""
-    from .memory import analyze_model, op_histogram
-    compiled, graph, report = analyze_model(model, shapes=shapes, options=options)
-    return dict(inputs=_tensors(compiled.inputs), outputs=_tensors(compiled.outputs), ops=op_histogram(graph),
-                kernels=len(compiled.program.instrs), weights_bytes=compiled.weights_bytes,
-                arena_bytes=report.arena_bytes, io_bytes=report.io_bytes, ram_bytes=report.ram_bytes,
-                schedule_floor=report.schedule_floor, naive_floor=report.naive_floor,
-                arena_over_naive_floor=round(report.arena_bytes / report.naive_floor, 3) if report.naive_floor
-                else None)
-
-
-def _tensors(infos) -> list[dict]:
-    return [dict(name=t.name, dtype=t.dtype.name, shape=list(t.shape)) for t in infos]
-
-
-def cmd_info(args: argparse.Namespace) -> None:
+def cmd_info(args: argparse.Namespace) -> int:
+    from .info import info_lines, model_info
     info = model_info(args.model, dict(args.shape or []), options_of(args))
-    if args.json:
-        print(json.dumps(info, indent=2))
-        return
-    for kind in ("inputs", "outputs"):
-        print(f"{kind}:")
-        for t in info[kind]:
-            print(f"  {t['name']}  {t['dtype']}[{','.join(map(str, t['shape']))}]")
-    print("ops: " + ", ".join(f"{op} {n}" for op, n in info["ops"].items()))
-    print(f"kernels: {info['kernels']}")
-    for key, text in (("weights_bytes", "weights"), ("arena_bytes", "arena (NET_ARENA_BYTES)"),
-                      ("ram_bytes", "RAM (arena + inputs and outputs)"),
-                      ("schedule_floor", "schedule floor (inputs and outputs included)"),
-                      ("naive_floor", "naive floor (ONNX node order)")):
-        print(f"{text}: {info[key]} bytes ({info[key] / 1024:.1f} KiB)")
-    print(f"arena / naive floor: {info['arena_over_naive_floor']}")
+    print(json.dumps(info, indent=2) if args.json else "\n".join(info_lines(info, args.target)))
+    return 0 if info["supported"] else 1
 
 
-def add_model_arguments(parser: argparse.ArgumentParser) -> None:
-    """The model, its input shapes and the memory options: what emit and info share."""
+def cmd_check(args: argparse.Namespace) -> int:
+    from .check import check_model
+    return check_model(args.model, dict(args.shape or []), options_of(args), args.input or [], args.seed, args.cc,
+                       args.cflags or (), args.tolerance, args.max_steps)
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from .bench import bench_model
+    return bench_model(args.model, dict(args.shape or []), options_of(args), args.cc, args.cflags, args.samples,
+                       args.sample_ms, args.warmup_ms, args.tolerance)
+
+
+def add_model_arguments(parser: argparse.ArgumentParser, target: str = "generic", target_note: str = "") -> None:
+    """The model, its input shapes, the target's tiles and the limits: what every command on a model shares."""
     parser.add_argument("model", help="the .onnx file")
     parser.add_argument("--shape", action="append", type=argument_type(parse_shape), metavar="NAME=D1,D2,...",
                         help="static shape of an input with symbolic dimensions (repeatable)")
-    parser.add_argument("--align", type=int, default=16, metavar="BYTES",
-                        help="alignment of every buffer in the arena, NET_ARENA_ALIGN (default: %(default)s; "
-                             "4 is enough on Cortex-M)")
-    parser.add_argument("--caller-arena", action="store_true",
-                        help="net_run(void *arena, ...): the caller provides the arena (no static array)")
-    parser.add_argument("--io-in-arena", action="store_true",
-                        help="inputs and outputs live in the arena: RAM is NET_ARENA_BYTES alone")
-    parser.add_argument("--target", default="generic", metavar="NAME",
-                        help="register tile sizes for this target: generic (default), host (the machine cglow runs on), "
-                             "x86-avx2, x86-avx512, aarch64, rv64gcv (vector units); cortex-m3, cortex-m4, cortex-m7, "
-                             "cortex-m33, cortex-m55, riscv32, riscv64 (scalar); the C stays portable C99 for "
-                             "every target")
+    parser.add_argument("--target", default=target, metavar="NAME",
+                        help=f"register tile sizes for this target: generic, host (the machine cglow runs on), "
+                             f"x86-avx2, x86-avx512, aarch64, rv64gcv (vector units); cortex-m3, cortex-m4, cortex-m7, "
+                             f"cortex-m33, cortex-m55, riscv32, riscv64 (scalar); the C stays portable C99 for "
+                             f"every target (default: {target}){target_note}")
     parser.add_argument("--float-io", action="store_true",
                         help="a quantized model keeps float inputs and outputs, (de)quantized inside net_run (default: "
                              "the 8-bit integers, with NET_INPUT_i_SCALE and _ZERO_POINT in the header)")
@@ -215,9 +218,22 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
                              "bytes; K, M and G suffixes (default: 1G)")
 
 
+def add_memory_arguments(parser: argparse.ArgumentParser) -> None:
+    """The memory layout options of the C API: what emit and info share."""
+    parser.add_argument("--align", type=int, default=16, metavar="BYTES",
+                        help="alignment of every buffer in the arena, NET_ARENA_ALIGN (default: %(default)s; "
+                             "4 is enough on Cortex-M)")
+    parser.add_argument("--caller-arena", action="store_true",
+                        help="net_run(void *arena, ...): the caller provides the arena (no static array)")
+    parser.add_argument("--io-in-arena", action="store_true",
+                        help="inputs and outputs live in the arena: RAM is NET_ARENA_BYTES alone")
+
+
 def options_of(args: argparse.Namespace) -> Options:
-    return Options(align=args.align, caller_arena=args.caller_arena, io_in_arena=args.io_in_arena,
-                   target=args.target, max_memory=args.max_memory, float_io=args.float_io)
+    """The compile options; commands without the memory layout options (check, bench) take the default API."""
+    layout = dict(align=args.align, caller_arena=args.caller_arena,
+                  io_in_arena=args.io_in_arena) if hasattr(args, "align") else {}
+    return Options(target=args.target, max_memory=args.max_memory, float_io=args.float_io, **layout)
 
 
 def cmd_example(args: argparse.Namespace) -> None:
@@ -225,14 +241,76 @@ def cmd_example(args: argparse.Namespace) -> None:
     run_example(Path(args.dir), args.cc)
 
 
-def main(argv: list[str] | None = None) -> int:
+INFO_EPILOG = (
+    "Exit status: 0 when cglow compiles the model; 1 when it cannot (\"supported: no\" and every problem found: "
+    "each unsupported op with its nodes, each input without a static shape...; what the file says is still "
+    "printed); 2 for bad options or a file that is not a readable ONNX model; 3 for a bug in cglow. MACs: the "
+    "multiply-accumulates of the Gemm and Conv kernels. Code (flash), estimated without a compiler "
+    "(code_bytes_estimate = code_statements x code_bytes_per_statement): the C statements of the generated "
+    "file's distinct functions, a register-tile loop once per iteration on scalar targets (where gcc unrolls it), "
+    "times the bytes per statement measured on the zoo models, 9 on scalar targets (Cortex-M, RISC-V) and 17 on "
+    "vector ones; 0.6 to 1.3 times the compiled size on those models. Parameters: the initializers' elements.")
+CHECK_EPILOG = (
+    "Exit status: 0 when every output matches; 1 when one does not; 2 for bad options, a model cglow cannot "
+    "compile, a compiler or emulator that is missing or fails on the C; 3 for a bug in cglow. The relative "
+    "error is the largest absolute difference over the reference's largest magnitude; a quantized model's "
+    "8-bit inputs reach the reference as the real values they stand for, and its outputs are compared as "
+    "real values, in quantization steps.")
+
+
+def add_check_parser(sub) -> None:
+    check = sub.add_parser("check", help="emit, build and run a model's C and compare its outputs with onnxruntime "
+                                         "(or the ONNX reference evaluator)", epilog=CHECK_EPILOG)
+    add_model_arguments(check, target_note="; a cross target (cortex-m3, cortex-m4, cortex-m7, cortex-m33, "
+                        "cortex-m55, riscv32, riscv64, riscv64-linux, rv64gcv, aarch64-linux) builds with its cross "
+                        "compiler and runs under QEMU")
+    check.add_argument("--input", action="append", metavar="X.npy",
+                       help="an input as a NumPy .npy file, once per model input in their order (default: seeded "
+                            "random inputs); float values for a quantized input are quantized with its scale")
+    check.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default: %(default)s)")
+    check.add_argument("--cc", default=os.environ.get("CC", "cc"),
+                       help="host C compiler (default: $CC or cc; a cross target uses its own)")
+    check.add_argument("--cflags", type=argument_type(parse_flags), metavar="FLAGS",
+                       help="compiler flags in place of -O2 (the default), as one argument: --cflags='-O3 "
+                            "-march=native'; they come after the strict warning flags -std=c99 -pedantic -Wall "
+                            "-Wextra -Werror -Wdouble-promotion on the host (so -Wno-... relaxes them), before "
+                            "them with a cross target")
+    check.add_argument("--tolerance", type=float, default=1e-4, metavar="REL",
+                       help="largest relative error of an output (default: %(default)g)")
+    check.add_argument("--max-steps", type=float, default=2, metavar="N",
+                       help="largest error of a quantized output, in quantization steps (default: %(default)g)")
+    check.set_defaults(run=cmd_check)
+
+
+def add_bench_parser(sub) -> None:
+    bench = sub.add_parser("bench", help="time a model's C on the host against onnxruntime on one thread")
+    add_model_arguments(bench, target="host")
+    bench.add_argument("--cc", default=os.environ.get("CC", "cc"), help="C compiler (default: $CC or cc)")
+    bench.add_argument("--cflags", type=argument_type(parse_flags), default="-O3 -march=native", metavar="FLAGS",
+                       help="compiler flags, as one argument: --cflags='-O2' (default: %(default)s); they come after "
+                            "the strict warning flags")
+    bench.add_argument("--samples", type=int, default=9, help="timed samples of each (default: %(default)s); the "
+                                                              "median is printed")
+    bench.add_argument("--sample-ms", type=float, default=30.0, help="length of a sample (default: %(default)g)")
+    bench.add_argument("--warmup-ms", type=float, default=200.0, help="least warm-up time (default: %(default)g)")
+    bench.add_argument("--tolerance", type=float, default=1e-4, metavar="REL",
+                       help="largest relative error of an output against onnxruntime (default: %(default)g)")
+    bench.set_defaults(run=cmd_bench)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Every subcommand and option (docs/options.md is generated from it: `make docs`)."""
     parser = argparse.ArgumentParser(prog="cglow", description="Compile ONNX models to portable C99.")
     sub = parser.add_subparsers(dest="command", required=True)
     emit = sub.add_parser("emit", help="write the C file and header for a model")
     add_model_arguments(emit)
+    add_memory_arguments(emit)
     emit.add_argument("-o", "--output", required=True, help="the .c file to write (the .h goes beside it)")
     emit.add_argument("--name", help="C symbol prefix (default: the output file's stem)")
-    emit.add_argument("--report", metavar="PLAN.html", help="also write the memory plan as one HTML page")
+    emit.add_argument("--report", metavar="PLAN.html",
+                      help="also write one HTML page: the graph after optimization, the kernels, the memory plan")
+    emit.add_argument("--dump-ir", metavar="DIR", help="also write the IR after each compiler pass to DIR, one "
+                                                       "numbered text file per pass (for debugging cglow)")
     emit.add_argument("--weights-file", metavar="NET.bin",
                       help="write the weights to this little-endian binary file instead of into the .c file: "
                            "net_run(const void *weights, ...) takes them at run time")
@@ -246,19 +324,27 @@ def main(argv: list[str] | None = None) -> int:
     quantize.add_argument("-o", "--output", required=True, help="the QDQ .onnx file to write")
     add_calibration_arguments(quantize)
     quantize.set_defaults(run=cmd_quantize)
-    info = sub.add_parser("info", help="print a model's inputs, outputs, ops and memory needs")
+    info = sub.add_parser("info", help="print a model's inputs, outputs, ops, MACs, memory and code size, and "
+                                       "every problem that keeps cglow from compiling it", epilog=INFO_EPILOG)
     add_model_arguments(info)
+    add_memory_arguments(info)
     info.add_argument("--json", action="store_true", help="print one JSON object (for scripts)")
     info.set_defaults(run=cmd_info)
+    add_check_parser(sub)
+    add_bench_parser(sub)
     example = sub.add_parser("example", help="emit, build and run the bundled keyword-spotting model")
     example.add_argument("--dir", default="build/example", help="where to write the files (default: %(default)s)")
     example.add_argument("--cc", default=os.environ.get("CC", "cc"), help="C compiler (default: $CC or cc)")
     example.set_defaults(run=cmd_example)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     try:
         with warnings.catch_warnings():  # the libraries' warnings (NumPy casts, ONNX) would break the one line
             warnings.simplefilter("ignore")
-            args.run(args)
+            status = args.run(args)
     except CglowError as exc:
         print(f"cglow: error: {one_line(str(exc))}", file=sys.stderr)
         return 2
@@ -268,7 +354,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"cglow: internal error: {one_line(reason(exc))}; this is a bug in cglow, please report it with the "
               f"model and the command line (no file was written)", file=sys.stderr)
         return 3
-    return 0
+    return status or 0
 
 
 def argument_type(parse):

@@ -17,6 +17,7 @@ from .instr.ir import Program
 from .kernels.tiles import tiles_for
 from .lower.context import lower
 from .options import Options
+from .stages import Stages, stage_name
 
 
 @dataclass(frozen=True)
@@ -35,17 +36,17 @@ class CompiledModel:
 
 
 def compile_program(prog: Program, name: str, inputs, outputs, source: str = "", opset: int = 0,
-                    options: Options = Options(), header: str = "") -> CompiledModel:
+                    options: Options = Options(), header: str = "", stages: Stages = Stages()) -> CompiledModel:
     """The back end: instruction passes, arena allocation and C emission for a lowered program.
 
     `inputs` and `outputs` are TensorInfo in the order of prog.inputs and prog.outputs; the C file includes
-    `header` (default: the prefix plus .h)."""
+    `header` (default: the prefix plus .h); `stages` runs each pass and step."""
     for rewrite in instr_passes.pipeline(tiles_for(options.target).for_integer.dual_mac):
-        prog = rewrite(prog)
-    plan = allocate(prog, options.align, options.io_in_arena)
+        prog = stages.run(f"instr-{stage_name(rewrite)}", rewrite, prog)
+    plan = stages.run("alloc", allocate, prog, options.align, options.io_in_arena)
     check_memory(prog, plan, options)
     prefix = c_identifier(name)
-    out = emit(prog, plan, prefix, source, opset, list(inputs), list(outputs), options, header)
+    out = stages.run("emit", emit, prog, plan, prefix, source, opset, list(inputs), list(outputs), options, header)
     return CompiledModel(prefix, out.c_source, out.h_source, tuple(inputs), tuple(outputs), out.arena_bytes,
                          out.weights_bytes, prog, plan, options, out.weights_blob)
 
@@ -61,16 +62,19 @@ def check_memory(prog: Program, plan: Plan, options: Options) -> None:
 
 def compile_model(model: str | Path | onnx.ModelProto, name: str = "net",
                   shapes: dict[str, tuple[int, ...]] | None = None, options: Options = Options(),
-                  header: str = "") -> CompiledModel:
+                  header: str = "", stages: Stages = Stages()) -> CompiledModel:
     """Compile an ONNX model (a path or a ModelProto) to C source and header text; the C file includes
-    `header` (default: the C symbol prefix made of `name`, plus .h)."""
+    `header` (default: the C symbol prefix made of `name`, plus .h); `stages` runs each pass and step, for
+    observers (progress, IR dumps)."""
     source = Path(model).name if isinstance(model, (str, Path)) else "ModelProto"
-    graph = import_model(load(model, options.max_memory), shapes, source, options.max_memory)
+    graph = stages.run("import", lambda: import_model(load(model, options.max_memory), shapes, source,
+                                                      options.max_memory))
     for rewrite in graph_passes.PIPELINE:
-        graph = rewrite(graph)
+        graph = stages.run(stage_name(rewrite), rewrite, graph)
     if not options.float_io:
-        graph = quantized_io(graph)
+        graph = stages.run("quantized_io", quantized_io, graph)
     inputs = [TensorInfo(n, graph.types[n].shape, graph.types[n].dtype, *graph.io_quant.get(n, ())) for n in graph.inputs]
     outputs = [TensorInfo(n, graph.types[n].shape, graph.types[n].dtype, *graph.io_quant.get(n, ()))
                for n in graph.outputs]
-    return compile_program(lower(graph), name, inputs, outputs, source, graph.opset, options, header)
+    return compile_program(stages.run("lower", lower, graph), name, inputs, outputs, source, graph.opset, options,
+                           header, stages)

@@ -11,6 +11,15 @@ class CglowError(Exception):
     """A problem with the user's model or options (not a compiler bug)."""
 
 
+class ModelProblems(CglowError):
+    """Every problem found in a model, each a message of its own (`cglow info` lists them); one message
+    joined by "; " for everything else."""
+
+    def __init__(self, problems: list[str]):
+        super().__init__("; ".join(problems))
+        self.problems = list(problems)
+
+
 def reason(exc: BaseException) -> str:
     """An exception from a library as a short phrase: its type and the first line of its message."""
     lines = str(exc).strip().splitlines()

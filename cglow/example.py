@@ -11,23 +11,14 @@ import onnx
 
 from .cli import write_files
 from .compiler import compile_model
-from .emit_c.harness import harness_source, parse_outputs, parse_time_us
+from .emit_c.harness import harness_source, parse_outputs, parse_time_us, run_harness
 from .errors import CglowError
 from .host import STRICT_FLAGS
+from .info import parameters
+from .reference import TOLERANCE, reference_outputs, rel_error
 from . import zoo
 
 KEYWORDS = ("silence", "unknown", "yes", "no", "up", "down", "left", "right", "on", "off", "stop", "go")
-
-
-def reference_outputs(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> tuple[str, list[np.ndarray]]:
-    """onnxruntime when installed, else the ONNX reference evaluator."""
-    try:
-        import onnxruntime as ort
-    except ImportError:
-        from onnx.reference import ReferenceEvaluator
-        return "the ONNX reference evaluator", ReferenceEvaluator(model).run(None, feeds)
-    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    return f"onnxruntime {ort.__version__}", session.run(None, feeds)
 
 
 def run_example(folder: Path, cc: str = "cc") -> None:
@@ -37,9 +28,8 @@ def run_example(folder: Path, cc: str = "cc") -> None:
     model = zoo.build("kws")
     model_path = folder / "kws.onnx"
     onnx.save(model, str(model_path))
-    params = sum(int(np.prod(t.dims)) for t in model.graph.initializer)
     print(f"1. built the example model {model_path}: keyword-spotting DS-CNN, {len(model.graph.node)} nodes, "
-          f"{params} parameters, input [1,1,49,10], 12 classes")
+          f"{parameters(model)} parameters, input [1,1,49,10], 12 classes")
 
     compiled = compile_model(model_path, name="kws")
     write_files({folder / "kws.h": compiled.h_source, folder / "kws.c": compiled.c_source})
@@ -56,15 +46,15 @@ def run_example(folder: Path, cc: str = "cc") -> None:
         raise CglowError(f"{cc} failed on the generated code: {build.stderr.strip().splitlines()[0]}")
     print(f"3. built it: {' '.join(command)}")
 
-    run = subprocess.run([str(exe)], capture_output=True, text=True, check=True)
-    (probs,) = parse_outputs(run.stdout, compiled)
+    stdout = run_harness(exe)
+    (probs,) = parse_outputs(stdout, compiled)
     top = np.argsort(-probs[0])[:3]
-    print(f"4. ran {exe} on a seeded random input: {parse_time_us(run.stdout):.1f} us per inference; top classes "
+    print(f"4. ran {exe} on a seeded random input: {parse_time_us(stdout):.1f} us per inference; top classes "
           + ", ".join(f"'{KEYWORDS[i]}' {probs[0, i]:.4f}" for i in top))
 
     name, (want,) = reference_outputs(model, {"input": x})
-    error = float(np.max(np.abs(probs - want)) / np.max(np.abs(want)))
-    verdict = "match" if error <= 1e-4 else "MISMATCH"
+    error = rel_error(probs, want)
+    verdict = "match" if error <= TOLERANCE else "MISMATCH"
     print(f"5. compared with {name}: max relative error {error:.2e} ({verdict})")
     if verdict != "match":
         raise SystemExit(1)

@@ -1,4 +1,5 @@
-"""How much RAM a model needs, against what its ONNX node order needs: the floors, the arena, a picture.
+"""How much RAM a model needs, against what its ONNX node order needs: the floors and the arena (the
+HTML report, cglow/report.py, draws them).
 
 A floor is the peak, over a sequence of steps, of the bytes of activation buffers alive at one step (graph
 inputs and outputs included, weights excluded). The naive floor is the ONNX file's own node order with
@@ -7,11 +8,9 @@ reordering); the schedule floor is the same peak over cglow's instruction list.
 """
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-import jinja2
 import onnx
 
 from .options import MAX_MEMORY, Options
@@ -110,40 +109,3 @@ def analyze_model(model: str | Path | onnx.ModelProto, name: str = "net",
     compiled = compile_model(model, name, shapes, options)
     graph = import_graph(model, shapes, options.max_memory)
     return compiled, graph, analyze(graph, compiled)
-
-
-def op_histogram(graph: Graph) -> dict[str, int]:
-    return dict(sorted(Counter(node.op for node in graph.nodes).items()))
-
-
-def kib(nbytes: int) -> str:
-    return f"{nbytes / 1024:.1f} KiB"
-
-
-SVG_WIDTH, SVG_HEIGHT, MARGIN = 960, 420, 40
-ENV = jinja2.Environment(loader=jinja2.PackageLoader("cglow", "emit_c"), autoescape=True, trim_blocks=True,
-                         lstrip_blocks=True, undefined=jinja2.StrictUndefined)
-
-
-def render_html(report: MemoryReport, title: str) -> str:
-    """One self-contained page: the numbers, the arena over time as SVG, and a table per instruction."""
-    sx = SVG_WIDTH / max(len(report.steps), 1)
-    sy = SVG_HEIGHT / max(report.arena_bytes, 1)
-    rects = []
-    for s in report.buffers:
-        if s.offset is None:
-            continue
-        x, w = MARGIN + s.first * sx, (s.last - s.first + 1) * sx
-        y, h = MARGIN + SVG_HEIGHT - (s.offset + s.size) * sy, max(s.size * sy, 1)
-        rects.append(dict(x=f"{x:.1f}", y=f"{y:.1f}", w=f"{w:.1f}", h=f"{h:.1f}", tx=f"{x + 3:.1f}",
-                          ty=f"{y + h / 2 + 4:.1f}", hue=hash_hue(s.label), span=s,
-                          labelled=w > 7 * len(s.label) + 6 and h > 14))
-    return ENV.get_template("plan.html.j2").render(
-        title=title, r=report, kib=kib, rects=rects, margin=MARGIN, width=SVG_WIDTH, height=SVG_HEIGHT,
-        peak_x=f"{MARGIN + (report.peak + 0.5) * sx:.1f}",
-        ratio=lambda n: f"{n / report.naive_floor:.2f}" if report.naive_floor else "-")
-
-
-def hash_hue(label: str) -> int:
-    """A stable colour per tensor name (Python's hash() is salted per run)."""
-    return sum(label.encode()) * 47 % 360

@@ -1,26 +1,17 @@
 """Speed per benchmark model (the ones named on the command line, or the MLPerf Tiny four, MobileNetV2, the
 transformer and the U-Net): cglow's C against onnxruntime on one thread, on the same seeded input.
 
-cglow: the generated C and a benchmark `main` (cglow.emit_c.harness, samples > 0) built with
-`gcc -O3 -march=native` and the strict flags, run as a plain program: warm-up (at least 3 runs and
---warmup-ms), then --samples samples of R runs each, R chosen so that a sample lasts about --sample-ms,
-timed with clock_gettime(CLOCK_MONOTONIC); the time is the median sample. Executables are cached in
-cglow.host.cache_dir() under a hash of the sources, the compiler's version, the flags and what
--march=native means on this machine, so a second run only times. The models build in parallel (--jobs);
-nothing is timed until every build is done.
-
-onnxruntime: one session with intra_op_num_threads=1, inter_op_num_threads=1, sequential execution and
-every graph optimization, run through an I/O binding (inputs bound once, so the loop measures the session,
-not NumPy conversions), timed the same way (warm-up, median of samples of R runs) in this process.
+cglow and onnxruntime are timed as cglow.bench does for `cglow bench` (the generated C and a benchmark
+`main` built with `gcc -O3 -march=native` and the strict flags, run as a plain program; onnxruntime on one
+thread through an I/O binding, in this process; each the median of --samples samples of about --sample-ms
+after --warmup-ms of warm-up). Executables are cached by a hash, so a second run only times. The models
+build in parallel (--jobs); nothing is timed until every build is done.
 
 Columns: MMACs are the multiply-accumulates of the compiled program's Gemm and Conv instructions, in
-millions: a Gemm counts prod(out.shape) * K, a Conv prod(out.shape) * (C/group) * KH * KW. Map, Reduce,
-Pool and Gather (activations, softmax, normalization, pooling, resizing) are not counted. MatMul,
-Gemm, Conv, attention and recurrent ops count through what they lower to; a strided ConvTranspose lowers
-to a convolution over its input spread out with zeros, so it counts those zero products too. GFLOP/s is
-2 * MACs / cglow's time. err is the largest difference between cglow's and onnxruntime's outputs over
-the largest magnitude of onnxruntime's; above 1e-4 the row says MISMATCH, the model is left out of the
-geometric mean, and the script exits with status 1 (as it does when a model fails to compile or build).
+millions, as cglow.macs counts them. GFLOP/s is 2 * MACs / cglow's time. err is the largest difference
+between cglow's and onnxruntime's outputs over the largest magnitude of onnxruntime's; above 1e-4 the row
+says MISMATCH, the model is left out of the geometric mean, and the script exits with status 1 (as it
+does when a model fails to compile or build).
 
 Run with `make bench`; `python scripts/bench.py kws resnet8` benches a subset. Timings are printed, never
 checked."""
@@ -29,119 +20,26 @@ from __future__ import annotations
 import argparse
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from functools import lru_cache
 import math
 import os
 from pathlib import Path
 import statistics
-import subprocess
 import sys
 import time
 
-import numpy as np
-
 import cglow
 from cglow import zoo
+from cglow.bench import CFLAGS, build_executable, time_cglow, time_onnxruntime
 from cglow.compiler import CompiledModel
-from cglow.emit_c.harness import harness_source, parse_outputs, parse_samples_us, parse_time_us
-from cglow.host import STRICT_FLAGS, build_cached
-from cglow.instr.ir import Conv, Gemm, Program
+from cglow.emit_c.harness import harness_source
 from cglow.kernels.tiles import TARGETS, host_target
+from cglow.macs import macs
 from cglow.options import Options
+from cglow.reference import rel_error, seeded_inputs
 
 MODELS = ("kws", "vww", "resnet8", "autoencoder", "mobilenetv2", "transformer", "unet")
-CFLAGS = ("-O3", "-march=native", *STRICT_FLAGS)
 TOLERANCE = 1e-4  # of the output's scale
 SEED = 0
-
-
-def macs(program: Program) -> int:
-    """Multiply-accumulates of the program's Gemm and Conv instructions (see the module docstring)."""
-    total = 0
-    for instr in program.instrs:
-        if isinstance(instr, Gemm):
-            total += math.prod(instr.out.shape) * instr.a.shape[-1]
-        elif isinstance(instr, Conv):
-            total += math.prod(instr.out.shape) * math.prod(instr.w.shape[1:])
-    return total
-
-
-def seeded_inputs(compiled: CompiledModel, seed: int = SEED) -> list[np.ndarray]:
-    """Standard normal float inputs (integer inputs: zeros), drawn in input order from one seeded generator."""
-    rng = np.random.default_rng(seed)
-    return [rng.standard_normal(t.shape).astype(t.dtype) if np.issubdtype(t.dtype, np.floating)
-            else np.zeros(t.shape, t.dtype) for t in compiled.inputs]
-
-
-def rel_error(got: np.ndarray, want: np.ndarray) -> float:
-    """Max absolute difference over the reference's max magnitude (at least 1e-6), as in tests/util.py."""
-    if got.shape != want.shape:
-        return math.inf
-    if not want.size:
-        return 0.0
-    scale = max(float(np.max(np.abs(want))), 1e-6)
-    return float(np.max(np.abs(got.astype(np.float64) - want))) / scale
-
-
-@lru_cache(maxsize=None)
-def native_target(cc: str) -> str:
-    """What -march=native expands to (the cc1 command line), so a cache shared between machines stays right."""
-    result = subprocess.run([cc, "-march=native", "-E", "-v", "-"], input="", capture_output=True, text=True,
-                            check=False)
-    return "\n".join(line for line in result.stderr.splitlines() if "cc1" in line)
-
-
-def build_executable(files: dict[str, str], cc: str = "gcc", cflags=CFLAGS) -> Path:
-    """Compile the .c files among `files` (name -> text) into a program, cached by a hash; return its path."""
-    native = native_target(cc) if "-march=native" in cflags else ""
-    return build_cached(files, cc, cflags, "bench-{}", salt=native, quiet=True)
-
-
-def time_cglow(exe: Path, compiled: CompiledModel) -> tuple[float, list[float], list[np.ndarray]]:
-    """Run the benchmark program: (median seconds per run, sample seconds, outputs)."""
-    run = subprocess.run([str(exe)], capture_output=True, text=True, check=False)
-    if run.returncode:
-        raise RuntimeError(f"{exe} exited with {run.returncode}: {(run.stdout + run.stderr)[-500:]}")
-    samples = [us * 1e-6 for us in parse_samples_us(run.stdout)]
-    return parse_time_us(run.stdout) * 1e-6, samples, parse_outputs(run.stdout, compiled)
-
-
-def ort_session(model):
-    import onnxruntime as ort
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = 1
-    options.inter_op_num_threads = 1
-    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    return ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
-
-
-def time_onnxruntime(model, compiled: CompiledModel, inputs: list[np.ndarray], samples: int, sample_s: float,
-                     warmup_s: float, warmup_runs: int = 3) -> tuple[float, list[float], list[np.ndarray]]:
-    """Time onnxruntime the way the C harness times cglow: (median seconds per run, sample seconds, outputs)."""
-    session = ort_session(model)
-    binding = session.io_binding()
-    for info, x in zip(compiled.inputs, inputs):
-        binding.bind_cpu_input(info.name, x)
-    for out in session.get_outputs():
-        binding.bind_output(out.name, "cpu")
-    run = session.run_with_iobinding
-    clock = time.perf_counter
-    start, n = clock(), 0
-    while n < warmup_runs or clock() - start < warmup_s:
-        run(binding)
-        n += 1
-    runs = max(1, int(sample_s / ((clock() - start) / n)))
-    times = []
-    for _ in range(samples):
-        start = clock()
-        for _ in range(runs):
-            run(binding)
-        times.append((clock() - start) / runs)
-    outputs = [np.array(o) for o in binding.copy_outputs_to_cpu()]
-    names = [o.name for o in session.get_outputs()]
-    order = [names.index(t.name) for t in compiled.outputs]  # the graph's output order, as cglow's
-    return statistics.median(times), times, [outputs[i] for i in order]
 
 
 @dataclass

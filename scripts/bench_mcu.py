@@ -39,13 +39,15 @@ import sys
 
 import numpy as np
 
-from bench import MODELS, SEED, TOLERANCE, fmt, log, macs, ort_session, rel_error, seeded_inputs
+from bench import MODELS, SEED, TOLERANCE, fmt, log
 import cglow
 from cglow import cross, zoo
 from cglow.compiler import CompiledModel
 from cglow.instr.ir import Conv
+from cglow.macs import macs
 from cglow.options import Options
 from cglow.quantize import quantize_model
+from cglow.reference import ort_session, real_values, rel_error, seeded_inputs
 from cglow.targets import MIB, TARGETS, Target
 
 INSN_PER_MAC_TARGET = 2.5  # on the convolutional models: reported, not checked (2.0 for int8)
@@ -81,13 +83,6 @@ def first_line(error: Exception) -> str:
     return (errors or lines or [type(error).__name__])[0][:160]
 
 
-def real(info, values: np.ndarray) -> np.ndarray:
-    """A quantized input's or output's real values (the float model's); other values as they are."""
-    if info.scale is None:
-        return values
-    return ((values.astype(np.float64) - info.zero_point) * info.scale).astype(np.float32)
-
-
 def int8_model(model):
     """The model quantized by cglow (per-channel weights, minmax) on seeded standard normal inputs."""
     rng = np.random.default_rng(SEED)
@@ -109,10 +104,10 @@ def measure(row: Row, target: Target, timeout: float) -> None:
         row.instructions = run.instructions
         stage = "onnxruntime"
         session = ort_session(row.model)
-        want = session.run(None, {t.name: real(t, x) for t, x in zip(row.compiled.inputs, row.inputs)})
+        want = session.run(None, {t.name: real_values(t, x) for t, x in zip(row.compiled.inputs, row.inputs)})
         names = [o.name for o in session.get_outputs()]
         want = [want[names.index(t.name)] for t in row.compiled.outputs]  # the graph's output order
-        row.error = max((np.max(np.abs(real(t, g) - w)) / t.scale if t.scale else rel_error(g, w)
+        row.error = max((np.max(np.abs(real_values(t, g) - w)) / t.scale if t.scale else rel_error(g, w)
                          for t, g, w in zip(row.compiled.outputs, run.outputs, want)), default=0.0)
     except Exception as e:  # noqa: BLE001 - report the model, go on
         row.note, row.failed = f"{stage} failed: {first_line(e)}", True

@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the tests and benchmarks need when they are missing: the host C compilers
-# (required; clang also builds the rv64gcv target), and the cross compilers, their C libraries and QEMU (user
-# mode, Arm and RISC-V system emulators). The tests that need them skip without them, except in CI (CI=true),
-# where they fail; there, a missing package that cannot be installed (not root) fails this script too.
+# (required; clang also builds the rv64gcv target), and the optional ones: the cross compilers, their C libraries
+# and QEMU (user mode, Arm and RISC-V system emulators), and Chromium (renders the HTML report headless). The tests
+# that need an optional one skip without it, except in CI (CI=true), where they fail; there, a missing package
+# that cannot be installed (not root) fails this script too.
 set -euo pipefail
 # what shows that a package is installed (a command, or a file for a library) : the package
 required=(
     gcc:gcc
     clang:clang
 )
-cross=(
+optional=(
     arm-none-eabi-gcc:gcc-arm-none-eabi
     /usr/lib/picolibc/arm-none-eabi/picolibc.specs:picolibc-arm-none-eabi
     /usr/lib/arm-none-eabi/newlib/libc.a:libnewlib-arm-none-eabi
@@ -23,6 +24,7 @@ cross=(
     qemu-aarch64:qemu-user
     qemu-system-arm:qemu-system-arm
     qemu-system-riscv64:qemu-system-misc
+    chromium:chromium
 )
 missing_packages() {  # the packages of the checks given as arguments that fail
     local check what
@@ -36,12 +38,12 @@ missing_packages() {  # the packages of the checks given as arguments that fail
     done
 }
 mapfile -t missing_required < <(missing_packages "${required[@]}")
-mapfile -t missing < <(missing_packages "${required[@]}" "${cross[@]}" | sort -u)  # qemu-user answers two
+mapfile -t missing < <(missing_packages "${required[@]}" "${optional[@]}" | sort -u)  # qemu-user answers two
 [ ${#missing[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" -ne 0 ]; then
     echo "install-tools: missing ${missing[*]}; install them (apt-get install ${missing[*]}) or run as root" >&2
-    case "${CI:-}" in 1|true|TRUE|True|yes) exit 1 ;; esac  # in CI the cross tests need them
-    [ ${#missing_required[@]} -eq 0 ] && exit 0  # cross tools are optional outside CI: their tests skip
+    case "${CI:-}" in 1|true|TRUE|True|yes) exit 1 ;; esac  # in CI their tests need them all
+    [ ${#missing_required[@]} -eq 0 ] && exit 0  # optional tools outside CI: their tests skip
     exit 1
 fi
 echo "install-tools: installing ${missing[*]}"

@@ -137,3 +137,13 @@ def test_weights_file(tmp_path):
         assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1, bad.stderr
         assert "--weights-file" in bad.stderr and "Traceback" not in bad.stderr
     assert not (tmp_path / "bad").exists()
+
+
+def test_help_documents_exit_statuses():
+    from cglow import cli
+    commands = cli.build_parser()._subparsers._group_actions[0].choices
+    for name in ("info", "check"):
+        text = " ".join(commands[name].format_help().split())
+        assert "Exit status: 0 when" in text and "; 1 when" in text and "; 2 for bad options" in text, name
+    assert "code_bytes_estimate = code_statements x code_bytes_per_statement" in " ".join(
+        commands["info"].format_help().split())

@@ -64,7 +64,7 @@ def test_info_json_has_the_facts(tmp_path):
     result = cglow_cmd("info", path, "--json")
     assert result.returncode == 0, result.stderr
     info = json.loads(result.stdout)
-    assert set(info) == {"inputs", "outputs", "ops", "kernels", "weights_bytes", "arena_bytes", "io_bytes",
+    assert set(info) >= {"inputs", "outputs", "ops", "kernels", "weights_bytes", "arena_bytes", "io_bytes",
                          "ram_bytes", "schedule_floor", "naive_floor", "arena_over_naive_floor"}
     assert info["inputs"] == [{"name": "input", "dtype": "float32", "shape": [1, 1, 49, 10]}]
     assert info["ops"]["Conv"] == 9 and info["ram_bytes"] == info["arena_bytes"] + info["io_bytes"]
@@ -91,8 +91,11 @@ def test_report_draws_every_arena_buffer_and_escapes_names(tmp_path):
     page = (tmp_path / "r" / "plan.html").read_text()
     assert HOSTILE not in page and "<script" not in page and "<b>" not in page
     assert html.escape(HOSTILE) in page and html.escape("<b>&amp;") in page
-    (svg,) = re.findall(r"<svg.*?</svg>", page, re.DOTALL)
+    (svg,) = re.findall(r"<svg id=\"arena-svg\".*?</svg>", page, re.DOTALL)
     assert svg.count("<rect") == len(compiled.plan.offsets)
+    (graph,) = re.findall(r"<svg id=\"graph-svg\".*?</svg>", page, re.DOTALL)
+    # tooltips: the first node's name and output, the second node's input (the boxes show 24 characters)
+    assert graph.count('<g class="node">') == 2 and graph.count(html.escape(HOSTILE)) == 3
     assert sorted(p.name for p in tmp_path.iterdir()) == ["h.c", "h.h", "h.onnx", "r"]
 
 

@@ -1,10 +1,14 @@
 """A plain C `main` for a generated model: embedded inputs, printed outputs (exact hex floats).
 
-Used by the example job and the tests on the host. With `samples`, it is a host benchmark instead (POSIX
-clock_gettime; scripts/bench.py): warm-up, then samples of R runs each, the median printed as "us per run".
+Used by the example job, `cglow check` and the tests on the host. With `samples`, it is a host benchmark
+instead (POSIX clock_gettime; `cglow bench`, scripts/bench.py): warm-up, then samples of R runs each, the
+median printed as "us per run".
 Cross targets (cglow.cross) use the bare-metal variant: no clock, no printf, outputs as hex bit patterns,
 and marker calls around net_run for an instruction counter."""
 from __future__ import annotations
+
+from pathlib import Path
+import subprocess
 
 import numpy as np
 
@@ -66,6 +70,14 @@ def parse_outputs(stdout: str, compiled: CompiledModel) -> list[np.ndarray]:
     values = _output_fields(stdout)
     return [np.array([float.fromhex(v) if t.dtype == np.float32 else int(v) for v in values[i]],
                      t.dtype)[:t.size].reshape(t.shape) for i, t in enumerate(compiled.outputs)]
+
+
+def run_harness(exe: Path) -> str:
+    """What a built harness program printed; RuntimeError (a bug: the model's C failed) when it fails."""
+    run = subprocess.run([str(exe)], capture_output=True, text=True, check=False)
+    if run.returncode:
+        raise RuntimeError(f"{exe} exited with {run.returncode}: {(run.stdout + run.stderr)[-500:]}")
+    return run.stdout
 
 
 def parse_time_us(stdout: str) -> float:

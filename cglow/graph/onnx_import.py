@@ -11,7 +11,7 @@ import onnx
 from onnx import helper, version_converter  # noqa: F401  (onnx.version_converter)
 from onnx.reference import ReferenceEvaluator
 
-from ..errors import CglowError, reason
+from ..errors import CglowError, ModelProblems, reason
 from ..options import MAX_MEMORY
 from . import rules  # noqa: F401  (registers every shape rule)
 from .external_data import load_external_data
@@ -62,7 +62,7 @@ def upgrade(model: onnx.ModelProto) -> onnx.ModelProto:
         problems = [problem for i, proto in enumerate(model.graph.node) if proto.domain in ("", "ai.onnx") and
                     (problem := schema_problem(proto, describe(proto, i), opset))]
         if problems:
-            raise CglowError("; ".join(problems))
+            raise ModelProblems(problems)
         try:
             return onnx.version_converter.convert_version(model, OPSETS.start)
         except Exception as exc:
@@ -91,7 +91,7 @@ def _input_type(value: onnx.ValueInfoProto, shapes: dict[str, tuple[int, ...]]) 
         shape = shapes[value.name]
         if tt.HasField("shape") and len(tt.shape.dim) != len(shape):
             raise CglowError(f"--shape {value.name}: rank {len(shape)} differs from the model's "
-                             f"{len(tt.shape.dim)}")
+                             f"{len(tt.shape.dim)}; give {len(tt.shape.dim)} dimensions")
         return TensorType(dtype, tuple(shape))
     dims = []
     for i, d in enumerate(tt.shape.dim):
@@ -277,7 +277,7 @@ def import_model(model: onnx.ModelProto, shapes: dict[str, tuple[int, ...]] | No
     types.update({k: TensorType(v.dtype, v.shape) for k, v in consts.items()})
     order, structure = topological_order(g, set(consts) | {v.name for v in inputs})
     if structure:
-        raise CglowError("; ".join(structure))
+        raise ModelProblems(structure)
 
     known = {o for p in g.node for o in p.output} | {v.name for v in inputs}
     nodes, unsupported = [], {}
@@ -320,7 +320,8 @@ def import_model(model: onnx.ModelProto, shapes: dict[str, tuple[int, ...]] | No
 
     if unsupported:
         listing = "; ".join(f"{op} ({', '.join(repr(n) for n in names)})" for op, names in sorted(unsupported.items()))
-        problems.insert(0, f"unsupported operators: {listing}")
+        problems.insert(0, f"unsupported operators: {listing} (docs/ops.md lists the supported ones; export the "
+                           f"model without them, or replace them with supported ops)")
     bad_types: dict[str, list[str]] = {}
     for name in [v.name for v in inputs] + [o for n in nodes for o in n.outputs]:
         if name in types and types[name].dtype not in RUNTIME_DTYPES:
@@ -330,7 +331,7 @@ def import_model(model: onnx.ModelProto, shapes: dict[str, tuple[int, ...]] | No
                         "integers): " + "; ".join(f"{t} ({', '.join(repr(n) for n in names)})"
                                                   for t, names in sorted(bad_types.items())))
     if problems:
-        raise CglowError("; ".join(problems))
+        raise ModelProblems(problems)
     _check_outputs(g, types)
     return Graph(name=g.name or "model", opset=opset, inputs=tuple(v.name for v in inputs),
                  outputs=tuple(o.name for o in g.output), types=types, consts=consts, nodes=tuple(nodes),

@@ -1,0 +1,121 @@
+"""`cglow check`: emit a model's C, build it with a test harness, run it on given or seeded random inputs, and
+compare every output with a reference runtime (onnxruntime, or the ONNX reference evaluator without it).
+
+On the host the harness is a plain program (cglow.emit_c.harness) built with `cc` (cached by a hash); with a
+cross `--target` (cglow.targets: cortex-m4 ...) it is the bare-metal harness built with the target's compiler
+and run under its QEMU (cglow.cross). A quantized model's integer inputs reach the reference as the real values
+they stand for, and its integer outputs are compared as real values too, in quantization steps."""
+from __future__ import annotations
+
+import shutil
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from . import cross
+from .bench import build_executable, compiler_error
+from .compiler import CompiledModel, compile_model
+from .emit_c.harness import harness_source, parse_outputs, run_harness
+from .errors import CglowError, reason
+from .graph.onnx_import import load
+from .host import STRICT_FLAGS, sources
+from .options import Options
+from .reference import difference, real_values, reference_outputs, seeded_inputs
+from .targets import TARGETS
+
+if TYPE_CHECKING:
+    from .emit_c.emit import TensorInfo
+
+HOST_OPT_FLAGS = ("-O2",)
+
+
+def describe(info: TensorInfo) -> str:
+    """An input or output as `name' dtype[shape], with a quantized one's scale and zero point."""
+    text = f"'{info.name}' {info.dtype.name}[{','.join(map(str, info.shape))}]"
+    return text if info.scale is None else f"{text} (scale {info.scale:.6g}, zero point {info.zero_point})"
+
+
+def read_input(path: str, info: TensorInfo) -> np.ndarray:
+    """The .npy file for one input, in its dtype: float values for a quantized input are quantized with its
+    scale and zero point; other values must convert within their kind (float64 to float32, int64 to int8...)."""
+    try:
+        x = np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as exc:
+        raise CglowError(f"--input {path}: not a readable .npy file ({reason(exc)})") from None
+    if not isinstance(x, np.ndarray):
+        raise CglowError(f"--input {path}: holds several arrays; save one array per file with numpy.save")
+    if x.shape != info.shape:
+        raise CglowError(f"--input {path}: shape [{','.join(map(str, x.shape))}] for the input {describe(info)}; "
+                         f"save an array of that shape")
+    if info.scale is not None and np.issubdtype(x.dtype, np.floating):
+        limits = np.iinfo(info.dtype)
+        return np.clip(np.rint(x / info.scale) + info.zero_point, limits.min, limits.max).astype(info.dtype)
+    if not np.can_cast(x.dtype, info.dtype, "same_kind"):
+        raise CglowError(f"--input {path}: {x.dtype.name} values for the input {describe(info)}; save the array "
+                         f"as {info.dtype.name}")
+    return np.ascontiguousarray(x, dtype=info.dtype)
+
+
+def read_inputs(paths: list[str], compiled: CompiledModel) -> list[np.ndarray]:
+    if len(paths) != len(compiled.inputs):
+        names = ", ".join(f"'{t.name}'" for t in compiled.inputs)
+        raise CglowError(f"--input given {len(paths)} times; the model's inputs are {names}: pass one .npy file per "
+                         f"input, in that order")
+    return [read_input(path, info) for path, info in zip(paths, compiled.inputs)]
+
+
+def host_outputs(compiled: CompiledModel, inputs: list[np.ndarray], cc: str,
+                 opt_flags: tuple[str, ...]) -> tuple[str, list[np.ndarray]]:
+    """How the C was built, and its outputs: the model and the test harness, a host program."""
+    flags = (*STRICT_FLAGS, *opt_flags)  # after the strict flags: -Wno-... can relax them
+    main = harness_source(compiled, inputs)
+    exe = build_executable({**sources(compiled), f"{compiled.name}_main.c": main}, cc, flags)
+    return f"built with {cc} {' '.join(flags)}", parse_outputs(run_harness(exe), compiled)
+
+
+def target_outputs(compiled: CompiledModel, inputs: list[np.ndarray], name: str,
+                   opt_flags: tuple[str, ...]) -> tuple[str, list[np.ndarray]]:
+    """How the C was built and run, and its outputs: the bare-metal harness under the target's emulator."""
+    target = TARGETS[name]
+    missing = [tool for tool in target.tools if shutil.which(tool) is None]
+    if missing:
+        raise CglowError(f"--target {name} builds with {target.cc} and runs under {target.run[0]}: "
+                         f"{', '.join(missing)} not found; install them, or check on the host without --target")
+    opt_flags = opt_flags or cross.OPT_FLAGS
+    try:
+        image = cross.build_image(compiled, inputs, target, opt_flags)
+    except RuntimeError as exc:
+        raise compiler_error(target.cc, (*opt_flags, *target.cflags), exc) from None
+    run = cross.run_image(image, compiled, target, count=False)
+    return (f"built with {target.cc} {' '.join((*opt_flags, *target.cflags))} and the strict flags, run on "
+            f"{target.board} under {target.run[0]}"), run.outputs
+
+
+def check_model(path: str, shapes: dict[str, tuple[int, ...]], options: Options, input_files: list[str],
+                seed: int, cc: str, opt_flags: tuple[str, ...], tolerance: float, max_steps: float) -> int:
+    """`cglow check`: print how far each output of the model's C is from the reference; 1 when one is further
+    than `tolerance` (relative) or, for a quantized output, `max_steps` quantization steps."""
+    model = load(path, options.max_memory)
+    compiled = compile_model(model, "net", shapes, options)
+    inputs = read_inputs(input_files, compiled) if input_files else seeded_inputs(compiled, seed)
+    feeds = {t.name: real_values(t, x) for t, x in zip(compiled.inputs, inputs)}
+    runtime, want = reference_outputs(model, feeds)
+    how, got = (target_outputs(compiled, inputs, options.target, opt_flags) if options.target in TARGETS
+                else host_outputs(compiled, inputs, cc, opt_flags or HOST_OPT_FLAGS))
+    source = f"inputs from {', '.join(input_files)}" if input_files else f"seeded random inputs (seed {seed})"
+    print(f"cglow check {path}: {len(compiled.program.instrs)} kernels (--target {options.target}), {how}; "
+          f"{source}; reference {runtime}")
+    failed = []
+    for info, g, w in zip(compiled.outputs, got, want):
+        d = difference(info, g, w)
+        steps = "" if d.steps is None else f" ({d.steps:.3g} quantization steps)"
+        verdict = "ok" if d.ok(tolerance, max_steps) else "MISMATCH"
+        print(f"output {describe(info)}: max abs error {d.absolute:.3g}{steps}, max rel error {d.relative:.3g} "
+              f"({verdict})")
+        failed += [] if verdict == "ok" else [f"'{info.name}'"]
+    quantized = any(t.scale is not None for t in compiled.outputs)
+    limits = f"within {tolerance:g} relative" + (f", or {max_steps:g} quantization steps for a quantized output"
+                                                   if quantized else "")
+    print(f"check: MISMATCH on {', '.join(failed)} (tolerance: {limits})" if failed else
+          f"check: passed: every output {limits}")
+    return 1 if failed else 0

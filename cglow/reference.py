@@ -1,0 +1,120 @@
+"""What comparing cglow's C with a reference runtime needs: the runtime (onnxruntime on one thread, or the ONNX
+reference evaluator when onnxruntime is not installed), seeded inputs, the real values of quantized tensors,
+and the differences between two outputs."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+import math
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .errors import CglowError, reason
+
+TOLERANCE = 1e-4  # a float output's largest difference from the reference over the reference's largest magnitude
+MAX_STEPS = 2     # a quantized output's largest difference, in quantization steps (rounding differs in places)
+
+if TYPE_CHECKING:
+    import onnx
+
+    from .compiler import CompiledModel
+    from .emit_c.emit import TensorInfo
+
+
+def ort_session(model: onnx.ModelProto):
+    """An onnxruntime session on one thread: sequential execution, every graph optimization, CPU."""
+    import onnxruntime as ort
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    options.inter_op_num_threads = 1
+    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    return ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+
+
+def reference_outputs(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> tuple[str, list[np.ndarray]]:
+    """The runtime's name and the model's outputs in graph order: onnxruntime when installed and able to run
+    the model (it refuses IR versions newer than it knows), else the ONNX reference evaluator. A model neither
+    can run is the user's problem (one line)."""
+    refused = ""
+    try:
+        import onnxruntime
+    except ImportError:
+        pass
+    else:
+        try:
+            outputs = ort_session(model).run(None, feeds)
+            return f"onnxruntime {onnxruntime.__version__}", [np.asarray(y) for y in outputs]
+        except Exception as exc:  # noqa: BLE001 - the runtime's own errors, of many types
+            refused = f" (onnxruntime {onnxruntime.__version__} cannot run the model: {ort_reason(exc)})"
+    from onnx.reference import ReferenceEvaluator
+    try:
+        outputs = ReferenceEvaluator(model).run(None, feeds)
+    except Exception as exc:  # noqa: BLE001
+        runtimes = "neither onnxruntime nor the ONNX reference evaluator can" if refused else \
+            "the ONNX reference evaluator cannot"
+        raise CglowError(f"{runtimes} run the model ({reason(exc)})") from None
+    return f"the ONNX reference evaluator{refused}", [np.asarray(y) for y in outputs]
+
+
+def ort_reason(exc: Exception) -> str:
+    """What went wrong, from an onnxruntime error's first line (after where in its C++ source it did)."""
+    lines = str(exc).strip().splitlines()
+    text = lines[0] if lines else type(exc).__name__
+    text = text.rsplit(") ", 1)[-1] if "onnxruntime::" in text else text
+    return text if len(text) <= 120 else "..." + text[-117:]
+
+
+def seeded_inputs(compiled: CompiledModel, seed: int = 0) -> list[np.ndarray]:
+    """Inputs drawn in input order from one seeded generator: floats standard normal, quantized integers
+    uniform over their type, other integers and bools zero (always valid indices, counts and masks)."""
+    rng = np.random.default_rng(seed)
+    inputs = []
+    for t in compiled.inputs:
+        if np.issubdtype(t.dtype, np.floating):
+            inputs.append(rng.standard_normal(t.shape).astype(t.dtype))
+        elif t.scale is not None:
+            limits = np.iinfo(t.dtype)
+            inputs.append(rng.integers(limits.min, limits.max, t.shape, endpoint=True).astype(t.dtype))
+        else:
+            inputs.append(np.zeros(t.shape, t.dtype))
+    return inputs
+
+
+def real_values(info: TensorInfo, values: np.ndarray) -> np.ndarray:
+    """A quantized input's or output's real values (what the ONNX model computes with); others unchanged."""
+    if info.scale is None:
+        return values
+    return ((values.astype(np.float64) - info.zero_point) * info.scale).astype(np.float32)
+
+
+def rel_error(got: np.ndarray, want: np.ndarray) -> float:
+    """Max absolute difference over the reference's max magnitude (at least 1e-6); inf when the shapes differ."""
+    if got.shape != want.shape:
+        return math.inf
+    if not want.size:
+        return 0.0
+    scale = max(float(np.max(np.abs(want))), 1e-6)
+    return float(np.max(np.abs(got.astype(np.float64) - want))) / scale
+
+
+@dataclass(frozen=True)
+class Difference:
+    """How far one of cglow's outputs is from the reference's, in the model's real values."""
+    absolute: float             # the largest |cglow - reference|
+    relative: float             # that over the reference's largest magnitude (rel_error)
+    steps: float | None = None  # a quantized output: the absolute difference in quantization steps
+
+    def ok(self, tolerance: float = TOLERANCE, max_steps: float = MAX_STEPS) -> bool:
+        """Within max_steps for a quantized output, within `tolerance` relative for any other."""
+        return self.steps <= max_steps if self.steps is not None else self.relative <= tolerance
+
+
+def difference(info: TensorInfo, got: np.ndarray, want: np.ndarray) -> Difference:
+    """cglow's output `got` (described by `info`) against the reference's `want`."""
+    got = real_values(info, got)
+    rel = rel_error(got, want)
+    if math.isinf(rel) or not want.size:
+        return Difference(rel, rel, None if info.scale is None else rel)
+    err = float(np.max(np.abs(got.astype(np.float64) - want)))
+    return Difference(err, rel, None if info.scale is None else err / info.scale)

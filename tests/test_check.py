@@ -1,0 +1,170 @@
+"""`cglow check`: the model's C built and run on the host (or under QEMU for cortex-m4) against onnxruntime, on
+seeded or given inputs; a wrong C is a mismatch (exit 1); bad inputs and missing tools are one-line errors."""
+from __future__ import annotations
+
+from dataclasses import replace
+import re
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper
+
+from cglow import check, cli, zoo
+from cglow.quantize import quantize_model
+from cglow.targets import TARGETS
+
+from .test_cli import cglow_cmd, save
+from .util import need_tool
+
+ERRORS = re.compile(r"^output '(\w+)' (\w+)\[([\d,]*)\].*: max abs error (\S+)(?: \((\S+) quantization steps\))?, "
+                    r"max rel error (\S+) \((ok|MISMATCH)\)$", re.M)
+
+
+def three_outputs() -> onnx.ModelProto:
+    """y = x + 0.5 (float), the argmax of each row (int64), x > 0.5 (bool)."""
+    tensor = helper.make_tensor_value_info
+    nodes = [helper.make_node("Add", ["x", "half"], ["y"]), helper.make_node("ArgMax", ["x"], ["a"], axis=1),
+             helper.make_node("Greater", ["x", "half"], ["g"])]
+    graph = helper.make_graph(nodes, "g", [tensor("x", TensorProto.FLOAT, [3, 5])],
+                              [tensor("y", TensorProto.FLOAT, [3, 5]), tensor("a", TensorProto.INT64, [3, 1]),
+                               tensor("g", TensorProto.BOOL, [3, 5])],
+                              [helper.make_tensor("half", TensorProto.FLOAT, [], [0.5])])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
+def two_inputs() -> onnx.ModelProto:
+    a = helper.make_tensor_value_info("a", TensorProto.FLOAT, [2, 3])
+    b = helper.make_tensor_value_info("b", TensorProto.FLOAT, [2, 3])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])
+    return helper.make_model(helper.make_graph([helper.make_node("Sub", ["a", "b"], ["y"])], "g", [a, b], [y]),
+                             opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
+def run(capsys, *args: str) -> tuple[int, str, str]:
+    status = cli.main(["check", *args])
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def test_passes_and_prints_every_output(tmp_path, capsys):
+    need_tool("cc")
+    status, out, err = run(capsys, save(three_outputs(), tmp_path / "m.onnx"))
+    assert status == 0 and not err, err
+    rows = ERRORS.findall(out)
+    assert [(name, dtype, shape) for name, dtype, shape, *_ in rows] == [
+        ("y", "float32", "3,5"), ("a", "int64", "3,1"), ("g", "bool", "3,5")]
+    for *_, absolute, steps, relative, verdict in rows:
+        assert verdict == "ok" and not steps and float(absolute) <= 1e-6 and float(relative) <= 1e-4
+    assert "seeded random inputs (seed 0)" in out and "reference onnxruntime" in out
+    assert out.splitlines()[-1].startswith("check: passed")
+
+
+def test_wrong_c_is_a_mismatch(tmp_path, capsys, monkeypatch):
+    """The C computes x + 0.75 where the model says x + 0.5: exit status 1, the output named."""
+    need_tool("cc")
+    compile_model = check.compile_model
+
+    def wrong(*args, **kwargs):
+        compiled = compile_model(*args, **kwargs)
+        assert compiled.c_source.count("+ 0.5f") == 1
+        return replace(compiled, c_source=compiled.c_source.replace("+ 0.5f", "+ 0.75f"))
+    monkeypatch.setattr(check, "compile_model", wrong)
+    status, out, _ = run(capsys, save(three_outputs(), tmp_path / "m.onnx"))
+    assert status == 1
+    rows = {name: (float(absolute), verdict) for name, _, _, absolute, _, _, verdict in ERRORS.findall(out)}
+    assert rows == {"y": (0.25, "MISMATCH"), "a": (0.0, "ok"), "g": (0.0, "ok")}
+    assert out.splitlines()[-1].startswith("check: MISMATCH on 'y'")
+
+
+def test_inputs_from_npy_files(tmp_path, capsys, monkeypatch):
+    need_tool("cc")
+    a = np.arange(6, dtype=np.float64).reshape(2, 3)  # float64 is converted to the input's float32
+    b = np.full((2, 3), 0.25, np.float32)
+    np.save(tmp_path / "a.npy", a)
+    np.save(tmp_path / "b.npy", b)
+    seen = {}
+    reference_outputs = check.reference_outputs
+
+    def spy(model, feeds):
+        seen.update(feeds)
+        return reference_outputs(model, feeds)
+    monkeypatch.setattr(check, "reference_outputs", spy)
+    path = save(two_inputs(), tmp_path / "sub.onnx")
+    status, out, err = run(capsys, path, "--input", str(tmp_path / "a.npy"), "--input", str(tmp_path / "b.npy"))
+    assert status == 0 and not err, err
+    assert seen["a"].dtype == np.float32 and np.array_equal(seen["a"], a) and np.array_equal(seen["b"], b)
+    assert f"inputs from {tmp_path / 'a.npy'}, {tmp_path / 'b.npy'}" in out
+    np.save(tmp_path / "wrong.npy", np.zeros((3, 2), np.float32))
+    np.save(tmp_path / "ints.npy", np.zeros((2, 3), np.complex64))
+    for args, message in ((["--input", str(tmp_path / "a.npy")], "--input given 1 times; the model's inputs are 'a', "
+                                                                  "'b'"),
+                          (["--input", str(tmp_path / "wrong.npy"), "--input", str(tmp_path / "b.npy")],
+                           "shape [3,2] for the input 'a' float32[2,3]"),
+                          (["--input", str(tmp_path / "ints.npy"), "--input", str(tmp_path / "b.npy")],
+                           "complex64 values for the input 'a'"),
+                          (["--input", str(tmp_path / "none.npy"), "--input", str(tmp_path / "b.npy")],
+                           "not a readable .npy file")):
+        status, out, err = run(capsys, path, *args)
+        assert status == 2 and not out and len(err.splitlines()) == 1 and message in err, err
+
+
+def test_quantized_model_in_steps(tmp_path, capsys):
+    """int8 inputs and outputs: the reference gets real values; a float .npy input is quantized."""
+    need_tool("cc")
+    calib = {"input": np.random.default_rng(0).standard_normal((8, 1, 640)).astype(np.float32)}
+    path = save(quantize_model(zoo.build("autoencoder"), calib), tmp_path / "q.onnx")
+    np.save(tmp_path / "x.npy", np.random.default_rng(1).standard_normal((1, 640)).astype(np.float32))
+    for args in ([], ["--input", str(tmp_path / "x.npy")]):
+        status, out, err = run(capsys, path, *args)
+        assert status == 0 and not err, err
+        ((name, dtype, shape, _, steps, _, verdict),) = ERRORS.findall(out)
+        assert (name, dtype, shape, verdict) == ("output", "int8", "1,640", "ok") and float(steps) <= 2
+        assert "scale " in out and "zero point " in out
+
+
+def test_cortex_m4_under_qemu(tmp_path, capsys):
+    for tool in TARGETS["cortex-m4"].tools:
+        need_tool(tool)
+    status, out, err = run(capsys, save(three_outputs(), tmp_path / "m.onnx"), "--target", "cortex-m4")
+    assert status == 0 and not err, err
+    assert "arm-none-eabi-gcc" in out and "under qemu-system-arm" in out
+    assert [row[-1] for row in ERRORS.findall(out)] == ["ok", "ok", "ok"]
+
+
+def test_missing_cross_tools_and_compiler(tmp_path, capsys, monkeypatch):
+    path = save(three_outputs(), tmp_path / "m.onnx")
+    status, out, err = run(capsys, path, "--cc", "no-such-cc")
+    assert status == 2 and err == "cglow: error: C compiler 'no-such-cc' not found; install one or pass --cc\n"
+    monkeypatch.setattr(check.shutil, "which", lambda tool: None)
+    status, out, err = run(capsys, path, "--target", "cortex-m4")
+    assert status == 2 and not out and len(err.splitlines()) == 1
+    assert "--target cortex-m4 builds with arm-none-eabi-gcc" in err and "not found" in err
+
+
+def test_command_line_exit_status(tmp_path):
+    need_tool("cc")
+    path = save(zoo.build("kws"), tmp_path / "kws.onnx")
+    result = cglow_cmd("check", path)
+    assert result.returncode == 0 and "output 'output' float32[1,12]" in result.stdout, result.stderr
+    result = cglow_cmd("check", path, "--tolerance", "0")  # the C's rounding differs from onnxruntime's
+    assert result.returncode == 1 and "(MISMATCH)" in result.stdout
+
+
+def test_reference_evaluator_when_onnxruntime_refuses(tmp_path, capsys):
+    """A model of an IR version onnxruntime does not know yet is checked against the ONNX reference evaluator."""
+    need_tool("cc")
+    model = two_inputs()
+    model.ir_version = 99
+    status, out, err = run(capsys, save(model, tmp_path / "new.onnx"))
+    assert status == 0 and not err, err
+    assert "reference the ONNX reference evaluator (onnxruntime" in out and "cannot run the model: " in out
+    assert "IR version" in out.splitlines()[0] and "onnxruntime::" not in out  # the reason, not where in its C++
+    assert [row[-1] for row in ERRORS.findall(out)] == ["ok"]
+
+
+def test_reference_evaluator_without_onnxruntime(monkeypatch):
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)  # `import onnxruntime` raises ImportError
+    a, b = np.arange(6, dtype=np.float32).reshape(2, 3), np.ones((2, 3), np.float32)
+    name, (y,) = check.reference_outputs(two_inputs(), {"a": a, "b": b})
+    assert name == "the ONNX reference evaluator" and np.array_equal(y, a - b)
