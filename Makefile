@@ -2,13 +2,16 @@
 PYTHON ?= python3
 PIP = $(PYTHON) -m pip --disable-pip-version-check -q
 
-.PHONY: example test report bench bench-mcu bench-memory size install install-test
+.PHONY: example test docs report bench bench-mcu bench-memory size install install-test
 
 example: install
 	$(PYTHON) -m cglow example
 
 test: install-test
 	$(PYTHON) -m pytest -n 2 -q -p no:benchmark
+
+docs: install  # the generated reference pages: docs/options.md and docs/ops.md
+	$(PYTHON) -m cglow.docs_gen docs
 
 report: install-test
 	$(PYTHON) scripts/zoo_report.py
