@@ -44,6 +44,17 @@ def test_emit_writes_c_and_header(tmp_path):
     assert "ae_net_run(" in (tmp_path / "out" / "ae_net.c").read_text()
 
 
+def test_emitted_files_get_the_usual_mode(tmp_path):
+    """0666 less the umask, as any tool writes files (not the 0600 of the temporary file behind them)."""
+    model = save(zoo.build("autoencoder"), tmp_path / "ae.onnx")
+    result = subprocess.run(["sh", "-c", 'umask 022 && exec "$0" -m cglow emit "$1" -o "$2" --report "$3"',
+                             sys.executable, model, str(tmp_path / "ae.c"), str(tmp_path / "ae.html")],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert {name: (tmp_path / name).stat().st_mode & 0o777 for name in ("ae.c", "ae.h", "ae.html")} == \
+        dict.fromkeys(("ae.c", "ae.h", "ae.html"), 0o644)
+
+
 def test_every_unsupported_op_is_listed_in_one_line(tmp_path):
     model = save(unsupported_model(), tmp_path / "bad.onnx")
     result = cglow_cmd("emit", model, "-o", str(tmp_path / "bad.c"))
