@@ -352,6 +352,9 @@ def main(argv: list[str] | None = None) -> int:
     except CglowError as exc:
         print(f"cglow: error: {one_line(str(exc))}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # the reader went away (`cglow info ... | head`): stop quietly, as other tools do
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the final flush must not raise again
+        return 1
     except Exception as exc:  # a bug in cglow: one line that says so (CGLOW_TRACEBACK=1 shows where)
         if os.environ.get("CGLOW_TRACEBACK"):
             raise

@@ -44,6 +44,14 @@ def test_emit_writes_c_and_header(tmp_path):
     assert "ae_net_run(" in (tmp_path / "out" / "ae_net.c").read_text()
 
 
+def test_a_closed_pipe_ends_quietly(tmp_path):
+    model = save(zoo.build("autoencoder"), tmp_path / "ae.onnx")
+    errors = tmp_path / "stderr.txt"  # `true` reads nothing and exits: cglow's output meets a closed pipe
+    subprocess.run(["sh", "-c", '"$0" -m cglow info "$1" 2>"$2" | true', sys.executable, model, str(errors)],
+                   check=True)
+    assert errors.read_text() == ""
+
+
 def test_emitted_files_get_the_usual_mode(tmp_path):
     """0666 less the umask, as any tool writes files (not the 0600 of the temporary file behind them)."""
     model = save(zoo.build("autoencoder"), tmp_path / "ae.onnx")
