@@ -12,6 +12,7 @@ from cglow.options import Options
 from cglow.targets import TARGETS
 
 from .quantized import quantized
+from .test_quant_kernels import UINT8, conv_chain, extreme_q, rand_q
 from .util import need_tool
 
 pytest.importorskip("onnxruntime")
@@ -32,3 +33,27 @@ def test_same_integers_as_the_host(model, target_name):
     run = cross.run_image(cross.build_image(compiled, inputs, target), compiled, target, count=False)
     for got, want in zip(run.outputs, cglow.build(compiled)(*inputs)):
         assert got.dtype == want.dtype and np.array_equal(got, want)
+
+
+# uint8 activations through depthwise convolutions of 6 channels (a tile of four channels a word, mac4.c's
+# SMLABB/SMLATT on the DSP targets, and a remainder tile of two), stride 1 and 2, padded on some sides only
+DEPTHWISE_CHAIN = [dict(m=6, kernel=(3, 3), pads=[1, 1, 1, 1], y_dtype=UINT8, y_zero=120),
+                   dict(m=6, kernel=(3, 3), group=6, pads=[1, 0, 1, 1], act="relu", y_dtype=UINT8, y_zero=0),
+                   dict(m=6, kernel=(3, 3), group=6, pads=[0, 1, 1, 0], strides=[2, 2], y_dtype=UINT8,
+                        y_zero=131),
+                   dict(m=8, kernel=(1, 1), y_dtype=UINT8, y_zero=128)]
+
+
+@pytest.mark.parametrize("target_name", ["cortex-m4", "cortex-m33"])
+def test_uint8_depthwise_under_qemu_matches_the_integer_reference(target_name):
+    target = TARGETS[target_name]
+    for tool in target.tools:
+        need_tool(tool)
+    rng = np.random.default_rng(21)
+    model, reference = conv_chain(rng, DEPTHWISE_CHAIN, (1, 3, 9, 10), x_dtype=UINT8, x_zero=125)
+    compiled = cglow.compile_model(model, options=Options(target=target.tiles))
+    assert "cglow_mac4(acc" in compiled.c_source
+    inputs = [extreme_q(rng, (1, 3, 9, 10), UINT8), rand_q(rng, (1, 3, 9, 10), UINT8)]
+    for x in inputs:
+        run = cross.run_image(cross.build_image(compiled, [x], target), compiled, target, count=False)
+        assert np.array_equal(run.outputs[0], reference(x))

@@ -353,6 +353,11 @@ def _conv_nhwc(fn: str, c: Conv, dtypes, tiles: Tiles) -> Kernel:
     depthwise = cg == 1 and mg == 1
     if accumulator(dtypes[c.x.buf], dtypes[c.out.buf]) == np.int32:
         tiles = tiles.for_integer
+    xs, ws = c.x.strides, c.w.strides
+    operands = dot_operands(dtypes[c.x.buf], dtypes[c.w.buf]) and \
+        _dot_operands(dtypes[c.x.buf], dtypes[c.w.buf], c.x_zero)
+    # depthwise on a dual-MAC target: four channels a word, one 16-bit multiply-accumulate each (mac4.c)
+    lanes = operands if tiles.dual_mac and depthwise and xs[1] == ws[0] == 1 else None
     tiles = tiles.for_depthwise if depthwise else tiles
     nr = tiles.columns if c.group == 1 or depthwise else \
         max(t for t in (16, 8, 4, 2, 1) if mg % t == 0 and t <= tiles.columns)
@@ -389,15 +394,12 @@ def _conv_nhwc(fn: str, c: Conv, dtypes, tiles: Tiles) -> Kernel:
         return _epilogue(Epilogue(substitute(c.epi.expr, {"acc": f"acc[{j}][i]"}), c.epi.ins), out_vars(j))
     names = ["y", "x", "w"] + [f"e{i}" for i in range(len(c.epi.ins))] + (["ring"] if c.ring else [])
     runs = _column_runs(c.win, w, tiles.rows, c.x.strides[3] if depthwise else None)
-    xs, ws = c.x.strides, c.w.strides
-    dot = tiles.dual_mac and not depthwise and c.group == 1 and dot_operands(dtypes[c.x.buf], dtypes[c.w.buf]) \
-        and (cg == 1 or xs[1] == ws[1] == 1)
+    dot = tiles.dual_mac and not depthwise and c.group == 1 and operands and (cg == 1 or xs[1] == ws[1] == 1)
     if dot:
         s, d, p, kw_ = c.win.strides[1], c.win.dilations[1], c.win.pads_begin[1], c.win.kernel[1]
         x_row = linear([("n", xs[0]), ("ih", xs[2]), ("ow0", s * xs[3])], -p * xs[3])
         w_row = linear([("oc0", ws[0]), ("kh", ws[2])])
         taps_run = d == 1 and (kw_ == 1 or xs[3] == ws[3] == cg)  # a kernel row's taps are one run
-        operands = _dot_operands(dtypes[c.x.buf], dtypes[c.w.buf], c.x_zero)
         for r in runs:
             r["dots"] = []
             for k, columns in r["taps"]:
@@ -414,7 +416,7 @@ def _conv_nhwc(fn: str, c: Conv, dtypes, tiles: Tiles) -> Kernel:
     text = ENV.get_template("conv_nhwc.c.j2").render(
         signature=_signature(fn, c, names, dtypes, scratch=1 if c.ring else 0), N=n, OH=oh_, OW=ow_, M=m, CG=cg,
         KH=c.win.kernel[0], KW=c.win.kernel[1], H=h, DELAY=delay, ring=bool(c.ring), oc_tiles=oc_tiles,
-        runs=runs, c0=c0, depthwise=depthwise, dot_products=dot, reads_iw=c.x.strides[3] != 0, reads_x=reads_x,
+        runs=runs, c0=c0, depthwise=depthwise, dot_products=dot, lanes=lanes, w_kw=ws[3], reads_iw=c.x.strides[3] != 0, reads_x=reads_x,
         acc_t=c_type(acc_t), zero=c_literal(0, acc_t), mac=mac, tile_loop=TILE_LOOP,
         x_t=c_type(dtypes[c.x.buf]), w_t=c_type(dtypes[c.w.buf]), y_t=c_type(dtypes[c.out.buf]),
         x_minus=minus(c.x_zero),
