@@ -2,8 +2,7 @@
 compiler: its C statements times the bytes a statement takes, measured on the zoo models.
 
 Counted: every statement, `for` and `if` of the file's functions (the kernels, the helpers and net_run: one
-call per kernel); functions with the same body count once, as gcc -O2 folds identical functions into one
-(--ipa-icf); on a scalar target (Tiles.scalar: Cortex-M, RISC-V without vectors) a register-tile loop
+call per kernel; identical kernels are written once, cglow.emit_c.emit); on a scalar target (Tiles.scalar: Cortex-M, RISC-V without vectors) a register-tile loop
 (CGLOW_TILE_LOOP) is unrolled, so its body counts once per iteration. Bytes per statement: the median over
 nine zoo models of the compiled object's text over its statements, 9 for scalar targets (--target cortex-m4,
 arm-none-eabi-gcc 12 -O2 for Cortex-M4F: 7.1 to 12.7 per model) and 17 for the others (--target generic,
@@ -47,7 +46,7 @@ def statements(body: str, unrolled: bool) -> int:
 
 
 def code_size(c_source: str, target: str) -> CodeSize:
-    """The statements of the file's distinct function bodies and the bytes per statement of the target."""
+    """The statements of the file's function bodies and the bytes per statement of the target."""
     scalar = tiles_for(target).scalar
-    bodies = set(FUNCTION_BODY.findall(c_source))
+    bodies = FUNCTION_BODY.findall(c_source)
     return CodeSize(sum(statements(body, scalar) for body in bodies), BYTES_PER_STATEMENT[scalar])

@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 
 import cglow
-from cglow import cross
+from cglow import cross, zoo
 from cglow.options import Options
+from cglow.quantize import quantize_model
 from cglow.targets import TARGETS
 
 from .quantized import quantized
@@ -57,3 +58,22 @@ def test_uint8_depthwise_under_qemu_matches_the_integer_reference(target_name):
     for x in inputs:
         run = cross.run_image(cross.build_image(compiled, [x], target), compiled, target, count=False)
         assert np.array_equal(run.outputs[0], reference(x))
+
+
+def test_int8_transformer_under_qemu_gives_the_host_integers():
+    """The transformer quantized by cglow (int8 matrix products between float LayerNorm and Softmax). Its
+    kernels kept out of net_run with gcc's noinline, gcc 12 -O2 dropped three of their calls; noipa
+    (runtime_c/kernel.c) keeps them."""
+    target = TARGETS["cortex-m4"]
+    for tool in target.tools:
+        need_tool(tool)
+    model = zoo.build("transformer")
+    rng = np.random.default_rng(4)
+    shapes = {i.name: [d.dim_value for d in i.type.tensor_type.shape.dim] for i in model.graph.input}
+    compiled = cglow.compile_model(
+        quantize_model(model, {n: rng.standard_normal((4, *s)).astype(np.float32) for n, s in shapes.items()}),
+        options=Options(target=target.tiles))
+    inputs = [rng.integers(-128, 128, t.shape).astype(t.dtype) for t in compiled.inputs]
+    run = cross.run_image(cross.build_image(compiled, inputs, target), compiled, target, count=False)
+    for got, want in zip(run.outputs, cglow.build(compiled)(*inputs)):
+        assert got.dtype == want.dtype and np.array_equal(got, want)

@@ -63,3 +63,16 @@ def test_two_models_link_into_one_program(tmp_path):
     subprocess.run(["gcc", *STRICT_FLAGS, "-o", str(tmp_path / "both"), *files, str(tmp_path / "main.c"), "-lm"],
                    check=True)
     assert subprocess.run([str(tmp_path / "both")]).returncode == 0
+
+
+def test_identical_kernels_are_written_once(sources):
+    """kws's four depthwise and four pointwise blocks are the same loops on other buffers: one function each,
+    called four times, each call naming its node."""
+    c = sources["kws"]
+    defined = re.findall(r"^CGLOW_KERNEL void (\w+)\(", c.c_source, re.M)
+    calls = re.findall(r"^    (net_\d+_\w+)\(.*\);(.*)$", c.c_source, re.M)
+    assert len(defined) == len(set(defined)) == 9 and len(calls) == len(c.program.instrs) == 15
+    assert [name for name, _ in calls].count("net_1_conv") == [name for name, _ in calls].count("net_2_conv") == 4
+    assert {name for name, _ in calls} == set(defined)
+    assert [note.strip() for name, note in calls if note] == [f"/* block{b}/{k}/conv */" for b in (2, 3, 4)
+                                                              for k in ("dw", "pw")]

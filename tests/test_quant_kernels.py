@@ -407,8 +407,8 @@ def test_conv_random(seed):
 
 def functions(source: str) -> dict[str, str]:
     """Every function defined in generated C (static helpers, kernels, net_run): name -> text."""
-    return {m.group(1): m.group(0) for m in re.finditer(r"^(?:static )?\w+ \**(\w+)\([^;{]*?\)\n\{.*?^\}\n",
-                                                         source, re.M | re.S)}
+    pattern = r"^(?:static |CGLOW_KERNEL )?\w+ \**(\w+)\([^;{]*?\)\n\{.*?^\}\n"
+    return {m.group(1): m.group(0) for m in re.finditer(pattern, source, re.M | re.S)}
 
 
 @pytest.mark.parametrize("case", ["one conv", "seven convs"])

@@ -97,7 +97,7 @@ def runtime_helpers(kernels: list[str]) -> list[str]:
 
     def used(text: str) -> list[str]:
         return sorted(set(re.findall(r"\bcglow_(\w+)\(", text)) |
-                      {m.lower() for m in re.findall(r"\bCGLOW_(TILE_LOOP)\b", text)})
+                      {m.lower() for m in re.findall(r"\bCGLOW_(TILE_LOOP|KERNEL)\b", text)})
     texts: dict[str, str] = {}
 
     def add(name: str) -> None:
@@ -143,11 +143,18 @@ def emit(prog: Program, plan: Plan, prefix: str, source: str, opset: int,
 
     dtypes = {b.id: b.dtype for b in prog.buffers}
     kernels, calls, used = [], [], set()
+    first: dict[str, str] = {}  # a kernel's body and signature without its name -> the function written for it
     for n, instr in enumerate(prog.instrs):
         fn = f"{prefix}_{n}_{PRIMITIVE_NAMES[type(instr)]}"
         kernel = render(fn, instr, dtypes, tiles_for(options.target))
-        kernels.append(kernel.text.strip())
-        calls.append(f"{fn}({', '.join(base(v) for v in kernel.params)});")
+        node, text = kernel.text.strip().split("\n", 1)  # the node's comment, then the function
+        args = ", ".join(base(v) for v in kernel.params)
+        same = first.setdefault(text.replace(fn, "KERNEL"), fn)
+        if same == fn:
+            kernels.append(f"{node}\n{text}")
+            calls.append(f"{fn}({args});")
+        else:  # the same loops as an earlier kernel: called again, on its own buffers
+            calls.append(f"{same}({args}); {node}")
         used.update(v.buf for v in kernel.params)
     params = [f"const {t.ctype} *input_{i}" for i, t in enumerate(inputs)] + \
         [f"{t.ctype} *output_{i}" for i, t in enumerate(outputs)]

@@ -90,7 +90,7 @@ def _signature(fn: str, instr: Instr, names: list[str], dtypes, scratch: int = 0
         f"{'' if i >= len(names) - 1 - scratch else 'const '}{t} *{restrict}{n}"
         for i, (t, n) in enumerate(zip(types[1:], names[1:]))]
     assert len(views) == len(names)
-    return f"/* {comment(instr.node)} */\nstatic void {fn}({', '.join(params)})"
+    return f"/* {comment(instr.node)} */\nCGLOW_KERNEL void {fn}({', '.join(params)})"
 
 
 def accumulator(values: np.dtype, out: np.dtype) -> np.dtype:
