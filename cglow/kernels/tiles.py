@@ -53,10 +53,12 @@ SCALAR_INT8 = Tiles(3, 2, Tiles(4, 2), scalar=True)
 # packed with the reduced dim innermost: 2 x 2 tiles, 4 accumulators and the 16-bit pairs of 2 x 2 words in
 # the 13 registers. Cortex-M4 instructions per MAC, kws / resnet8 / vww: 2.59 / 1.83 / 2.63, against 3.27 / 3.76 /
 # 3.38 with the 3 x 2 scalar tiles (the same requantization). The inner loop is 23 instructions per 16 MACs;
-# two steps per iteration spill. Depthwise convolutions take 2 columns x 4 channels: four channels a word, one
-# 16-bit multiply-accumulate each (runtime_c/mac4.c); kws / vww (onnxruntime-quantized) 2.49 / 2.60 against
-# 2.60 / 2.62 with the scalar 4 x 2; 1 x 4 2.51 / 2.67, 3 x 4 2.49 / 2.62, 4 x 4 2.53 / 2.57, 5 x 4 2.55 / 2.69.
-DSP_INT8 = Tiles(2, 2, Tiles(2, 4), scalar=True, dual_mac=True)
+# two steps per iteration spill. Depthwise convolutions take 1 column x 4 channels: four channels a word, one
+# 16-bit multiply-accumulate each (runtime_c/mac4.c). kws / vww (onnxruntime-quantized), kernels inlined into
+# net_run: 2 x 4 2.49 / 2.60 against 2.60 / 2.62 with the scalar 4 x 2; 1 x 4 2.51 / 2.67, 3 x 4 2.49 / 2.62,
+# 4 x 4 2.53 / 2.57, 5 x 4 2.55 / 2.69; kept out of it (runtime_c/kernel.c): 1 x 4 2.37 / 2.44, 2 x 4
+# 2.38 / 2.45, 3 x 4 2.37 / 2.47, 4 x 4 2.39 / 2.48.
+DSP_INT8 = Tiles(2, 2, Tiles(1, 4), scalar=True, dual_mac=True)
 VECTOR, SCALAR = Tiles(4, 16), Tiles(6, 4, Tiles(8, 2), scalar=True, integer=SCALAR_INT8)
 ARM_DSP = Tiles(6, 4, Tiles(8, 2), scalar=True, integer=DSP_INT8)
 TILES = {"generic": VECTOR, "x86-avx2": Tiles(6, 16), "x86-avx512": Tiles(8, 32), "aarch64": VECTOR,
