@@ -84,7 +84,7 @@ int main(void)
     int32_t v[3];
     while (fread(v, sizeof v, 1, stdin) == 1) {{
         const int32_t y[2] = {{cglow_requant(v[0], v[1], v[2], 3, -128, 127),
-                              cglow_requant_high(v[0], v[1], v[2], 3, -128, 127)}};
+                              v[2] > 32 ? cglow_requant_high(v[0], v[1], v[2] - 33, 3, -128, 127) : 0}};
         fwrite(y, sizeof y, 1, stdout);
     }}
     return 0;
@@ -93,7 +93,8 @@ int main(void)
 
 
 def requants(rows: np.ndarray) -> np.ndarray:
-    """cglow_requant and cglow_requant_high of each (acc, multiplier, shift), zero 3 and int8 bounds."""
+    """cglow_requant and cglow_requant_high (shifts above 32) of each (acc, multiplier, shift), zero 3 and int8
+    bounds."""
     helpers = "\n".join((HELPERS / f"{n}.c").read_text() for n in ("clamp", "requant", "requant_high"))
     program = build_cached({"requant.c": REQUANT_DRIVER.format(helpers=helpers)}, "cc", HOST_FLAGS, "requant-{}")
     run = subprocess.run([str(program)], input=np.asarray(rows, "<i4").tobytes(), capture_output=True, check=True)

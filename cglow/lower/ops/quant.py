@@ -48,11 +48,13 @@ class _Operands:
 def requantized(node: Node, out_dtype: np.dtype, acc: str, c: _Operands, bound=None) -> str:
     """The expression storing a requantized accumulator `acc` (int32) as the output's type. `bound`: the
     largest magnitude the accumulator can reach (per channel, or one for all), where known: it may allow the
-    cheaper cglow_requant_high. Shifts (1 to 62) are stored as int8."""
+    cheaper cglow_requant_high, which takes each shift less 33. Shifts (1 to 62) are stored as int8."""
     mults, shifts = np.asarray(node.attr("mult")), np.asarray(node.attr("shift"))
-    helper = "cglow_requant_high" if bound is not None and never_halfway(mults, shifts, bound) else "cglow_requant"
+    high = bound is not None and never_halfway(mults, shifts, bound)
+    helper = "cglow_requant_high" if high else "cglow_requant"
     mult = c(mults, f"{node.name} multipliers")
-    shift = c(shifts, f"{node.name} shifts", np.int8)
+    shift = c(shifts - 33, f"{node.name} shifts less 33", np.int8) if high else \
+        c(shifts, f"{node.name} shifts", np.int8)
     return f"(({c_type(out_dtype)}){helper}({acc}, {mult}, {shift}, {node.attr('y_zero')}, " \
            f"{node.attr('lo')}, {node.attr('hi')}))"
 
