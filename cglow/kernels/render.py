@@ -416,7 +416,8 @@ def _conv_nhwc(fn: str, c: Conv, dtypes, tiles: Tiles) -> Kernel:
     text = ENV.get_template("conv_nhwc.c.j2").render(
         signature=_signature(fn, c, names, dtypes, scratch=1 if c.ring else 0), N=n, OH=oh_, OW=ow_, M=m, CG=cg,
         KH=c.win.kernel[0], KW=c.win.kernel[1], H=h, DELAY=delay, ring=bool(c.ring), oc_tiles=oc_tiles,
-        runs=runs, c0=c0, depthwise=depthwise, dot_products=dot, lanes=lanes, w_kw=ws[3], reads_iw=c.x.strides[3] != 0, reads_x=reads_x,
+        runs=runs, c0=c0, depthwise=depthwise, dot_products=dot, lanes=lanes, w_kw=ws[3],
+        reads_iw=c.x.strides[3] != 0, reads_x=reads_x,
         acc_t=c_type(acc_t), zero=c_literal(0, acc_t), mac=mac, tile_loop=TILE_LOOP,
         x_t=c_type(dtypes[c.x.buf]), w_t=c_type(dtypes[c.w.buf]), y_t=c_type(dtypes[c.out.buf]),
         x_minus=minus(c.x_zero),
