@@ -15,7 +15,6 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 import re
-import shutil
 import statistics
 import subprocess
 import time
@@ -27,7 +26,7 @@ from .compiler import CompiledModel, compile_model
 from .emit_c.harness import harness_source, parse_outputs, parse_samples_us, parse_time_us, run_harness
 from .errors import CglowError
 from .graph.onnx_import import load
-from .host import STRICT_FLAGS, build_cached, sources
+from .host import STRICT_FLAGS, build_cached, need_compiler, sources
 from .kernels.tiles import host_target
 from .macs import macs
 from .options import Options
@@ -51,8 +50,7 @@ def native_target(cc: str) -> str:
 def build_executable(files: dict[str, str], cc: str = "gcc", cflags=CFLAGS) -> Path:
     """Compile the .c files among `files` (name -> text) into a program, cached by a hash; return its path.
     Any compiler message fails the build: one line naming the compiler and its first error."""
-    if shutil.which(cc) is None:
-        raise CglowError(f"C compiler '{cc}' not found; install one or pass --cc")
+    need_compiler(cc)
     native = native_target(cc) if "-march=native" in cflags else ""
     try:
         return build_cached(files, cc, cflags, "bench-{}", salt=native, quiet=True)

@@ -17,6 +17,7 @@ from .bench import build_executable, compiler_error
 from .compiler import CompiledModel, compile_model
 from .emit_c.harness import harness_source, parse_outputs, run_harness
 from .errors import CglowError, reason
+from .graph.ir import shape_text
 from .graph.onnx_import import load
 from .host import STRICT_FLAGS, sources
 from .options import Options
@@ -31,7 +32,7 @@ HOST_OPT_FLAGS = ("-O2",)
 
 def describe(info: TensorInfo) -> str:
     """An input or output as `name' dtype[shape], with a quantized one's scale and zero point."""
-    text = f"'{info.name}' {info.dtype.name}[{','.join(map(str, info.shape))}]"
+    text = f"'{info.name}' {info.dtype.name}{shape_text(info.shape)}"
     return text if info.scale is None else f"{text} (scale {info.scale:.6g}, zero point {info.zero_point})"
 
 
@@ -45,7 +46,7 @@ def read_input(path: str, info: TensorInfo) -> np.ndarray:
     if not isinstance(x, np.ndarray):
         raise CglowError(f"--input {path}: holds several arrays; save one array per file with numpy.save")
     if x.shape != info.shape:
-        raise CglowError(f"--input {path}: shape [{','.join(map(str, x.shape))}] for the input {describe(info)}; "
+        raise CglowError(f"--input {path}: shape {shape_text(x.shape)} for the input {describe(info)}; "
                          f"save an array of that shape")
     if info.scale is not None and np.issubdtype(x.dtype, np.floating):
         limits = np.iinfo(info.dtype)

@@ -13,7 +13,7 @@ import numpy as np
 
 from .alloc.arena import Plan
 from .errors import one_line
-from .graph.ir import Graph
+from .graph.ir import Graph, shape_text
 from .instr.ir import Buffer, Epilogue, Program, View
 from .kernels.render import PRIMITIVE_NAMES
 from .stages import Observer
@@ -68,7 +68,7 @@ def graph_text(graph: Graph) -> str:
 
 def attribute(a: Any) -> str:
     if isinstance(a, np.ndarray):
-        return f"array {a.dtype.name}[{','.join(map(str, a.shape))}]"
+        return f"array {a.dtype.name}{shape_text(a.shape)}"
     text = one_line(repr(a))
     return text if len(text) <= 80 else text[:77] + "..."
 
@@ -91,7 +91,7 @@ def program_text(prog: Program) -> str:
 
 def field_text(value: Any) -> str:
     if isinstance(value, View):
-        return f"b{value.buf}+{value.offset}[{','.join(map(str, value.shape))}]/{','.join(map(str, value.strides))}"
+        return f"b{value.buf}+{value.offset}{shape_text(value.shape)}/{','.join(map(str, value.strides))}"
     if isinstance(value, Epilogue):
         return f"({value.expr!r} {field_text(value.ins)})"
     if isinstance(value, tuple) and all(isinstance(v, View) for v in value):

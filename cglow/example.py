@@ -3,7 +3,6 @@ built with the host C compiler as a plain program, run, and checked against a re
 from __future__ import annotations
 
 from pathlib import Path
-import shutil
 import subprocess
 
 import numpy as np
@@ -13,7 +12,7 @@ from .cli import write_files
 from .compiler import compile_model
 from .emit_c.harness import harness_source, parse_outputs, parse_time_us, run_harness
 from .errors import CglowError
-from .host import STRICT_FLAGS
+from .host import STRICT_FLAGS, need_compiler
 from .info import parameters
 from .reference import TOLERANCE, reference_outputs, rel_error
 from . import zoo
@@ -22,8 +21,7 @@ KEYWORDS = ("silence", "unknown", "yes", "no", "up", "down", "left", "right", "o
 
 
 def run_example(folder: Path, cc: str = "cc") -> None:
-    if shutil.which(cc) is None:
-        raise CglowError(f"C compiler '{cc}' not found; install one or pass --cc")
+    need_compiler(cc)
     folder.mkdir(parents=True, exist_ok=True)
     model = zoo.build("kws")
     model_path = folder / "kws.onnx"

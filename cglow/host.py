@@ -6,6 +6,7 @@ from functools import lru_cache
 import hashlib
 import os
 from pathlib import Path
+import shutil
 import subprocess
 import tempfile
 
@@ -13,9 +14,16 @@ import cffi
 import numpy as np
 
 from .compiler import CompiledModel
+from .errors import CglowError
 
 STRICT_FLAGS = ("-std=c99", "-pedantic", "-Wall", "-Wextra", "-Werror", "-Wdouble-promotion")
 HOST_FLAGS = ("-O2",) + STRICT_FLAGS
+
+
+def need_compiler(cc: str) -> None:
+    """A missing C compiler is the user's problem: one line that says what to do."""
+    if shutil.which(cc) is None:
+        raise CglowError(f"C compiler '{cc}' not found; install one or pass --cc")
 
 
 def cache_dir() -> Path:

@@ -15,6 +15,7 @@ import onnx
 
 from .code_size import code_size
 from .errors import CglowError, ModelProblems, one_line
+from .graph.ir import shape_text
 from .graph.onnx_import import load
 from .macs import macs
 from .memory import analyze_model
@@ -90,9 +91,9 @@ def model_info(path: str, shapes: dict[str, tuple[int, ...]], options: Options =
 
 
 def _tensor_line(t: dict) -> str:
-    shape = "?" if t["shape"] is None else ",".join(map(str, t["shape"]))
+    shape = "[?]" if t["shape"] is None else shape_text(t["shape"])
     quantized = f"  scale {t['scale']:.6g}, zero point {t['zero_point']}" if "scale" in t else ""
-    return one_line(f"  {t['name']}  {t['dtype']}[{shape}]{quantized}")
+    return one_line(f"  {t['name']}  {t['dtype']}{shape}{quantized}")
 
 
 def info_lines(info: dict, target: str) -> list[str]:

@@ -9,7 +9,7 @@ from typing import Any
 import jinja2
 
 from .compiler import CompiledModel
-from .graph.ir import Graph
+from .graph.ir import Graph, shape_text
 from .graph_svg import BOX_H, BOX_W, draw_graph
 from .instr.ir import Conv, Gemm, Instr, Pool, Reduce, reads
 from .macs import instr_macs
@@ -57,10 +57,6 @@ def cost(instr: Instr) -> int:
     if isinstance(instr, Pool):
         return math.prod(instr.out.shape) * math.prod(instr.win.kernel)
     return math.prod(instr.out.shape)
-
-
-def shape_text(shape: tuple[int, ...]) -> str:
-    return "[" + ",".join(map(str, shape)) + "]"
 
 
 def layers(compiled: CompiledModel, graph: Graph, report: MemoryReport) -> list[Layer]:

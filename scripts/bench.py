@@ -35,10 +35,9 @@ from cglow.emit_c.harness import harness_source
 from cglow.kernels.tiles import TARGETS, host_target
 from cglow.macs import macs
 from cglow.options import Options
-from cglow.reference import rel_error, seeded_inputs
+from cglow.reference import TOLERANCE, rel_error, seeded_inputs
 
 MODELS = ("kws", "vww", "resnet8", "autoencoder", "mobilenetv2", "transformer", "unet")
-TOLERANCE = 1e-4  # of the output's scale
 SEED = 0
 
 

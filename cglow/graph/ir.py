@@ -22,7 +22,12 @@ class TensorType:
         return self.size * self.dtype.itemsize
 
     def __str__(self) -> str:
-        return f"{self.dtype.name}[{','.join(map(str, self.shape))}]"
+        return f"{self.dtype.name}{shape_text(self.shape)}"
+
+
+def shape_text(shape) -> str:
+    """A shape as the messages, dumps and reports write it: [1,3,224,224]."""
+    return "[" + ",".join(map(str, shape)) + "]"
 
 
 @dataclass(frozen=True)
