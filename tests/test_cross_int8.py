@@ -60,6 +60,34 @@ def test_uint8_depthwise_under_qemu_matches_the_integer_reference(target_name):
         assert np.array_equal(run.outputs[0], reference(x))
 
 
+# uint8 activations through 1x1 convolutions that widen their inputs into a panel (instr/passes.py
+# widen_inputs; runtime_c/widen4.c and dot16.c): the second as a matrix product, the fifth strided; 7
+# columns, so a remainder tile of one (kws runs one in place, in test_same_integers_as_the_host)
+PANEL_CHAIN = [dict(m=48, kernel=(3, 3), pads=[1, 1, 1, 1], y_dtype=UINT8, y_zero=118),
+               dict(m=8, kernel=(1, 1), act="relu", y_dtype=UINT8, y_zero=0),
+               dict(m=64, kernel=(3, 3), pads=[1, 1, 1, 1], y_dtype=UINT8, y_zero=140),
+               dict(m=16, kernel=(3, 3), pads=[1, 1, 1, 1], y_dtype=UINT8, y_zero=121),
+               dict(m=16, kernel=(1, 1), strides=[2, 2], y_dtype=UINT8, y_zero=125),
+               dict(m=8, kernel=(1, 1), y_dtype=UINT8, y_zero=127)]
+
+
+@pytest.mark.parametrize("target_name", ["cortex-m4", "cortex-m33"])
+def test_widened_inputs_under_qemu_match_the_integer_reference(target_name):
+    target = TARGETS[target_name]
+    for tool in target.tools:
+        need_tool(tool)
+    rng = np.random.default_rng(22)
+    shape = (1, 16, 6, 7)
+    model, reference = conv_chain(rng, PANEL_CHAIN, shape, x_dtype=UINT8, x_zero=131)
+    compiled = cglow.compile_model(model, options=Options(target=target.tiles))
+    assert compiled.c_source.count("int32_t *restrict panel)") == 2
+    host = cglow.build(compiled)  # the portable C of the same helpers
+    for x in (extreme_q(rng, shape, UINT8), rand_q(rng, shape, UINT8)):
+        run = cross.run_image(cross.build_image(compiled, [x], target), compiled, target, count=False)
+        assert np.array_equal(run.outputs[0], reference(x))
+        assert np.array_equal(host(x)[0], reference(x))
+
+
 def test_int8_transformer_under_qemu_gives_the_host_integers():
     """The transformer quantized by cglow (int8 matrix products between float LayerNorm and Softmax). Its
     kernels kept out of net_run with gcc's noinline, gcc 12 -O2 dropped three of their calls; noipa

@@ -39,8 +39,13 @@ def lifetimes(prog: Program, align: int = 16, io: bool = False) -> list[Interval
     if io:
         for b in prog.outputs:
             span.setdefault(b, [len(prog.instrs) - 1, 0])[1] = max(len(prog.instrs) - 1, 0)
-    # an empty buffer still takes one slot, so that its (never dereferenced) pointer aliases no other
-    return [Interval(b, max(1, -(-prog.buffer(b).nbytes // align)) * align, f, l) for b, (f, l) in sorted(span.items())]
+    return [Interval(b, slot(prog.buffer(b).nbytes, align), f, l) for b, (f, l) in sorted(span.items())]
+
+
+def slot(nbytes: int, align: int = 16) -> int:
+    """The arena bytes a buffer of nbytes takes: whole multiples of align, and one for an empty buffer, so
+    that its (never dereferenced) pointer aliases no other."""
+    return max(1, -(-nbytes // align)) * align
 
 
 def _overlap_in_time(a: Interval, b: Interval) -> bool:

@@ -174,7 +174,8 @@ class Gather:
 @dataclass(frozen=True)
 class Conv:
     """2-D convolution, x [N,C,H,W], w [M,C/group,KH,KW], out [N,M,OH,OW]. With a `ring` (scratch rows
-    [top pad + 1, M, OW]), out is x itself: the convolution runs in place, row by row."""
+    [top pad + 1, M, OW]), out is x itself: the convolution runs in place, row by row. With a `panel`
+    (scratch, int32 words), a tile's input columns are widened there to 16-bit pairs first (runtime_c/dot16.c)."""
     out: View
     x: View
     w: View
@@ -184,18 +185,21 @@ class Conv:
     node: str
     ring: View | None = None
     x_zero: int = 0         # integer convolutions: subtracted from every input value read (padding reads none)
+    panel: View | None = None
 
 
 @dataclass(frozen=True)
 class Gemm:
     """Batched matrix product: a [*B,M,K], b [*B,K,N], out [*B,M,N]; epilogue inputs broadcast to out.
-    Integer products subtract zero points from a's and b's values."""
+    Integer products subtract zero points from a's and b's values. With a `panel` (scratch, int32 words), a
+    tile's rows of a are widened there to 16-bit pairs first (runtime_c/dot16.c)."""
     out: View
     a: View
     b: View
     epi: Epilogue
     node: str
     zeros: tuple[int, int] = (0, 0)
+    panel: View | None = None
 
 
 @dataclass(frozen=True)
@@ -228,8 +232,8 @@ def reads(instr: Instr) -> tuple[View, ...]:
     if isinstance(instr, Gather):
         return (instr.data, instr.index)
     if isinstance(instr, Conv):
-        return (instr.x, instr.w) + instr.epi.ins + ((instr.ring,) if instr.ring else ())
-    return (instr.a, instr.b) + instr.epi.ins
+        return (instr.x, instr.w) + instr.epi.ins + tuple(v for v in (instr.ring, instr.panel) if v)
+    return (instr.a, instr.b) + instr.epi.ins + ((instr.panel,) if instr.panel else ())
 
 
 def extent(v: View, instr: Instr | None = None) -> tuple[int, int]:

@@ -223,20 +223,26 @@ def _gemm(fn: str, g: Gemm, dtypes, tiles: Tiles) -> Kernel:
 
     def loop(var: str, lo: int, hi: int, step: int, **more) -> dict:
         return dict(var=var, lo=lo, hi=hi, step=step, **more)
-    if not tiles.scalar and n > m and g.a.shape[-1] * n * dtypes[g.b.buf].itemsize > B_OUTERMOST_BYTES:
+    a_step, b_step = g.a.strides[-2], g.b.strides[-1]
+    panel = g.panel and _panel(_dot_operands(dtypes[g.a.buf], dtypes[g.b.buf], g.zeros[0]), g.a.shape[-1],
+                               f"b + {join(index(batched[2], bv), linear([('n0', b_step)]))}", b_step,
+                               [dict(nr=nr) for mr in {r[2] for r in row_runs} for _, _, nr in column_runs(mr)],
+                               lambda i: f"a + {join(index(batched[1], bv), linear([('m0', a_step)], i * a_step))}")
+    if not tiles.scalar and not panel and n > m and g.a.shape[-1] * n * dtypes[g.b.buf].itemsize > B_OUTERMOST_BYTES:
         nests = [loop("n0", n_lo, n_hi, nr, inner=[loop("m0", lo, hi, mr, tile=dict(mr=mr, nr=nr))
-                                                for lo, hi, mr in row_runs])
+                                                for lo, hi, mr in row_runs], widen=None)
                  for n_lo, n_hi, nr in column_runs(tile_m)]
     else:
         nests = [loop("m0", lo, hi, mr, inner=[loop("n0", n_lo, n_hi, nr, tile=dict(mr=mr, nr=nr))
-                                                for n_lo, n_hi, nr in column_runs(mr)])
+                                                for n_lo, n_hi, nr in column_runs(mr)],
+                      widen=panel and panel["widen"](mr))
                  for lo, hi, mr in row_runs]
 
     def epilogue(i: int) -> str:
         values = {"acc": f"acc[{i}][j]"}
         values.update({str(e): f"e{e}[{idx(v, batched[3 + e], (m_at(i), cols))}]" for e, v in enumerate(g.epi.ins)})
         return substitute(g.epi.expr, values)
-    names = ["y", "a", "b"] + [f"e{i}" for i in range(len(g.epi.ins))]
+    names = ["y", "a", "b"] + [f"e{i}" for i in range(len(g.epi.ins))] + (["panel"] if g.panel else [])
     right = f"row[{linear([('j', g.b.strides[-1])])}]"
     if g.zeros[1]:
         right = f"({right}{minus(g.zeros[1])})"
@@ -251,7 +257,6 @@ def _gemm(fn: str, g: Gemm, dtypes, tiles: Tiles) -> Kernel:
         return idx(g.a, batched[1], (m_at(i), "k"))
     dot = tiles.dual_mac and dot_operands(dtypes[g.a.buf], dtypes[g.b.buf]) and not g.zeros[1] and \
         g.a.strides[-1] == 1 and g.b.strides[-2] == 1
-    a_step, b_step = g.a.strides[-2], g.b.strides[-1]
 
     def dot_products(mr: int) -> dict:
         return dict(_dot_operands(dtypes[g.a.buf], dtypes[g.b.buf], g.zeros[0]), length=g.a.shape[-1],
@@ -259,13 +264,14 @@ def _gemm(fn: str, g: Gemm, dtypes, tiles: Tiles) -> Kernel:
                     right=f"b + {join(index(batched[2], bv), linear([('n0', b_step)]))}",
                     lefts=[(i, _at(i * a_step)) for i in range(mr)])
     text = ENV.get_template("gemm.c.j2").render(
-        signature=_signature(fn, g, names, dtypes), loops=loops, nests=nests, K=g.a.shape[-1],
+        signature=_signature(fn, g, names, dtypes, scratch=1 if g.panel else 0), loops=loops, nests=nests,
+        K=g.a.shape[-1], panel=panel,
         acc_t=c_type(acc_t), zero=c_literal(0, acc_t), mac=mac, b_t=c_type(dtypes[g.b.buf]),
         a_minus=minus(g.zeros[0]), a=a_at, dot_products=dot and dot_products,
         rights=lambda nr: [(j, _at(j * b_step)) for j in range(nr)], b_row=idx(g.b, batched[2], ("k", "n0")),
         tile_loop=TILE_LOOP,
         out=lambda i: idx(g.out, batched[0], (m_at(i), cols)), epilogue=epilogue)
-    return Kernel(text, views)
+    return Kernel(text, (g.out,) + reads(g))
 
 
 def _window_args(win) -> dict:
@@ -294,6 +300,16 @@ def _dot_operands(left: np.dtype, right: np.dtype, zero: int) -> dict:
     flip = np.dtype(left) == np.uint8
     return dict(left_t=c_type(left), right_t=c_type(right), flip=flip, offset=c_literal(128 * flip - zero, np.int32),
                 minus=minus(zero))
+
+
+def _panel(operands: dict, length: int, right: str, right_step: int, column_tiles, source) -> dict:
+    """What the widen and dot16 macros (kernels/dot.j2) need for a kernel with a panel of widened inputs:
+    `length` values per row, row j read from source(j); the right operands from `right`, one every
+    `right_step` values, in the tiles of `column_tiles`."""
+    return dict(widen=lambda mr: dict(operands, rows=[(j, source(j)) for j in range(mr)], length=length),
+                dot=lambda mr: dict(operands, lefts=[(j, j * length // 2) for j in range(mr)], length=length,
+                                    right=right),
+                rights={t["nr"]: [(i, i * right_step) for i in range(t["nr"])] for t in column_tiles})
 
 
 TILE_OC, TILE_OW = 4, 16  # a convolution's register tile: output channels x output columns
@@ -392,8 +408,12 @@ def _conv_nhwc(fn: str, c: Conv, dtypes, tiles: Tiles) -> Kernel:
 
     def epilogue(j: int) -> str:
         return _epilogue(Epilogue(substitute(c.epi.expr, {"acc": f"acc[{j}][i]"}), c.epi.ins), out_vars(j))
-    names = ["y", "x", "w"] + [f"e{i}" for i in range(len(c.epi.ins))] + (["ring"] if c.ring else [])
+    scratch = [name for name, v in (("ring", c.ring), ("panel", c.panel)) if v]
+    names = ["y", "x", "w"] + [f"e{i}" for i in range(len(c.epi.ins))] + scratch
     runs = _column_runs(c.win, w, tiles.rows, c.x.strides[3] if depthwise else None)
+    panel = c.panel and _panel(operands, cg, "w + " + linear([("oc0", ws[0])]), ws[0], oc_tiles,
+                               lambda j: "x + " + linear([("n", xs[0]), ("oh", c.win.strides[0] * xs[2]),
+                                                          ("ow0", c.win.strides[1] * xs[3])], j * c.win.strides[1] * xs[3]))
     dot = tiles.dual_mac and not depthwise and c.group == 1 and operands and (cg == 1 or xs[1] == ws[1] == 1)
     if dot:
         s, d, p, kw_ = c.win.strides[1], c.win.dilations[1], c.win.pads_begin[1], c.win.kernel[1]
@@ -414,9 +434,9 @@ def _conv_nhwc(fn: str, c: Conv, dtypes, tiles: Tiles) -> Kernel:
                     rights={t["nr"]: [(i, _at(i * ws[0])) for i in range(t["nr"])] for t in oc_tiles}))
     reads_x = any(r.get("taps") or r.get("columns") for r in runs)  # not when every window is padding
     text = ENV.get_template("conv_nhwc.c.j2").render(
-        signature=_signature(fn, c, names, dtypes, scratch=1 if c.ring else 0), N=n, OH=oh_, OW=ow_, M=m, CG=cg,
+        signature=_signature(fn, c, names, dtypes, scratch=len(scratch)), N=n, OH=oh_, OW=ow_, M=m, CG=cg,
         KH=c.win.kernel[0], KW=c.win.kernel[1], H=h, DELAY=delay, ring=bool(c.ring), oc_tiles=oc_tiles,
-        runs=runs, c0=c0, depthwise=depthwise, dot_products=dot, lanes=lanes, w_kw=ws[3],
+        runs=runs, c0=c0, depthwise=depthwise, dot_products=dot, lanes=lanes, w_kw=ws[3], panel=panel,
         reads_iw=c.x.strides[3] != 0, reads_x=reads_x,
         acc_t=c_type(acc_t), zero=c_literal(0, acc_t), mac=mac, tile_loop=TILE_LOOP,
         x_t=c_type(dtypes[c.x.buf]), w_t=c_type(dtypes[c.w.buf]), y_t=c_type(dtypes[c.out.buf]),
