@@ -433,6 +433,7 @@ def _conv_nhwc(fn: str, c: Conv, dtypes, tiles: Tiles) -> Kernel:
                     lefts=[(j, _at(j * s * xs[3])) for j in columns],
                     rights={t["nr"]: [(i, _at(i * ws[0])) for i in range(t["nr"])] for t in oc_tiles}))
     reads_x = any(r.get("taps") or r.get("columns") for r in runs)  # not when every window is padding
+    byte_rows = dtypes[c.out.buf].itemsize == 1  # a ring row of 8-bit values is copied out a word at a time
     text = ENV.get_template("conv_nhwc.c.j2").render(
         signature=_signature(fn, c, names, dtypes, scratch=len(scratch)), N=n, OH=oh_, OW=ow_, M=m, CG=cg,
         KH=c.win.kernel[0], KW=c.win.kernel[1], H=h, DELAY=delay, ring=bool(c.ring), oc_tiles=oc_tiles,
@@ -447,7 +448,10 @@ def _conv_nhwc(fn: str, c: Conv, dtypes, tiles: Tiles) -> Kernel:
         x_row=linear([(v, st) for v, st, size in zip(("n", "oc0", "ih"), c.x.strides, c.x.shape) if size > 1]),
         x_i=linear([("i", c.x.strides[1])]), w_at=index(c.w, ("oc0", "c", "kh", "kw")),
         w_row=linear([("oc0", c.w.strides[0]), ("kh", c.w.strides[2])]), out_tile=out_tile, store=store,
-        epilogue=epilogue, out_done=index(c.out, ("n", "oc", "done", "ow")))
+        epilogue=epilogue, out_done=index(c.out, ("n", "oc", "done", "ow")),
+        row_words=ow_ * m // 4 if byte_rows and ow_ * m % 4 == 0 and c.out.strides[1] == 1 and c.out.strides[3] == m
+        else 0,
+        row_start=linear([("n", c.out.strides[0]), ("done", c.out.strides[2])]))
     return Kernel(text, (c.out,) + reads(c))
 
 
