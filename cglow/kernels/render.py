@@ -265,7 +265,7 @@ def _gemm(fn: str, g: Gemm, dtypes, tiles: Tiles) -> Kernel:
                     lefts=[(i, _at(i * a_step)) for i in range(mr)])
     text = ENV.get_template("gemm.c.j2").render(
         signature=_signature(fn, g, names, dtypes, scratch=1 if g.panel else 0), loops=loops, nests=nests,
-        K=g.a.shape[-1], panel=panel,
+        K=g.a.shape[-1], panel=panel, y_t=c_type(dtypes[g.out.buf]),
         acc_t=c_type(acc_t), zero=c_literal(0, acc_t), mac=mac, b_t=c_type(dtypes[g.b.buf]),
         a_minus=minus(g.zeros[0]), a=a_at, dot_products=dot and dot_products,
         rights=lambda nr: [(j, _at(j * b_step)) for j in range(nr)], b_row=idx(g.b, batched[2], ("k", "n0")),
