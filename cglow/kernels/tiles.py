@@ -53,7 +53,8 @@ SCALAR_INT8 = Tiles(3, 2, Tiles(4, 2), scalar=True)
 # packed with the reduced dim innermost: 2 x 2 tiles, 4 accumulators and the 16-bit pairs of 2 x 2 words in
 # the 13 registers. Cortex-M4 instructions per MAC, kws / resnet8 / vww: 2.59 / 1.83 / 2.63, against 3.27 / 3.76 /
 # 3.38 with the 3 x 2 scalar tiles (the same requantization). The inner loop is 23 instructions per 16 MACs;
-# two steps per iteration spill. Depthwise convolutions take 1 column x 4 channels: four channels a word, one
+# two steps per iteration spill. Over a panel of widened inputs (instr/passes.py widen_inputs) it is 19 per
+# 16 MACs with two steps per iteration (21 with one; fully unrolled, it spills). Depthwise convolutions take 1 column x 4 channels: four channels a word, one
 # 16-bit multiply-accumulate each (runtime_c/mac4.c). kws / vww (onnxruntime-quantized), kernels inlined into
 # net_run: 2 x 4 2.49 / 2.60 against 2.60 / 2.62 with the scalar 4 x 2; 1 x 4 2.51 / 2.67, 3 x 4 2.49 / 2.62,
 # 4 x 4 2.53 / 2.57, 5 x 4 2.55 / 2.69; kept out of it (runtime_c/kernel.c): 1 x 4 2.37 / 2.44, 2 x 4
