@@ -411,9 +411,10 @@ def _conv_nhwc(fn: str, c: Conv, dtypes, tiles: Tiles) -> Kernel:
     scratch = [name for name, v in (("ring", c.ring), ("panel", c.panel)) if v]
     names = ["y", "x", "w"] + [f"e{i}" for i in range(len(c.epi.ins))] + scratch
     runs = _column_runs(c.win, w, tiles.rows, c.x.strides[3] if depthwise else None)
+    sh, sw = c.win.strides
     panel = c.panel and _panel(operands, cg, "w + " + linear([("oc0", ws[0])]), ws[0], oc_tiles,
-                               lambda j: "x + " + linear([("n", xs[0]), ("oh", c.win.strides[0] * xs[2]),
-                                                          ("ow0", c.win.strides[1] * xs[3])], j * c.win.strides[1] * xs[3]))
+                               lambda j: "x + " + linear([("n", xs[0]), ("oh", sh * xs[2]), ("ow0", sw * xs[3])],
+                                                         j * sw * xs[3]))
     dot = tiles.dual_mac and not depthwise and c.group == 1 and operands and (cg == 1 or xs[1] == ws[1] == 1)
     if dot:
         s, d, p, kw_ = c.win.strides[1], c.win.dilations[1], c.win.pads_begin[1], c.win.kernel[1]

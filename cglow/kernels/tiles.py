@@ -50,15 +50,15 @@ class Tiles:
 # spill (8.92 / 7.48 / 9.30); 2 x 4 8.79.
 SCALAR_INT8 = Tiles(3, 2, Tiles(4, 2), scalar=True)
 # With Arm's DSP extension (Cortex-M4, M7, M33, M55), 8-bit kernels are 4-lane dot products (SMLAD) over weights
-# packed with the reduced dim innermost: 2 x 2 tiles, 4 accumulators and the 16-bit pairs of 2 x 2 words in
-# the 13 registers. Cortex-M4 instructions per MAC, kws / resnet8 / vww: 2.59 / 1.83 / 2.63, against 3.27 / 3.76 /
-# 3.38 with the 3 x 2 scalar tiles (the same requantization). The inner loop is 23 instructions per 16 MACs;
-# two steps per iteration spill. Over a panel of widened inputs (instr/passes.py widen_inputs) it is 19 per
-# 16 MACs with two steps per iteration (21 with one; fully unrolled, it spills). Depthwise convolutions take 1 column x 4 channels: four channels a word, one
-# 16-bit multiply-accumulate each (runtime_c/mac4.c). kws / vww (onnxruntime-quantized), kernels inlined into
-# net_run: 2 x 4 2.49 / 2.60 against 2.60 / 2.62 with the scalar 4 x 2; 1 x 4 2.51 / 2.67, 3 x 4 2.49 / 2.62,
-# 4 x 4 2.53 / 2.57, 5 x 4 2.55 / 2.69; kept out of it (runtime_c/kernel.c): 1 x 4 2.37 / 2.44, 2 x 4
-# 2.38 / 2.45, 3 x 4 2.37 / 2.47, 4 x 4 2.39 / 2.48.
+# packed with the reduced dim innermost: 2 x 2 tiles, 4 accumulators and the 16-bit pairs of 2 x 2 words in the 13
+# registers. Cortex-M4 instructions per MAC, kws / resnet8 / vww: 2.59 / 1.83 / 2.63, against 3.27 / 3.76 / 3.38
+# with the 3 x 2 scalar tiles (the same requantization). The inner loop is 23 instructions per 16 MACs; two steps
+# per iteration spill. Over a panel of widened inputs (instr/passes.py widen_inputs) it is 19 per 16 MACs with two
+# steps per iteration (21 with one; fully unrolled, it spills). Depthwise convolutions take 1 column x 4 channels:
+# four channels a word, one 16-bit multiply-accumulate each (runtime_c/mac4.c). kws / vww (onnxruntime-quantized),
+# kernels inlined into net_run: 2 x 4 2.49 / 2.60 against 2.60 / 2.62 with the scalar 4 x 2; 1 x 4 2.51 / 2.67, 3 x
+# 4 2.49 / 2.62, 4 x 4 2.53 / 2.57, 5 x 4 2.55 / 2.69; kept out of it (runtime_c/kernel.c): 1 x 4 2.37 / 2.44, 2 x
+# 4 2.38 / 2.45, 3 x 4 2.37 / 2.47, 4 x 4 2.39 / 2.48.
 DSP_INT8 = Tiles(2, 2, Tiles(1, 4), scalar=True, dual_mac=True)
 VECTOR, SCALAR = Tiles(4, 16), Tiles(6, 4, Tiles(8, 2), scalar=True, integer=SCALAR_INT8)
 ARM_DSP = Tiles(6, 4, Tiles(8, 2), scalar=True, integer=DSP_INT8)
