@@ -45,19 +45,27 @@ DEPTHWISE_CHAIN = [dict(m=6, kernel=(3, 3), pads=[1, 1, 1, 1], y_dtype=UINT8, y_
                    dict(m=8, kernel=(1, 1), y_dtype=UINT8, y_zero=128)]
 
 
-@pytest.mark.parametrize("target_name", ["cortex-m4", "cortex-m33"])
-def test_uint8_depthwise_under_qemu_matches_the_integer_reference(target_name):
+def check_uint8_chain(target_name: str, layers, shape, seed: int, x_zero: int) -> str:
+    """A chain of uint8 convolutions (conv_chain) compiled for a cross target: the image under QEMU and the
+    host build of the same C (the helpers' portable code) give the NumPy integer reference's outputs on an
+    extreme and a random input. Returns the C."""
     target = TARGETS[target_name]
     for tool in target.tools:
         need_tool(tool)
-    rng = np.random.default_rng(21)
-    model, reference = conv_chain(rng, DEPTHWISE_CHAIN, (1, 3, 9, 10), x_dtype=UINT8, x_zero=125)
+    rng = np.random.default_rng(seed)
+    model, reference = conv_chain(rng, layers, shape, x_dtype=UINT8, x_zero=x_zero)
     compiled = cglow.compile_model(model, options=Options(target=target.tiles))
-    assert "cglow_mac4(acc" in compiled.c_source
-    inputs = [extreme_q(rng, (1, 3, 9, 10), UINT8), rand_q(rng, (1, 3, 9, 10), UINT8)]
-    for x in inputs:
+    host = cglow.build(compiled)
+    for x in (extreme_q(rng, shape, UINT8), rand_q(rng, shape, UINT8)):
         run = cross.run_image(cross.build_image(compiled, [x], target), compiled, target, count=False)
         assert np.array_equal(run.outputs[0], reference(x))
+        assert np.array_equal(host(x)[0], reference(x))
+    return compiled.c_source
+
+
+@pytest.mark.parametrize("target_name", ["cortex-m4", "cortex-m33"])
+def test_uint8_depthwise_under_qemu_matches_the_integer_reference(target_name):
+    assert "cglow_mac4(acc" in check_uint8_chain(target_name, DEPTHWISE_CHAIN, (1, 3, 9, 10), seed=21, x_zero=125)
 
 
 # uint8 activations through 1x1 convolutions that widen their inputs into a panel (instr/passes.py
@@ -73,19 +81,8 @@ PANEL_CHAIN = [dict(m=48, kernel=(3, 3), pads=[1, 1, 1, 1], y_dtype=UINT8, y_zer
 
 @pytest.mark.parametrize("target_name", ["cortex-m4", "cortex-m33"])
 def test_widened_inputs_under_qemu_match_the_integer_reference(target_name):
-    target = TARGETS[target_name]
-    for tool in target.tools:
-        need_tool(tool)
-    rng = np.random.default_rng(22)
-    shape = (1, 16, 6, 7)
-    model, reference = conv_chain(rng, PANEL_CHAIN, shape, x_dtype=UINT8, x_zero=131)
-    compiled = cglow.compile_model(model, options=Options(target=target.tiles))
-    assert compiled.c_source.count("int32_t *restrict panel)") == 2
-    host = cglow.build(compiled)  # the portable C of the same helpers
-    for x in (extreme_q(rng, shape, UINT8), rand_q(rng, shape, UINT8)):
-        run = cross.run_image(cross.build_image(compiled, [x], target), compiled, target, count=False)
-        assert np.array_equal(run.outputs[0], reference(x))
-        assert np.array_equal(host(x)[0], reference(x))
+    source = check_uint8_chain(target_name, PANEL_CHAIN, (1, 16, 6, 7), seed=22, x_zero=131)
+    assert source.count("int32_t *restrict panel)") == 2
 
 
 def test_int8_transformer_under_qemu_gives_the_host_integers():
