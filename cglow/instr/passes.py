@@ -356,6 +356,12 @@ def dot_operands(values: np.dtype, weights: np.dtype) -> bool:
     return np.dtype(values) in (np.dtype(np.int8), np.dtype(np.uint8)) and np.dtype(weights) == np.int8
 
 
+def gemm_dot_products(g: Gemm, a: np.dtype, b: np.dtype) -> bool:
+    """Whether a Gemm of these element types runs as 4-lane dot products on a target with them (kernels/
+    render.py): 8-bit values by int8 weights, no zero point on b, and k contiguous in both operands."""
+    return dot_operands(a, b) and not g.zeros[1] and g.a.strides[-1] == 1 and g.b.strides[-2] == 1
+
+
 def pack_weights(prog: Program, dot_products: bool = False) -> Program:
     """Constant matrices that a Gemm reads across rows (a transposed weight, as Gemm transB=1 gives) are
     re-laid out at compile time so that the kernel's innermost loop reads them contiguously; so are the
@@ -408,8 +414,7 @@ def widen_inputs(prog: Program, rows: int) -> Program:
                 dot_operands(buffers[x.buf].dtype, buffers[w.buf].dtype)
         elif isinstance(g, Gemm):
             x, k = g.a, g.a.shape[-1]
-            fits = not g.zeros[1] and x.strides[-1] == 1 and g.b.strides[-2] == 1 and \
-                dot_operands(buffers[x.buf].dtype, buffers[g.b.buf].dtype)
+            fits = gemm_dot_products(g, buffers[x.buf].dtype, buffers[g.b.buf].dtype)
         else:
             continue
         # a 1x1 convolution in place needs no ring with a panel: a tile's inputs are in the panel before its

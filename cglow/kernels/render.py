@@ -12,7 +12,7 @@ import jinja2
 
 import numpy as np
 
-from ..instr.passes import dot_operands
+from ..instr.passes import dot_operands, gemm_dot_products
 from ..instr.ir import (Conv, Epilogue, channels_innermost, Gather, Gemm, Instr, Map, Pool, Reduce, View, contiguous_strides, reads,
                         substitute)
 from .tiles import TILES, Tiles
@@ -224,10 +224,14 @@ def _gemm(fn: str, g: Gemm, dtypes, tiles: Tiles) -> Kernel:
     def loop(var: str, lo: int, hi: int, step: int, **more) -> dict:
         return dict(var=var, lo=lo, hi=hi, step=step, **more)
     a_step, b_step = g.a.strides[-2], g.b.strides[-1]
-    panel = g.panel and _panel(_dot_operands(dtypes[g.a.buf], dtypes[g.b.buf], g.zeros[0]), g.a.shape[-1],
-                               f"b + {join(index(batched[2], bv), linear([('n0', b_step)]))}", b_step,
-                               [dict(nr=nr) for mr in {r[2] for r in row_runs} for _, _, nr in column_runs(mr)],
-                               lambda i: f"a + {join(index(batched[1], bv), linear([('m0', a_step)], i * a_step))}")
+    operands = _dot_operands(dtypes[g.a.buf], dtypes[g.b.buf], g.zeros[0])
+
+    def a_rows(i: int = 0) -> str:
+        """The first row of a's tile, or its row i."""
+        return f"a + {join(index(batched[1], bv), linear([('m0', a_step)], i * a_step))}"
+    b_columns = f"b + {join(index(batched[2], bv), linear([('n0', b_step)]))}"  # the first of b's tile
+    panel = g.panel and _panel(operands, g.a.shape[-1], b_columns, b_step,
+                               [dict(nr=nr) for mr in {r[2] for r in row_runs} for _, _, nr in column_runs(mr)], a_rows)
     if not tiles.scalar and not panel and n > m and g.a.shape[-1] * n * dtypes[g.b.buf].itemsize > B_OUTERMOST_BYTES:
         nests = [loop("n0", n_lo, n_hi, nr, inner=[loop("m0", lo, hi, mr, tile=dict(mr=mr, nr=nr))
                                                 for lo, hi, mr in row_runs], widen=None)
@@ -255,13 +259,10 @@ def _gemm(fn: str, g: Gemm, dtypes, tiles: Tiles) -> Kernel:
 
     def a_at(i: int) -> str:
         return idx(g.a, batched[1], (m_at(i), "k"))
-    dot = tiles.dual_mac and dot_operands(dtypes[g.a.buf], dtypes[g.b.buf]) and not g.zeros[1] and \
-        g.a.strides[-1] == 1 and g.b.strides[-2] == 1
+    dot = tiles.dual_mac and gemm_dot_products(g, dtypes[g.a.buf], dtypes[g.b.buf])
 
     def dot_products(mr: int) -> dict:
-        return dict(_dot_operands(dtypes[g.a.buf], dtypes[g.b.buf], g.zeros[0]), length=g.a.shape[-1],
-                    left=f"a + {join(index(batched[1], bv), linear([('m0', a_step)]))}",
-                    right=f"b + {join(index(batched[2], bv), linear([('n0', b_step)]))}",
+        return dict(operands, length=g.a.shape[-1], left=a_rows(), right=b_columns,
                     lefts=[(i, _at(i * a_step)) for i in range(mr)])
     text = ENV.get_template("gemm.c.j2").render(
         signature=_signature(fn, g, names, dtypes, scratch=1 if g.panel else 0), loops=loops, nests=nests,
