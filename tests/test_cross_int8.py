@@ -68,9 +68,10 @@ def test_uint8_depthwise_under_qemu_matches_the_integer_reference(target_name):
     assert "cglow_mac4(acc" in check_uint8_chain(target_name, DEPTHWISE_CHAIN, (1, 3, 9, 10), seed=21, x_zero=125)
 
 
-# uint8 activations through 1x1 convolutions that widen their inputs into a panel (instr/passes.py
-# widen_inputs; runtime_c/widen4.c and dot16.c): the second as a matrix product, the fifth strided; 7
-# columns, so a remainder tile of one (kws runs one in place, in test_same_integers_as_the_host)
+# uint8 activations through convolutions that widen their inputs into a panel (instr/passes.py
+# widen_inputs; runtime_c/widen4.c and dot16.c): the first gathers its windows from the planar input (im2col),
+# the 1x1s widen their pixels, the second as a matrix product, the fifth strided; 7 columns, so a remainder
+# tile of one (kws runs one in place, in test_same_integers_as_the_host)
 PANEL_CHAIN = [dict(m=48, kernel=(3, 3), pads=[1, 1, 1, 1], y_dtype=UINT8, y_zero=118),
                dict(m=8, kernel=(1, 1), act="relu", y_dtype=UINT8, y_zero=0),
                dict(m=64, kernel=(3, 3), pads=[1, 1, 1, 1], y_dtype=UINT8, y_zero=140),
@@ -82,7 +83,25 @@ PANEL_CHAIN = [dict(m=48, kernel=(3, 3), pads=[1, 1, 1, 1], y_dtype=UINT8, y_zer
 @pytest.mark.parametrize("target_name", ["cortex-m4", "cortex-m33"])
 def test_widened_inputs_under_qemu_match_the_integer_reference(target_name):
     source = check_uint8_chain(target_name, PANEL_CHAIN, (1, 16, 6, 7), seed=22, x_zero=131)
-    assert source.count("int32_t *restrict panel)") == 2
+    assert source.count("int32_t *restrict panel)") == 3
+
+
+# windows gathered into the panel (im2col) where the dot products would run over short runs: a planar
+# 3-channel input under a stride-2 3x3 kernel, 27 values a window, its weights padded to 28 (vww's first
+# layer), and one channel under a 5x4 kernel (kws's): padding rows, edge tiles with padding columns, and a
+# remainder tile of one column (a wider second layer, so that the panel fits under the arena's peak)
+IM2COL_CHAINS = {"planar": ([dict(m=8, kernel=(3, 3), pads=[1, 1, 1, 1], strides=[2, 2], y_dtype=UINT8, y_zero=120),
+                             dict(m=4, kernel=(1, 1), y_dtype=UINT8, y_zero=128)], (1, 3, 11, 10)),
+                 "one channel": ([dict(m=12, kernel=(5, 4), pads=[2, 1, 2, 2], strides=[2, 2], y_dtype=UINT8, y_zero=126),
+                                  dict(m=24, kernel=(1, 1), y_dtype=UINT8, y_zero=130)], (1, 1, 13, 10))}
+
+
+@pytest.mark.parametrize("target_name", ["cortex-m4", "cortex-m33"])
+@pytest.mark.parametrize("chain", IM2COL_CHAINS)
+def test_gathered_windows_under_qemu_match_the_integer_reference(target_name, chain):
+    layers, shape = IM2COL_CHAINS[chain]
+    source = check_uint8_chain(target_name, layers, shape, seed=23, x_zero=133)
+    assert source.count("*const stage = ") == 3  # the runs of output columns: a tile in, and one at each edge
 
 
 def test_int8_transformer_under_qemu_gives_the_host_integers():

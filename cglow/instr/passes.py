@@ -391,15 +391,54 @@ def pack_weights(prog: Program, dot_products: bool = False) -> Program:
 PANEL_MIN_K = 16  # a shorter sum gains too little from widened inputs to take scratch memory for them
 
 
+def _dot_run(c: Conv) -> int:
+    """The longest run of a convolution's inputs that the dot path (kernels/render.py) sums over at once, its
+    weights packed [M, KH, KW, C]: a kernel row when its taps are contiguous, else one tap's channels (one
+    value when the channels are not contiguous)."""
+    cg, kw, xs = c.w.shape[1], c.win.kernel[1], c.x.strides
+    if cg > 1 and xs[1] != 1:
+        return 1
+    return cg * kw if c.win.dilations[1] == 1 and (kw == 1 or xs[3] == cg) else cg
+
+
+def _panel_weights(buffers: list[Buffer], w: View, k4: int) -> View:
+    """Packed weights [M, KH, KW, C] with each output channel's row padded with zeros to k4 values, a
+    multiple of 4: a panel's dot products run over whole words."""
+    k = w.size // w.shape[0]
+    if k4 == k:
+        return w
+    old = buffers[w.buf]
+    data = np.zeros((w.shape[0], k4), old.dtype)
+    data[:, :k] = old.data[w.offset:w.offset + w.size].reshape(w.shape[0], k)
+    buffers.append(Buffer(len(buffers), "const", data.size, f"{old.label} padded", data=data.reshape(-1),
+                          dtype=old.dtype))
+    return View(len(buffers) - 1, 0, w.shape, (k4,) + w.strides[1:])
+
+
+def _conv_panel(c: Conv, buffers: list[Buffer]) -> int:
+    """The values a row of a convolution's panel holds, or 0 where it takes none: the channels of a 1x1
+    convolution, contiguous; or a whole window (im2col) where the dot path's runs are short."""
+    x, w, (kh, kw) = c.x, c.w, c.win.kernel
+    if not channels_innermost(c) or c.group != 1 or not dot_operands(buffers[x.buf].dtype, buffers[w.buf].dtype) \
+            or w.strides[1] != 1 or w.strides[0] != w.size // w.shape[0]:  # packed [M, KH, KW, C]
+        return 0
+    if (kh, kw) == (1, 1) and x.strides[1] == 1 and not any(c.win.pads_begin + c.win.pads_end):
+        return x.shape[1] if x.shape[1] % 4 == 0 else 0
+    k4 = -(-w.size // w.shape[0] // 4) * 4
+    return k4 if _dot_run(c) < PANEL_MIN_K and not c.ring else 0
+
+
 def widen_inputs(prog: Program, rows: int) -> Program:
     """The 8-bit convolutions and matrix products that run as dot products (pack_weights' `dot_products`)
     and sum over a long run of inputs contiguous in memory (a 1x1 convolution's channels, a row of a)
     widen each register tile's `rows` input runs to 16-bit pairs in a scratch panel first, so that each
     value is widened once, not once per tile of output channels (CMSIS-NN's idea): on a Cortex-M4, 19
-    instructions per 16 multiply-accumulates against 24. The panel, `rows` x K 16-bit values as int32
-    words, lives in the arena while the instruction runs, and only where it fits under the most bytes
-    alive at one time without it: it costs no RAM. A 1x1 convolution running in place (convolve_in_place)
-    drops its ring of output rows for it."""
+    instructions per 16 multiply-accumulates against 24. So do the convolutions whose windows the dot path
+    would sum in short runs (a planar input; few channels, as in a first layer): each tile of output columns
+    gathers its windows into the panel (im2col), their values in the weights' order, the weights padded to a
+    multiple of 4. The panel, `rows` x K 16-bit values as int32 words, lives in the arena while the
+    instruction runs, and only where it fits under the most bytes alive at one time without it: it costs no
+    RAM. A 1x1 convolution running in place (convolve_in_place) drops its ring of output rows for it."""
     instrs, buffers = list(prog.instrs), list(prog.buffers)
     live = [0] * len(instrs)
     for v in lifetimes(prog):
@@ -408,25 +447,25 @@ def widen_inputs(prog: Program, rows: int) -> Program:
     peak = max(live, default=0)
     for j, g in enumerate(instrs):
         if isinstance(g, Conv):
-            x, k, w = g.x, g.x.shape[1], g.w
-            fits = channels_innermost(g) and g.group == 1 and g.win.kernel == (1, 1) and x.strides[1] == 1 and \
-                not any(g.win.pads_begin + g.win.pads_end) and w.strides[1] == 1 and \
-                dot_operands(buffers[x.buf].dtype, buffers[w.buf].dtype)
+            k = _conv_panel(g, buffers)
         elif isinstance(g, Gemm):
-            x, k = g.a, g.a.shape[-1]
-            fits = gemm_dot_products(g, buffers[x.buf].dtype, buffers[g.b.buf].dtype)
+            k = g.a.shape[-1]
+            k *= gemm_dot_products(g, buffers[g.a.buf].dtype, buffers[g.b.buf].dtype) and k % 4 == 0
         else:
             continue
         # a 1x1 convolution in place needs no ring with a panel: a tile's inputs are in the panel before its
         # outputs overwrite them
         ring = slot(buffers[g.ring.buf].nbytes) if isinstance(g, Conv) and g.ring else 0
         size = slot(rows * k * 2)
-        if not fits or g.panel or k % 4 or k < PANEL_MIN_K or live[j] - ring + size > peak:
+        if g.panel or k < PANEL_MIN_K or live[j] - ring + size > peak:
             continue
         live[j] += size - ring
         panel = Buffer(len(buffers), "arena", rows * k // 2, f"{g.node} widened inputs", dtype=np.dtype(np.int32))
         buffers.append(panel)
-        instrs[j] = replace(g, panel=View.of(panel.id, (rows, k // 2)), **({"ring": None} if ring else {}))
+        more = {"ring": None} if ring else {}
+        if isinstance(g, Conv) and g.win.kernel != (1, 1):
+            more = {"w": _panel_weights(buffers, g.w, k)}
+        instrs[j] = replace(g, panel=View.of(panel.id, (rows, k // 2)), **more)
     return replace(prog, buffers=tuple(buffers), instrs=tuple(instrs))
 
 

@@ -362,6 +362,31 @@ def _column_runs(win, width: int, mr: int, sliding: int | None = None) -> list[d
     return runs
 
 
+def _im2col(c: Conv, runs: list[dict], x_dtype: np.dtype) -> dict:
+    """What the im2col macro (kernels/conv_nhwc.c.j2) needs to gather a tile's windows into its panel rows, each
+    row's K values in the weights' order [KH, KW, C] (padded to K4, panel.shape[1] * 2), staged as input bytes
+    in the upper half of the row's words (widened in place from there, runtime_c/widen4.c): per run, for each
+    row j of a tile and tap kw, the offset of its channels from the kernel row's input pointer, None where they
+    are padding; padding reads as the zero point, which widens to 0."""
+    _, cg, _, kw = c.w.shape
+    xs, (sw, dw), pw = c.x.strides, (c.win.strides[1], c.win.dilations[1]), c.win.pads_begin[1]
+    k4 = c.panel.shape[1] * 2
+    for r in runs:
+        inside = {(j, k) for k, columns in r["taps"] for j in columns} if r["checked"] else None
+        r["fill"] = [(j, [(k, j * 2 * k4 + k * cg,
+                           None if inside is not None and (j, k) not in inside else (j * sw + k * dw - pw) * xs[3])
+                          for k in range(kw)]) for j in range(r["mr"])]
+    zero = c_literal(c.x_zero, x_dtype)
+
+    def read(source: int | None, channel: int | str) -> str:
+        """Channel `channel` (a number, or the loop variable) of a tap's input, at source from the pointer."""
+        if source is None:
+            return zero
+        return f"in[{linear([(channel, xs[1])], source) if isinstance(channel, str) else source + channel * xs[1]}]"
+    return dict(row=2 * k4, K4=k4, K=cg * c.win.kernel[0] * kw, L=cg * kw, C=cg, zero=zero, read=read,
+                x_row=linear([("n", xs[0]), ("ih", xs[2]), ("ow0", sw * xs[3])]))
+
+
 def _conv_nhwc(fn: str, c: Conv, dtypes, tiles: Tiles) -> Kernel:
     """Register tiles of tiles.rows output columns x tiles.columns output channels."""
     n, _, h, w = c.x.shape
@@ -413,7 +438,9 @@ def _conv_nhwc(fn: str, c: Conv, dtypes, tiles: Tiles) -> Kernel:
     names = ["y", "x", "w"] + [f"e{i}" for i in range(len(c.epi.ins))] + scratch
     runs = _column_runs(c.win, w, tiles.rows, c.x.strides[3] if depthwise else None)
     sh, sw = c.win.strides
-    panel = c.panel and _panel(operands, cg, "w + " + linear([("oc0", ws[0])]), ws[0], oc_tiles,
+    im2col = c.panel and c.win.kernel != (1, 1) and _im2col(c, runs, dtypes[c.x.buf])
+    panel = c.panel and _panel(operands, c.panel.shape[1] * 2, "w + " + linear([("oc0", ws[0])]), ws[0], oc_tiles,
+                               (lambda j: "stage" + (f" + {j * im2col['row']}" if j else "")) if im2col else
                                lambda j: "x + " + linear([("n", xs[0]), ("oh", sh * xs[2]), ("ow0", sw * xs[3])],
                                                          j * sw * xs[3]))
     dot = tiles.dual_mac and not depthwise and c.group == 1 and operands and (cg == 1 or xs[1] == ws[1] == 1)
@@ -439,7 +466,7 @@ def _conv_nhwc(fn: str, c: Conv, dtypes, tiles: Tiles) -> Kernel:
     text = ENV.get_template("conv_nhwc.c.j2").render(
         signature=_signature(fn, c, names, dtypes, scratch=len(scratch)), N=n, OH=oh_, OW=ow_, M=m, CG=cg,
         KH=c.win.kernel[0], KW=c.win.kernel[1], H=h, DELAY=delay, ring=bool(c.ring), oc_tiles=oc_tiles,
-        runs=runs, c0=c0, depthwise=depthwise, dot_products=dot, lanes=lanes, w_kw=ws[3], panel=panel,
+        runs=runs, c0=c0, depthwise=depthwise, dot_products=dot, lanes=lanes, w_kw=ws[3], panel=panel, im2col=im2col,
         reads_iw=c.x.strides[3] != 0, reads_x=reads_x,
         acc_t=c_type(acc_t), zero=c_literal(0, acc_t), mac=mac, tile_loop=TILE_LOOP,
         x_t=c_type(dtypes[c.x.buf]), w_t=c_type(dtypes[c.w.buf]), y_t=c_type(dtypes[c.out.buf]),
