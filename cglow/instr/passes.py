@@ -420,12 +420,15 @@ def _conv_panel(c: Conv, buffers: list[Buffer]) -> int:
     convolution, contiguous; or a whole window (im2col) where the dot path's runs are short."""
     x, w, (kh, kw) = c.x, c.w, c.win.kernel
     if not channels_innermost(c) or c.group != 1 or not dot_operands(buffers[x.buf].dtype, buffers[w.buf].dtype) \
-            or w.strides[1] != 1 or w.strides[0] != w.size // w.shape[0]:  # packed [M, KH, KW, C]
+            or w.strides[1] != 1:
         return 0
-    if (kh, kw) == (1, 1) and x.strides[1] == 1 and not any(c.win.pads_begin + c.win.pads_end):
-        return x.shape[1] if x.shape[1] % 4 == 0 else 0
-    k4 = -(-w.size // w.shape[0] // 4) * 4
-    return k4 if _dot_run(c) < PANEL_MIN_K and not c.ring else 0
+    if (kh, kw) == (1, 1):
+        return x.shape[1] if x.shape[1] % 4 == 0 and x.strides[1] == 1 and \
+            not any(c.win.pads_begin + c.win.pads_end) else 0
+    cg, k = w.shape[1], w.size // w.shape[0]
+    packed = _same_layout(w, View(w.buf, w.offset, w.shape, (k, 1, kw * cg, cg)))  # [M, KH, KW, C] (pack_weights)
+    k4 = -(-k // 4) * 4
+    return k4 if packed and buffers[w.buf].kind == "const" and _dot_run(c) < PANEL_MIN_K and not c.ring else 0
 
 
 def widen_inputs(prog: Program, rows: int) -> Program:
