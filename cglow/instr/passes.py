@@ -439,9 +439,10 @@ def widen_inputs(prog: Program, rows: int) -> Program:
     instructions per 16 multiply-accumulates against 24. So do the convolutions whose windows the dot path
     would sum in short runs (a planar input; few channels, as in a first layer): each tile of output columns
     gathers its windows into the panel (im2col), their values in the weights' order, the weights padded to a
-    multiple of 4. The panel, `rows` x K 16-bit values as int32 words, lives in the arena while the
-    instruction runs, and only where it fits under the most bytes alive at one time without it: it costs no
-    RAM. A 1x1 convolution running in place (convolve_in_place) drops its ring of output rows for it."""
+    multiple of 4. The panel, a tile's rows (`rows`, fewer for a narrower output) x K 16-bit values as int32
+    words, lives in the arena while the instruction runs, and only where it fits under the most bytes alive at
+    one time without it: it costs no RAM. A 1x1 convolution running in place (convolve_in_place) drops its ring
+    of output rows for it."""
     instrs, buffers = list(prog.instrs), list(prog.buffers)
     live = [0] * len(instrs)
     for v in lifetimes(prog):
@@ -459,16 +460,17 @@ def widen_inputs(prog: Program, rows: int) -> Program:
         # a 1x1 convolution in place needs no ring with a panel: a tile's inputs are in the panel before its
         # outputs overwrite them
         ring = slot(buffers[g.ring.buf].nbytes) if isinstance(g, Conv) and g.ring else 0
-        size = slot(rows * k * 2)
+        tile = min(rows, g.out.shape[3] if isinstance(g, Conv) else g.out.shape[-2])  # a tile's rows, at most
+        size = slot(tile * k * 2)
         if g.panel or k < PANEL_MIN_K or live[j] - ring + size > peak:
             continue
         live[j] += size - ring
-        panel = Buffer(len(buffers), "arena", rows * k // 2, f"{g.node} widened inputs", dtype=np.dtype(np.int32))
+        panel = Buffer(len(buffers), "arena", tile * k // 2, f"{g.node} widened inputs", dtype=np.dtype(np.int32))
         buffers.append(panel)
         more = {"ring": None} if ring else {}
         if isinstance(g, Conv) and g.win.kernel != (1, 1):
             more = {"w": _panel_weights(buffers, g.w, k)}
-        instrs[j] = replace(g, panel=View.of(panel.id, (rows, k // 2)), **more)
+        instrs[j] = replace(g, panel=View.of(panel.id, (tile, k // 2)), **more)
     return replace(prog, buffers=tuple(buffers), instrs=tuple(instrs))
 
 
