@@ -391,14 +391,25 @@ def pack_weights(prog: Program, dot_products: bool = False) -> Program:
 PANEL_MIN_K = 16  # a shorter sum gains too little from widened inputs to take scratch memory for them
 
 
+def channels_contiguous(c: Conv) -> bool:
+    """Whether a convolution's input channels are contiguous in both its input and its weights: the dot path
+    (kernels/render.py) then sums over a tap's channels at once."""
+    return c.w.shape[1] == 1 or c.x.strides[1] == c.w.strides[1] == 1
+
+
+def taps_contiguous(c: Conv) -> bool:
+    """Whether a kernel row's taps (their channels innermost) are one run in both the input and the weights:
+    the dot path then sums over a whole kernel row at once."""
+    cg, kw = c.w.shape[1], c.win.kernel[1]
+    return c.win.dilations[1] == 1 and (kw == 1 or c.x.strides[3] == c.w.strides[3] == cg)
+
+
 def _dot_run(c: Conv) -> int:
-    """The longest run of a convolution's inputs that the dot path (kernels/render.py) sums over at once, its
-    weights packed [M, KH, KW, C]: a kernel row when its taps are contiguous, else one tap's channels (one
-    value when the channels are not contiguous)."""
-    cg, kw, xs = c.w.shape[1], c.win.kernel[1], c.x.strides
-    if cg > 1 and xs[1] != 1:
+    """The longest run of a convolution's inputs that the dot path sums over at once: a kernel row, one tap's
+    channels, or one value."""
+    if not channels_contiguous(c):
         return 1
-    return cg * kw if c.win.dilations[1] == 1 and (kw == 1 or xs[3] == cg) else cg
+    return c.w.shape[1] * (c.win.kernel[1] if taps_contiguous(c) else 1)
 
 
 def _panel_weights(buffers: list[Buffer], w: View, k4: int) -> View:

@@ -12,7 +12,7 @@ import jinja2
 
 import numpy as np
 
-from ..instr.passes import dot_operands, gemm_dot_products
+from ..instr.passes import channels_contiguous, dot_operands, gemm_dot_products, taps_contiguous
 from ..instr.ir import (Conv, Epilogue, channels_innermost, Gather, Gemm, Instr, Map, Pool, Reduce, View, contiguous_strides, reads,
                         substitute)
 from .tiles import TILES, Tiles
@@ -443,12 +443,12 @@ def _conv_nhwc(fn: str, c: Conv, dtypes, tiles: Tiles) -> Kernel:
                                (lambda j: "stage" + (f" + {j * im2col['row']}" if j else "")) if im2col else
                                lambda j: "x + " + linear([("n", xs[0]), ("oh", sh * xs[2]), ("ow0", sw * xs[3])],
                                                          j * sw * xs[3]))
-    dot = tiles.dual_mac and not depthwise and c.group == 1 and operands and (cg == 1 or xs[1] == ws[1] == 1)
+    dot = tiles.dual_mac and not depthwise and c.group == 1 and operands and channels_contiguous(c)
     if dot:
         s, d, p, kw_ = c.win.strides[1], c.win.dilations[1], c.win.pads_begin[1], c.win.kernel[1]
         x_row = linear([("n", xs[0]), ("ih", xs[2]), ("ow0", s * xs[3])], -p * xs[3])
         w_row = linear([("oc0", ws[0]), ("kh", ws[2])])
-        taps_run = d == 1 and (kw_ == 1 or xs[3] == ws[3] == cg)  # a kernel row's taps are one run
+        taps_run = taps_contiguous(c)  # a kernel row's taps are one run
         for r in runs:
             r["dots"] = []
             for k, columns in r["taps"]:
