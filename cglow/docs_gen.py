@@ -35,8 +35,9 @@ def _first_opsets() -> dict[str, int]:
     return first
 
 
-def _float_only(op: str, rule, opset: int) -> bool:
-    """Whether the shape rule refuses every non-float element type (graph/registry.py's require_float)."""
+def _types(op: str, rule, opset: int) -> str:
+    """*float32* where the shape rule refuses every non-float element type (graph/registry.py's
+    require_float), *float32, 8-bit* where it takes int8 and uint8 besides, else *as ONNX*."""
     from .graph.ir import Node, TensorType
     from .graph.registry import Args
 
@@ -47,7 +48,9 @@ def _float_only(op: str, rule, opset: int) -> bool:
         except Exception as exc:  # noqa: BLE001  (a probe: any other failure says nothing of the types)
             return str(exc).endswith("supported for float32 only")
         return False
-    return all(refuses(dtype) for dtype in (np.int8, np.int32, np.bool_))
+    if not refuses(np.int32) or not refuses(np.bool_):
+        return "as ONNX"
+    return "float32, 8-bit" if not refuses(np.int8) and not refuses(np.uint8) else "float32"
 
 
 def _syntax(fn) -> ast.FunctionDef:
@@ -118,7 +121,8 @@ def render_ops() -> str:
              (f"cglow compiles models of opsets {OPSETS.start} to {last} of the default ONNX domain (older models "
               f"are upgraded to opset {OPSETS.start} with `onnx.version_converter`) with static shapes (`--shape` "
               "pins symbolic dimensions). The element types are float32, bool and the 8- to 64-bit integers, each "
-              "op where ONNX allows them (*as ONNX*), except the ops marked *float32*. Constant subgraphs are "
+              "op where ONNX allows them (*as ONNX*), except the ops marked *float32* (and *8-bit*: int8 and uint8 "
+              "too). Constant subgraphs are "
               "folded at compile time whatever their ops.\n"),
              "- **opsets**: the opsets of the default domain in which cglow takes the op.",
              ("- **int8**: what the op becomes in a quantized (QDQ) model when its inputs come from "
@@ -136,7 +140,7 @@ def render_ops() -> str:
         elif op in COMPILE_TIME:
             types, int8, notes = "as ONNX", "-", [FOLDED]
         else:
-            types = "float32" if _float_only(op, rule, last) else "as ONNX"
+            types = _types(op, rule, last)
             int8 = "ONNX quantization op" if rule.__module__.endswith(".quant") else \
                 INT8_FORMS[BUILDERS[op].__name__] if op in BUILDERS else "float"
             notes = _limitations(rule)

@@ -45,7 +45,8 @@ def test_ops_page_rows():
     assert set(rows) == set(SHAPE_RULES) | set(QOPERATORS)
     assert rows["Conv"][:3] == ["ai.onnx", "11-28", "float32"] and rows["Conv"][3].startswith("integer kernel")
     assert rows["Gelu"][1] == "20-28" and "table" in rows["Gelu"][3]
-    assert rows["Add"][2] == "as ONNX" and rows["MaxPool"][2] == "as ONNX"  # MaxPool also takes 8-bit integers
+    assert rows["Add"][2] == "as ONNX"
+    assert rows["MaxPool"][2] == rows["Resize"][2] == "float32, 8-bit"  # quantized models pool and resize int8
     assert rows["QLinearAdd"][:2] == ["com.microsoft", "any"]
     assert "compile time" in rows["Shape"][4]
     assert "constant inputs: k" in rows["TopK"][4] and "constant inputs: roi, scales, sizes" in rows["Resize"][4]

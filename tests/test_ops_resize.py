@@ -8,7 +8,7 @@ from onnx import helper
 import cglow
 
 from .test_ops import check, f32, i64, ids, make_model, node_model, rand
-from .util import cglow_run
+from .util import cglow_run, ort_run
 
 EMPTY = np.array([], np.float32)
 
@@ -98,6 +98,25 @@ def test_resize_tf_half_pixel_for_nearest():
                   for n, s in ((3, 2), (4, 1.5)))
     (got,) = cglow_run(model, {"x": x})
     assert np.array_equal(got, x[:, :, rows][:, :, :, cols])
+
+
+@pytest.mark.parametrize("x, factors, attrs", [
+    ((1, 3, 8, 8), (1, 1, 2, 2), {}),
+    ((1, 2, 6, 5), (1, 1, 1.5, 0.6), {}),
+    ((1, 2, 3, 4), (1, 1, 2, 1.5), dict(coordinate_transformation_mode="align_corners")),
+    ((1, 2, 3, 4), (1, 1, 2, 1.5), dict(coordinate_transformation_mode="asymmetric")),
+    ((1, 2, 4, 6), (1, 1, 1, 1.5), {}),
+    ((3, 4), (2, 1.5), {}),
+])
+def test_linear_resize_is_onnxruntime_to_the_bit(x, factors, attrs):
+    """A linear resize over the last two axes evaluates onnxruntime's formula in its order and rounding (taps
+    from float32 coordinates, weights multiplied first, four terms summed from the top left): the same
+    float32 values, so a quantized model's QuantizeLinear after it rounds its ties alike (unet's decoder)."""
+    model = node_model("Resize", [("x", x), ("roi", None), ("scales", scales(*factors))], mode="linear", **attrs)
+    value = rand(*x, seed=3)
+    (got,) = cglow_run(model, {"x": value})
+    (want,) = ort_run(model, {"x": value})
+    assert np.array_equal(got, want)
 
 
 def instr_types(model) -> set[str]:

@@ -556,6 +556,32 @@ def test_qlinear_softmax(shape, axis, opset, x_scale, dtype):
     assert_close(compare(model), MAX_OFF_SHARE["QLinearSoftmax"])
 
 
+@pytest.mark.parametrize("dtype", [INT8, UINT8], ids=["int8", "uint8"])
+@pytest.mark.parametrize("shape, scales, attrs, share", [
+    ((1, 3, 4, 5), (1, 1, 2, 2), {}, 0.0),
+    ((1, 2, 5, 4), (1, 1, 1.5, 3), dict(mode="nearest", nearest_mode="floor"), 0.0),
+    ((1, 3, 4, 5), (1, 1, 2, 2), dict(mode="linear"), 0.0),
+    ((1, 2, 6, 5), (1, 1, 1.5, 0.6), dict(mode="linear"), 0.0),
+    ((1, 2, 3, 4), (1, 1, 2, 1.5), dict(mode="linear", coordinate_transformation_mode="align_corners"), 0.0),
+    ((2, 5, 6), (1, 2, 1.5), dict(mode="linear"), 0.01),
+])
+def test_resize_on_the_integers(shape, scales, attrs, share, dtype):
+    """QOperator models resize 8-bit tensors directly (unet's decoder): nearest copies them, linear
+    interpolates in float32 and truncates the result (onnxruntime's static_cast). Over the last two axes
+    cglow evaluates onnxruntime's 2-D formula in its order: exact. Other linear resizes are separable passes,
+    where onnxruntime (3-D input) takes a trilinear formula: a value its float32 sum puts at an integer (or
+    just under) may truncate one lower or higher (observed: 1 element of 540 on int8, none on uint8)."""
+    model = single_node("Resize", [("x", (dtype, shape)), ("roi", None), ("scales", f32(scales))], dtype, **attrs)
+    assert_close(compare(model), share)
+
+
+def test_cubic_resize_on_the_integers_is_refused():
+    model = single_node("Resize", [("x", (INT8, (1, 1, 4, 4))), ("roi", None), ("scales", f32((1, 1, 2, 2)))],
+                        INT8, mode="cubic")
+    with pytest.raises(CglowError, match="cubic mode is supported for float32 only, not int8"):
+        cglow.compile_model(model)
+
+
 # --- float inputs and outputs -----------------------------------------------------------------------
 
 def with_float_io(model: onnx.ModelProto, in_params: dict, out_params: tuple) -> onnx.ModelProto:

@@ -9,7 +9,7 @@ import numpy as np
 from ...errors import CglowError
 from ..geometry import axis
 from ..ir import Node, TensorType
-from ..registry import F32, Args, require_float, shape_rule
+from ..registry import Args, require_float, shape_rule
 
 
 @dataclass(frozen=True)
@@ -69,10 +69,17 @@ def _optional(args: Args, i: int, what: str) -> np.ndarray | None:
     return args.const(i, what) if args.has(i) else None
 
 
+EIGHT_BIT = {np.dtype(np.int8), np.dtype(np.uint8)}
+
+
 @shape_rule("Resize")
 def _resize(args: Args) -> list[TensorType]:
-    require_float(args, 0)
+    dtype, mode = args.types[0].dtype, args.node.attr("mode", "nearest")
+    if dtype in EIGHT_BIT and mode == "cubic":  # its overshoot would leave the 8-bit range
+        raise CglowError(f"{args.node.describe()}: cubic mode is supported for float32 only, not {dtype.name}")
+    if dtype not in EIGHT_BIT:  # quantized models (QOperator) resize int8 directly, nearest or linear
+        require_float(args, 0)
     roi = _optional(args, 1, "roi") if cropping(args.node) else None
     axes = resize_axes(args.node, args.opset, args.shape(0), roi, _optional(args, 2, "scales"),
                        _optional(args, 3, "sizes"))
-    return [TensorType(F32, tuple(a.out for a in axes))]
+    return [TensorType(dtype, tuple(a.out for a in axes))]

@@ -20,19 +20,19 @@ from ..context import Context, lowering
 from ..literals import c_float
 
 
-def _source(node: Node, ax: Axis, size: int) -> np.ndarray:
+def _source(node: Node, ax: Axis, size: int, dtype=np.float64) -> np.ndarray:
     """x_original of each output index, per coordinate_transformation_mode (spec equations;
-    length_resized is the integer output length)."""
+    length_resized is the integer output length), computed in dtype."""
     mode = node.attr("coordinate_transformation_mode", "half_pixel")
-    y, s, out = np.arange(ax.out, dtype=np.float64), ax.scale, ax.out
+    y, s, out = np.arange(ax.out, dtype=dtype), dtype(ax.scale), ax.out
     if mode == "half_pixel":
         return (y + 0.5) / s - 0.5
     if mode == "half_pixel_symmetric":
         return size / 2 * (1 - out / (s * size)) + (y + 0.5) / s - 0.5
     if mode == "pytorch_half_pixel":
-        return (y + 0.5) / s - 0.5 if out > 1 else np.zeros(out)
+        return (y + 0.5) / s - 0.5 if out > 1 else np.zeros(out, dtype)
     if mode == "align_corners":
-        return y * (size - 1) / (out - 1) if out > 1 else np.zeros(out)
+        return y * (size - 1) / (out - 1) if out > 1 else np.zeros(out, dtype)
     if mode == "asymmetric":
         return y / s
     if mode == "tf_half_pixel_for_nearest":
@@ -40,7 +40,7 @@ def _source(node: Node, ax: Axis, size: int) -> np.ndarray:
     if mode == "tf_crop_and_resize":
         start, end = ax.roi
         if out == 1:
-            return np.full(out, 0.5 * (start + end) * (size - 1))
+            return np.full(out, 0.5 * (start + end) * (size - 1), dtype)
         return start * (size - 1) + y * (end - start) * (size - 1) / (out - 1)
     raise CglowError(f"{node.describe()}: unknown coordinate_transformation_mode '{mode}'")
 
@@ -132,7 +132,7 @@ def _along(ctx: Context, x: View, axis: int, matrix: np.ndarray, bias: np.ndarra
     ctx.emit(Gemm(out.reshape(shape), left, right, epi, label))
 
 
-MAX_PERIOD, MAX_RUNS = 16, 32
+MAX_PERIOD, MAX_RUNS, MAX_MAPS = 16, 32, 64  # MAX_MAPS: of a 2-D linear resize, one per pair of runs
 
 
 @dataclass(frozen=True)
@@ -148,21 +148,26 @@ class Run:
     bias: float
 
 
-def _runs(matrix: np.ndarray, bias: np.ndarray) -> list[Run] | None:
-    """The fewest runs of alike rows over the periods tried, or None if even they are too many."""
-    out = len(matrix)
-    taps = [np.flatnonzero(row) for row in matrix]
+def _rows(matrix: np.ndarray) -> list[tuple[tuple[int, ...], tuple[float, ...]]]:
+    """Each row's taps (its nonzero columns) and their weights."""
+    return [(tuple(int(t) for t in np.flatnonzero(row)), tuple(float(w) for w in row[np.flatnonzero(row)]))
+            for row in matrix]
+
+
+def _runs(rows: list[tuple[tuple[int, ...], tuple[float, ...]]], bias: np.ndarray) -> list[Run] | None:
+    """The fewest runs of alike rows (taps and weights per output) over the periods tried, or None if even
+    they are too many."""
+    out = len(rows)
     best: list[Run] | None = None
     for period in range(1, min(out, MAX_PERIOD) + 1):
         middle = (out // 2 // period) * period
-        if middle + period >= out or not len(taps[middle]) or not len(taps[middle + period]):
+        if middle + period >= out or not rows[middle][0] or not rows[middle + period][0]:
             continue
-        shift = int(taps[middle + period][0] - taps[middle][0])
+        shift = rows[middle + period][0][0] - rows[middle][0][0]
         runs: list[Run] = []
         for phase in range(period):
             for k, o in enumerate(range(phase, out, period)):
-                run = Run(o, 1, period, shift, tuple(int(t) for t in taps[o]),
-                          tuple(float(w) for w in matrix[o, taps[o]]), float(bias[o]))
+                run = Run(o, 1, period, shift, rows[o][0], rows[o][1], float(bias[o]))
                 last = runs[-1] if runs and k else None
                 if last and (last.weights, last.bias) == (run.weights, run.bias) and \
                         last.taps == tuple(t - last.count * shift for t in run.taps):
@@ -185,6 +190,46 @@ def _through_maps(ctx: Context, x: View, axis: int, runs: list[Run], out: View, 
         terms += [c_float(r.bias)] if r.bias or not terms else []
         ins = tuple(_stepped(x, axis, tap, r.count, r.shift) for tap in r.taps)
         ctx.emit(Map(_stepped(out, axis, r.first, r.count, r.period), ins, " + ".join(terms), label))
+
+
+def _bilinear_rows(node: Node, ax: Axis, size: int) -> list[tuple[tuple[int, ...], tuple[float, ...]]]:
+    """onnxruntime's linear taps and weights per output index, in float32: the coordinate clamped into the
+    input, taps floor(x) and the next one (clamped), each weighted by the distance to the other; a clamped
+    pair weighs 1/2 twice."""
+    x = np.clip(_source(node, ax, size, np.float32), 0, size - 1)
+    first = np.minimum(x.astype(np.int64), size - 1)
+    second = np.minimum(first + 1, size - 1)
+    near, far = np.abs(x - first.astype(np.float32)), np.abs(x - second.astype(np.float32))
+    weights = np.where((first == second)[:, None], np.float32(0.5), np.stack([far, near], axis=1))
+    return [((int(a), int(b)), (float(u), float(v))) for a, b, (u, v) in zip(first, second, weights)]
+
+
+def _bilinear(ctx: Context, node: Node, x: View, axes: list[Axis], resized: list[int]) -> bool:
+    """A linear resize within the last two axes as onnxruntime computes it, both axes at once: output =
+    w11 * x11 + w12 * x12 + w21 * x21 + w22 * x22 in float32, in that order (its rounding, so quantized
+    models round their ties alike), each w the product of the axes' weights. One map per pair of runs, no
+    temporary. False where this does not apply."""
+    rank = len(x.shape)
+    if node.attr("mode", "nearest") != "linear" or node.attr("antialias", 0) or node.attr("exclude_outside", 0) \
+            or cropping(node) or rank < 2 or min(resized) < rank - 2:
+        return False
+    pair = (rank - 2, rank - 1)
+    (ys, xs) = runs = [_runs(_bilinear_rows(node, axes[a], x.shape[a]), np.zeros(axes[a].out)) for a in pair]
+    if None in runs or len(ys) * len(xs) > MAX_MAPS:
+        return False
+    out = ctx.new(node.outputs[0], x.order())
+    for ry in ys:
+        for rx in xs:
+            terms, ins = [], []
+            for ty, wy in zip(ry.taps, ry.weights):
+                for tx, wx in zip(rx.taps, rx.weights):
+                    w = np.float32(wy) * np.float32(wx)
+                    if w:
+                        terms.append("{%d}" % len(ins) if w == 1 else f"{c_float(w)} * {{{len(ins)}}}")
+                        ins.append(_stepped(_stepped(x, pair[0], ty, ry.count, ry.shift), pair[1], tx, rx.count, rx.shift))
+            target = _stepped(_stepped(out, pair[0], ry.first, ry.count, ry.period), pair[1], rx.first, rx.count, rx.period)
+            ctx.emit(Map(target, tuple(ins), " + ".join(terms), node.name))
+    return True
 
 
 def _given(ctx: Context, node: Node, i: int) -> np.ndarray | None:
@@ -210,13 +255,20 @@ def _resize(ctx: Context, node: Node) -> None:
         if None not in patterns:
             _copy_through_views(ctx, node, x, patterns)
             return
+    if _bilinear(ctx, node, x, axes, list(plans)):
+        return
+    integer = ctx.dtype(node.inputs[0]) != np.float32  # 8-bit: interpolated in float, stored truncated
+    if integer:
+        copy = ctx.temp(x.shape, f"{node.name} in float", order=x.order())
+        ctx.emit(Map(copy, (x,), "{0}", node.name))
+        x = copy
     extrapolation = np.float32(node.attr("extrapolation_value", 0.0))
     for i, (a, ax) in enumerate(resized):
         matrix, outside = plans[a]
         bias = np.where(outside, extrapolation, 0.0) if outside.any() and extrapolation != 0 else None
         shape = x.shape[:a] + (ax.out,) + x.shape[a + 1:]
-        last = i == len(resized) - 1
-        runs = _runs(matrix, np.zeros(ax.out) if bias is None else bias)
+        last = i == len(resized) - 1 and not integer
+        runs = _runs(_rows(matrix), np.zeros(ax.out) if bias is None else bias)
         order = x.order() if runs else None
         out = ctx.new(node.outputs[0], order) if last else ctx.temp(shape, f"{node.name} axis {a}", order=order)
         if runs:
@@ -224,3 +276,5 @@ def _resize(ctx: Context, node: Node) -> None:
         else:
             _along(ctx, x, a, matrix, bias, out, node.name)
         x = out
+    if integer:
+        ctx.emit(Map(ctx.new(node.outputs[0], x.order()), (x,), "{0}", node.name))
