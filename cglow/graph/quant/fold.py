@@ -15,7 +15,7 @@ import numpy as np
 
 from ..edit import Site, rewrite_each
 from ..ir import Graph, Node
-from .params import QParams, clamp_bounds, multipliers, narrow, qparams
+from .params import QParams, clamp_bounds, float32_multipliers, multipliers, narrow, qparams
 from .table import TABLE_OPS, table
 
 MOVEMENT = {"Reshape", "Flatten", "Transpose", "Squeeze", "Unsqueeze", "MaxPool", "Slice", "Expand", "Tile",
@@ -74,6 +74,16 @@ def _requant(out: QParams, real: np.ndarray, bounds: tuple[int, int]) -> dict:
     return dict(mult=mult, shift=shift, y_zero=int(out.zero[0]), lo=bounds[0], hi=bounds[1])
 
 
+def _requant_float32(out: QParams, a_scale: float, b_scales: np.ndarray, bounds: tuple[int, int]) -> dict:
+    """The requantization of a product of a and b as onnxruntime's QLinearConv and QLinearMatMul compute it:
+    by the float32 factor a_scale * b_scale / y_scale, in float32, rounding float32 products."""
+    f32 = np.float32
+    factors = f32(a_scale) * b_scales.astype(f32) / f32(out.scale[0])
+    zero = int(out.zero[0])
+    mult, shift = float32_multipliers(factors, bounds[0] - zero, bounds[1] - zero)
+    return dict(mult=mult, shift=shift, y_zero=zero, lo=bounds[0], hi=bounds[1])
+
+
 def _bias(site: Site, name: str, acc_scale: np.ndarray, size: int) -> np.ndarray | None:
     """A bias in accumulator units (int32), or None if it has none that fits."""
     if not name:
@@ -99,7 +109,8 @@ def _conv(b: _Build, op: Node, out: QParams, bounds) -> Node | None:
         return None
     inputs = (x.source, b.const(f"{op.name}/w_int", narrow(weights.astype(np.int64) - zero)),
               b.const(f"{op.name}/b_int", bias))
-    attrs = {**op.attrs, "x_zero": int(x.p.zero[0]), **_requant(out, acc_scale / out.scale[0], bounds)}
+    attrs = {**op.attrs, "x_zero": int(x.p.zero[0]),
+             **_requant_float32(out, x.p.scale[0], np.broadcast_to(w.p.scale, (m,)), bounds)}
     return Node("IntConv", op.name, inputs, (), attrs)
 
 
@@ -124,8 +135,9 @@ def _gemm(b: _Build, op: Node, out: QParams, bounds) -> Node | None:
     bias = _bias(site, c, acc_scale / beta if c else acc_scale, n)
     if bias is None:
         return None
-    attrs = {"transA": op.attr("transA", 0), "transB": trans_b, "a_zero": int(a.p.zero[0]), "b_zero": 0,
-             **_requant(out, acc_scale / out.scale[0], bounds)}
+    requant = _requant_float32(out, a.p.scale[0], np.broadcast_to(bd.p.scale, (n,)), bounds) if alpha == 1 else \
+        _requant(out, acc_scale / out.scale[0], bounds)
+    attrs = {"transA": op.attr("transA", 0), "transB": trans_b, "a_zero": int(a.p.zero[0]), "b_zero": 0, **requant}
     if weights is None:
         right = bd.source
         attrs["b_zero"] = int(bd.p.zero[0])

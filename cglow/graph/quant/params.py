@@ -70,6 +70,65 @@ def multipliers(real: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.array(mults, np.int32), np.array(shifts, np.int32)
 
 
+NUDGE = 2.0 ** -22  # the largest relative change of a multiplier that makes it round as float32 does
+
+
+def float32_multipliers(factors: np.ndarray, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
+    """multipliers() of float32 factors, each nudged (by at most NUDGE of itself) so that the rounding of
+    acc * multiplier / 2**shift equals onnxruntime's in float32, rint(float32(acc) * factor), for as many as
+    can be of the accumulators whose result lies in [lo, hi] (before the zero point). The float32 product
+    rounds onto a half that the exact one is only near, one result in about 2**24, and then to even; those
+    accumulators lie within the nudge of a half. Each of them rounds as float32 does for an interval of
+    multipliers: the one chosen lies in all of them, or where one factor's halves round both ways (which no
+    multiplier follows) in those of the accumulators nearest zero (the likeliest ones, each weighing 1 / |acc|);
+    then an odd one (a float32 factor's exact multiplier ends in 7 zero bits, so that large accumulators can
+    land exactly on a half, which only the slower cglow_requant rounds), nearest the exact one."""
+    mults, shifts = multipliers(factors)
+    f = np.asarray(factors, np.float32).reshape(-1)
+    halves = np.arange(lo, hi, dtype=np.float64) + 0.5  # between the results lo, ..., hi
+    reach = (np.abs(halves) + 1) * NUDGE
+    first = np.ceil((halves - reach) / f[:, None])
+    counts = np.maximum(np.floor((halves + reach) / f[:, None]) - first + 1, 0).astype(np.int64)
+    unsure = (counts.sum(axis=1) > 256) | (shifts >= 62)  # factors too small to nudge
+    counts[unsure] = 0
+    counts = counts.reshape(-1)
+    channel = np.repeat(np.arange(f.size).repeat(halves.size), counts)
+    offset = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
+    acc = np.repeat(first.reshape(-1), counts).astype(np.int64) + offset
+    target = np.rint(acc.astype(np.float32) * f[channel]).astype(np.int64)
+    shift = shifts[channel].astype(np.int64)
+    chosen = mults.copy()
+    for step in (0, -1, 1):  # the last that rounds every accumulator as float32 does: odd if one does
+        trial = mults[channel].astype(np.int64) + step
+        floor = (acc * trial) >> shift
+        rest, half = acc * trial - (floor << shift), np.int64(1) << (shift - 1)
+        missed = np.bincount(channel, floor + (rest > half) + ((rest == half) & (floor % 2 == 1)) != target,
+                             minlength=f.size)
+        chosen = np.where((missed == 0) & ~unsure, mults + step, chosen)
+        if step == 0:
+            stray = np.flatnonzero(missed)
+    for c in stray:
+        mine = (channel == c) & (acc != 0)
+        chosen[c] = _nudged(acc[mine].tolist(), target[mine].tolist(), int(mults[c]), int(shifts[c]))
+    return chosen.astype(np.int32), shifts
+
+
+def _nudged(accs: list[int], targets: list[int], m: int, s: int) -> int:
+    low, high = max(math.ceil(m * (1 - NUDGE)), 1), min(math.floor(m * (1 + NUDGE)), (1 << 31) - 1)
+    spans = []
+    for a, r in zip(accs, targets):
+        below, above = (2 * r - 1) << (s - 1), (2 * r + 1) << (s - 1)  # a * multiplier between, ends if r is even
+        if a < 0:
+            below, above = above, below
+        least, most = -(-below // a), above // a
+        least += r % 2 and least * a == below
+        most -= r % 2 and most * a == above
+        spans.append((max(least, low), min(most, high), 1 / abs(a)))
+    points = [p + d for p in [m] + [p for least, most, _ in spans for p in (least, most)] for d in (-1, 0, 1)]
+    return max((p for p in points if low <= p <= high),
+               key=lambda p: (sum(w for least, most, w in spans if least <= p <= most), p % 2, -abs(p - m)))
+
+
 def quantize(real: np.ndarray, p: QParams) -> np.ndarray:
     """QuantizeLinear as onnxruntime computes it: float32 division, round half to even, saturate."""
     scale = np.float32(p.scale[0])
