@@ -61,11 +61,13 @@ def _exposed(model: onnx.ModelProto, names: list[str]) -> onnx.ModelProto:
     return out
 
 
-def steps_off(model: onnx.ModelProto, inputs: int = 4, seed: int = 1) -> tuple[np.ndarray, cglow.CompiledModel]:
+def steps_off(model: onnx.ModelProto, inputs: int = 4, seed: int = 1,
+              optimized: bool = True) -> tuple[np.ndarray, cglow.CompiledModel]:
     """|cglow - onnxruntime| in quantization steps over every output element of `inputs` random inputs.
     cglow takes and gives the integers (the default API of a quantized model); onnxruntime runs the model
-    as it is, and its integers are read where the model quantizes its input and before it dequantizes its
-    output. A float output is compared in steps of the scale it was last dequantized from."""
+    as it is (with its graph optimizations, or none), and its integers are read where the model quantizes
+    its input and before it dequantizes its output. A float output is compared in steps of the scale it was
+    last dequantized from."""
     import onnxruntime as ort
     compiled = cglow.compile_model(model, name="net")
     net = cglow.build(compiled)
@@ -74,7 +76,10 @@ def steps_off(model: onnx.ModelProto, inputs: int = 4, seed: int = 1) -> tuple[n
     seen_in = [readers[t.name].output[0] if t.scale is not None else t.name for t in compiled.inputs]
     seen_out = [producer[t.name].input[0] if t.scale is not None else t.name for t in compiled.outputs]
     exposed = _exposed(model, [n for n in seen_in + seen_out if n not in {o.name for o in model.graph.output}])
-    session = ort.InferenceSession(exposed.SerializeToString(), providers=["CPUExecutionProvider"])
+    options = ort.SessionOptions()
+    if not optimized:
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    session = ort.InferenceSession(exposed.SerializeToString(), options, providers=["CPUExecutionProvider"])
     names = [o.name for o in session.get_outputs()]
     input_name, shape = _input(model)
     rng = np.random.default_rng(seed)
