@@ -213,8 +213,8 @@ def _bilinear(ctx: Context, node: Node, x: View, axes: list[Axis], resized: list
     if node.attr("mode", "nearest") != "linear" or node.attr("antialias", 0) or node.attr("exclude_outside", 0) \
             or cropping(node) or rank < 2 or min(resized) < rank - 2:
         return False
-    pair = (rank - 2, rank - 1)
-    (ys, xs) = runs = [_runs(_bilinear_rows(node, axes[a], x.shape[a]), np.zeros(axes[a].out)) for a in pair]
+    rows, cols = rank - 2, rank - 1
+    (ys, xs) = runs = [_runs(_bilinear_rows(node, axes[a], x.shape[a]), np.zeros(axes[a].out)) for a in (rows, cols)]
     if None in runs or len(ys) * len(xs) > MAX_MAPS:
         return False
     out = ctx.new(node.outputs[0], x.order())
@@ -226,8 +226,8 @@ def _bilinear(ctx: Context, node: Node, x: View, axes: list[Axis], resized: list
                     w = np.float32(wy) * np.float32(wx)
                     if w:
                         terms.append("{%d}" % len(ins) if w == 1 else f"{c_float(w)} * {{{len(ins)}}}")
-                        ins.append(_stepped(_stepped(x, pair[0], ty, ry.count, ry.shift), pair[1], tx, rx.count, rx.shift))
-            target = _stepped(_stepped(out, pair[0], ry.first, ry.count, ry.period), pair[1], rx.first, rx.count, rx.period)
+                        ins.append(_stepped(_stepped(x, rows, ty, ry.count, ry.shift), cols, tx, rx.count, rx.shift))
+            target = _stepped(_stepped(out, rows, ry.first, ry.count, ry.period), cols, rx.first, rx.count, rx.period)
             ctx.emit(Map(target, tuple(ins), " + ".join(terms), node.name))
     return True
 
