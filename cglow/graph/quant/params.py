@@ -97,17 +97,19 @@ def float32_multipliers(factors: np.ndarray, lo: int, hi: int) -> tuple[np.ndarr
     acc = np.repeat(first.reshape(-1), counts).astype(np.int64) + offset
     target = np.rint(acc.astype(np.float32) * f[channel]).astype(np.int64)
     shift = shifts[channel].astype(np.int64)
-    chosen = mults.copy()
-    for step in (0, -1, 1):  # the last that rounds every accumulator as float32 does: odd if one does
+
+    def missed(step: int) -> np.ndarray:
+        """Per factor, how many of its accumulators multiplier + step rounds otherwise than float32."""
         trial = mults[channel].astype(np.int64) + step
         floor = (acc * trial) >> shift
         rest, half = acc * trial - (floor << shift), np.int64(1) << (shift - 1)
-        missed = np.bincount(channel, floor + (rest > half) + ((rest == half) & (floor % 2 == 1)) != target,
-                             minlength=f.size)
-        chosen = np.where((missed == 0) & ~unsure, mults + step, chosen)
-        if step == 0:
-            stray = np.flatnonzero(missed)
-    for c in stray:
+        return np.bincount(channel, floor + (rest > half) + ((rest == half) & (floor % 2 == 1)) != target,
+                           minlength=f.size)
+
+    chosen = mults.copy()
+    for step in (-1, 1):  # odd where that still rounds every accumulator as float32 does (+1 before -1)
+        chosen = np.where((missed(step) == 0) & ~unsure, mults + step, chosen)
+    for c in np.flatnonzero(missed(0)):
         mine = (channel == c) & (acc != 0)
         chosen[c] = _nudged(acc[mine].tolist(), target[mine].tolist(), int(mults[c]), int(shifts[c]))
     return chosen.astype(np.int32), shifts
