@@ -1,14 +1,17 @@
-/* CGLOW_KERNEL begins every kernel function. Each kernel is called once or a few times, from net_run. On a
- * core without vector registers gcc is told to keep it a function of its own (noipa): inlined into net_run,
- * the kernels' pointers become addresses in the arena and the registers their loops need go to them.
- * Measured under QEMU with arm-none-eabi-gcc 12 -O2, Cortex-M4 int8 kws / vww / resnet8 instructions per MAC:
- * 2.50 / 2.63 / 1.83 inlined, 2.38 / 2.45 / 1.71 not; float unchanged. Not noinline: gcc 12 specializes a
- * noinline function for its constant arguments and then drops some calls of the int8 transformer as if they
- * had no effect (also on x86-64, with -fno-inline). Vector cores gain nothing (x86-64 resnet8 10% slower):
- * there the kernels stay static functions that gcc may inline. */
-#if defined(__GNUC__) && !defined(__clang__) && !defined(__SSE2__) && !defined(__ARM_NEON) && \
-    !defined(__riscv_vector)
+/* CGLOW_KERNEL begins every kernel function. gcc is told to compile each kernel as a function of its own that
+ * callers know nothing about (noipa: not inlined, not specialized, its side effects not summarized), because
+ * gcc 12 miscompiles kernels it specializes for the constant arena addresses of their calls: once the
+ * address is a constant, IVOPTs may fold it into an induction variable and write a store as "0 + iv"; the
+ * pure-const analysis then takes that for a null pointer dereference, decides that the kernel has no side
+ * effect, and net_run drops its calls (a transposed copy before q @ k^T in an attention block at x86-64 -O2;
+ * kernels of the int8 transformer at -O2 -fno-inline). What that specialization taught gcc (which pointers
+ * do not alias, and how far apart the views of one buffer lie) the kernels now say themselves (one restrict
+ * parameter per buffer, kernels/render.py _head), so nothing that makes them fast is lost with it.
+ * Older gcc (before 8) has no noipa: noinline and noclone forbid the same inlining and specialization. */
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 8
 #define CGLOW_KERNEL static __attribute__((noipa))
+#elif defined(__GNUC__) && !defined(__clang__)
+#define CGLOW_KERNEL static __attribute__((noinline, noclone))
 #else
 #define CGLOW_KERNEL static
 #endif

@@ -1,11 +1,11 @@
 """Seeded float32 ONNX builders for the MLPerf Tiny reference models, a small transformer, MobileNetV2,
-a U-Net, GRU and LSTM keyword spotters and an Inception-style classifier."""
+a U-Net, GRU and LSTM keyword spotters, an Inception-style classifier and a MobileViT-class network."""
 
 from collections.abc import Callable
 
 import onnx
 
-from . import autoencoder, gru_kws, inception, kws, lstm_kws, mobilenetv2, resnet8, transformer, unet, vww
+from . import autoencoder, gru_kws, inception, kws, lstm_kws, mobilenetv2, mobilevit, resnet8, transformer, unet, vww
 
 MODELS: dict[str, Callable[[int], onnx.ModelProto]] = {
     "kws": kws.build,
@@ -18,6 +18,7 @@ MODELS: dict[str, Callable[[int], onnx.ModelProto]] = {
     "gru_kws": gru_kws.build,
     "lstm_kws": lstm_kws.build,
     "inception": inception.build,
+    "mobilevit": mobilevit.build,
 }
 
 
