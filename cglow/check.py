@@ -11,6 +11,7 @@ import shutil
 from typing import TYPE_CHECKING
 
 import numpy as np
+import onnx
 
 from . import cross
 from .bench import build_executable, compiler_error
@@ -23,6 +24,7 @@ from .host import STRICT_FLAGS, sources
 from .options import Options
 from .reference import difference, real_values, reference_outputs, seeded_inputs
 from .targets import TARGETS
+from .trace import compare, describe as describe_traced, producers, read_trace, traced_source, with_outputs
 
 if TYPE_CHECKING:
     from .emit_c.emit import TensorInfo
@@ -93,9 +95,15 @@ def target_outputs(compiled: CompiledModel, inputs: list[np.ndarray], name: str,
 
 
 def check_model(path: str, shapes: dict[str, tuple[int, ...]], options: Options, input_files: list[str],
-                seed: int, cc: str, opt_flags: tuple[str, ...], tolerance: float, max_steps: float) -> int:
+                seed: int, cc: str, opt_flags: tuple[str, ...], tolerance: float, max_steps: float,
+                all_tensors: bool = False) -> int:
     """`cglow check`: print how far each output of the model's C is from the reference; 1 when one is further
-    than `tolerance` (relative) or, for a quantized output, `max_steps` quantization steps."""
+    than `tolerance` (of its scale) or, for a quantized output, `max_steps` quantization steps. With
+    `all_tensors`, every graph value that a kernel writes whole is compared too (cglow.trace), and the first
+    that departs is named."""
+    if all_tensors and options.target in TARGETS:
+        raise CglowError(f"--all-tensors runs the C on the host; check it without --target {options.target}, or "
+                         f"with --target {TARGETS[options.target].tiles} for the same kernels built by the host compiler")
     model = load(path, options.max_memory)
     compiled = compile_model(model, "net", shapes, options)
     inputs = read_inputs(input_files, compiled) if input_files else seeded_inputs(compiled, seed)
@@ -106,17 +114,54 @@ def check_model(path: str, shapes: dict[str, tuple[int, ...]], options: Options,
     source = f"inputs from {', '.join(input_files)}" if input_files else f"seeded random inputs (seed {seed})"
     print(f"cglow check {path}: {len(compiled.program.instrs)} kernels (--target {options.target}), {how}; "
           f"{source}; reference {runtime}")
+    departure = check_tensors(model, compiled, inputs, feeds, cc, opt_flags or HOST_OPT_FLAGS, tolerance,
+                              max_steps) if all_tensors else None
     failed = []
     for info, g, w in zip(compiled.outputs, got, want):
         d = difference(info, g, w)
-        steps = "" if d.steps is None else f" ({d.steps:.3g} quantization steps)"
         verdict = "ok" if d.ok(tolerance, max_steps) else "MISMATCH"
-        print(f"output {describe(info)}: max abs error {d.absolute:.3g}{steps}, max rel error {d.relative:.3g} "
-              f"({verdict})")
+        print(f"output {describe(info)}: {d.text()} ({verdict})")
         failed += [] if verdict == "ok" else [f"'{info.name}'"]
     quantized = any(t.scale is not None for t in compiled.outputs)
-    limits = f"within {tolerance:g} relative" + (f", or {max_steps:g} quantization steps for a quantized output"
-                                                   if quantized else "")
-    print(f"check: MISMATCH on {', '.join(failed)} (tolerance: {limits})" if failed else
-          f"check: passed: every output {limits}")
-    return 1 if failed else 0
+    limits = f"within {tolerance:g} of its scale" + (f", or {max_steps:g} quantization steps for a quantized "
+                                                     f"output" if quantized else "")
+    if departure:
+        print(f"check: MISMATCH: the first tensor that departs is {departure} (tolerance: {limits})")
+    elif failed and all_tensors:
+        print(f"check: MISMATCH on {', '.join(failed)}, though no traced tensor departs: the compiler built the C "
+              f"with tracing differently (tolerance: {limits})")
+    elif failed:
+        print(f"check: MISMATCH on {', '.join(failed)} (tolerance: {limits}); --all-tensors finds the first tensor "
+              f"that departs")
+    else:
+        print(f"check: passed: every {'tensor and ' if all_tensors else ''}output {limits}")
+    return 1 if failed or departure else 0
+
+
+def check_tensors(model: onnx.ModelProto, compiled: CompiledModel, inputs: list[np.ndarray],
+                  feeds: dict[str, np.ndarray], cc: str, opt_flags: tuple[str, ...], tolerance: float,
+                  max_steps: float) -> str:
+    """Print every traced value against the reference's, in the order the kernels run; the first that departs,
+    in words (empty when none does)."""
+    source, functions = traced_source(compiled)
+    main = harness_source(compiled, inputs, trace=True)
+    files = {f"{compiled.name}.c": source, f"{compiled.name}.h": compiled.h_source, f"{compiled.name}_main.c": main}
+    traced = read_trace(run_harness(build_executable(files, cc, (*STRICT_FLAGS, *opt_flags))), compiled, functions)
+    made_by = producers(model)
+    traced = [t for t in traced if t.name in made_by]
+    extended = with_outputs(model, list(dict.fromkeys(t.name for t in traced)))
+    _, values = reference_outputs(extended, feeds)
+    want = {o.name: v for o, v in zip(extended.graph.output, values)}
+    compared = [compare(t, np.asarray(want[t.name]), made_by[t.name], tolerance, max_steps) for t in traced]
+    print(f"every tensor a kernel writes whole, in the order the kernels run ({len({t.name for t in traced})} of the "
+          f"{len(made_by)} tensors that the model's nodes compute; the others are fused into kernels or are views):")
+    for c in compared:
+        print(f"  {describe_traced(c)}")
+    at = next((i for i, c in enumerate(compared) if c.departs), None)
+    if at is None:
+        return ""
+    first = compared[at]
+    last_ok = next((c.traced.kernel for c in reversed(compared[:at]) if c.verdict == "ok"), -1)
+    ran = list(dict.fromkeys(functions[last_ok + 1:first.traced.kernel + 1]))  # since the last value that agreed
+    return (f"'{first.traced.name}' of node '{first.node.name}' ({first.node.op_type}), written by "
+            f"{', '.join(ran)}: {first.text}")

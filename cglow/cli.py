@@ -195,7 +195,7 @@ def cmd_info(args: argparse.Namespace) -> int:
 def cmd_check(args: argparse.Namespace) -> int:
     from .check import check_model
     return check_model(args.model, dict(args.shape or []), options_of(args), args.input or [], args.seed, args.cc,
-                       args.cflags or (), args.tolerance, args.max_steps)
+                       args.cflags or (), args.tolerance, args.max_steps, args.all_tensors)
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
@@ -256,8 +256,9 @@ INFO_EPILOG = (
     "vector ones; 0.6 to 1.3 times the compiled size on those models. Parameters: the initializers' elements.")
 CHECK_EPILOG = (
     "Exit status: 0 when every output matches; 1 when one does not; 2 for bad options, a model cglow cannot "
-    "compile, a compiler or emulator that is missing or fails on the C; 3 for a bug in cglow. The relative "
-    "error is the largest absolute difference over the reference's largest magnitude; a quantized model's "
+    "compile, a compiler or emulator that is missing or fails on the C; 3 for a bug in cglow. An output's "
+    "error is its largest absolute difference from the reference over its scale, the reference's largest "
+    "magnitude (however small: outputs of 1e-14 are judged against 1e-14); a quantized model's "
     "8-bit inputs reach the reference as the real values they stand for, and its outputs are compared as "
     "real values, in quantization steps.")
 
@@ -280,9 +281,13 @@ def add_check_parser(sub) -> None:
                             "-Wextra -Werror -Wdouble-promotion on the host (so -Wno-... relaxes them), before "
                             "them with a cross target")
     check.add_argument("--tolerance", type=float, default=1e-4, metavar="REL",
-                       help="largest relative error of an output (default: %(default)g)")
+                       help="largest error of an output, over its scale (default: %(default)g)")
     check.add_argument("--max-steps", type=float, default=2, metavar="N",
                        help="largest error of a quantized output, in quantization steps (default: %(default)g)")
+    check.add_argument("--all-tensors", action="store_true",
+                       help="compare every tensor that a kernel writes whole with the reference's, in the order "
+                            "the kernels run, and name the first that departs: its node, and the C function that "
+                            "wrote it (on the host)")
     check.set_defaults(run=cmd_check)
 
 

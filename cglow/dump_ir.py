@@ -14,7 +14,7 @@ import numpy as np
 from .alloc.arena import Plan
 from .errors import one_line
 from .graph.ir import Graph, shape_text
-from .instr.ir import Buffer, Epilogue, Program, View
+from .instr.ir import Buffer, Epilogue, Program, Value, View
 from .kernels.render import PRIMITIVE_NAMES
 from .stages import Observer
 
@@ -94,6 +94,8 @@ def field_text(value: Any) -> str:
         return f"b{value.buf}+{value.offset}{shape_text(value.shape)}/{','.join(map(str, value.strides))}"
     if isinstance(value, Epilogue):
         return f"({value.expr!r} {field_text(value.ins)})"
+    if isinstance(value, Value):
+        return f"{quoted(value.name)}@{field_text(value.view)}"
     if isinstance(value, tuple) and all(isinstance(v, View) for v in value):
         return "(" + " ".join(map(field_text, value)) + ")"
     return repr(value)

@@ -11,7 +11,7 @@ import numpy as np
 
 from .errors import CglowError, reason
 
-TOLERANCE = 1e-4  # a float output's largest difference from the reference over the reference's largest magnitude
+TOLERANCE = 1e-4  # a float output's largest difference from the reference over its scale (scale_of)
 MAX_STEPS = 2     # a quantized output's largest difference, in quantization steps (rounding differs in places)
 
 if TYPE_CHECKING:
@@ -88,33 +88,53 @@ def real_values(info: TensorInfo, values: np.ndarray) -> np.ndarray:
     return ((values.astype(np.float64) - info.zero_point) * info.scale).astype(np.float32)
 
 
+def scale_of(want: np.ndarray) -> float:
+    """A tensor's scale: its largest finite magnitude, at least the smallest normal float32. An error is judged
+    against it however small the tensor is: outputs of 1e-14 (a deep random-weight network) pass no error of
+    1e-10, where a floor such as 1e-6 would pass almost any."""
+    finite = np.abs(want[np.isfinite(want)]).astype(np.float64)
+    return max(float(np.max(finite, initial=0.0)), float(np.finfo(np.float32).tiny))
+
+
 def rel_error(got: np.ndarray, want: np.ndarray) -> float:
-    """Max absolute difference over the reference's max magnitude (at least 1e-6); inf when the shapes differ."""
+    """The largest absolute difference over the reference's scale (scale_of); inf when the shapes differ or
+    the reference's NaNs and infinities are not where cglow's are."""
     if got.shape != want.shape:
         return math.inf
     if not want.size:
         return 0.0
-    scale = max(float(np.max(np.abs(want))), 1e-6)
-    return float(np.max(np.abs(got.astype(np.float64) - want))) / scale
+    got, want = got.astype(np.float64), want.astype(np.float64)
+    finite = np.isfinite(want)
+    if not np.array_equal(got[~finite], want[~finite], equal_nan=True):
+        return math.inf
+    return float(np.max(np.abs(got[finite] - want[finite]), initial=0.0)) / scale_of(want)
 
 
 @dataclass(frozen=True)
 class Difference:
-    """How far one of cglow's outputs is from the reference's, in the model's real values."""
+    """How far one of cglow's tensors is from the reference's, in the model's real values."""
     absolute: float             # the largest |cglow - reference|
-    relative: float             # that over the reference's largest magnitude (rel_error)
-    steps: float | None = None  # a quantized output: the absolute difference in quantization steps
+    relative: float             # that over the reference's scale (rel_error)
+    scale: float                # the reference's scale (scale_of)
+    steps: float | None = None  # a quantized tensor: the absolute difference in quantization steps
 
     def ok(self, tolerance: float = TOLERANCE, max_steps: float = MAX_STEPS) -> bool:
-        """Within max_steps for a quantized output, within `tolerance` relative for any other."""
+        """Within max_steps for a quantized tensor, within `tolerance` of the scale for any other."""
         return self.steps <= max_steps if self.steps is not None else self.relative <= tolerance
+
+    def text(self) -> str:
+        """The absolute error, the scale and their ratio (and the quantization steps)."""
+        steps = "" if self.steps is None else f" ({self.steps:.3g} quantization steps)"
+        return f"max abs error {self.absolute:.3g}{steps}, scale {self.scale:.3g}, error {self.relative:.3g} of the scale"
 
 
 def difference(info: TensorInfo, got: np.ndarray, want: np.ndarray) -> Difference:
     """cglow's output `got` (described by `info`) against the reference's `want`."""
     got = real_values(info, got)
     rel = rel_error(got, want)
+    scale = scale_of(want) if want.size else 0.0
     if math.isinf(rel) or not want.size:
-        return Difference(rel, rel, None if info.scale is None else rel)
-    err = float(np.max(np.abs(got.astype(np.float64) - want)))
-    return Difference(err, rel, None if info.scale is None else err / info.scale)
+        return Difference(rel, rel, scale, None if info.scale is None else rel)
+    finite = np.isfinite(want)
+    err = float(np.max(np.abs(got[finite].astype(np.float64) - want[finite]), initial=0.0))
+    return Difference(err, rel, scale, None if info.scale is None else err / info.scale)

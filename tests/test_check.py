@@ -11,6 +11,7 @@ import onnx
 from onnx import TensorProto, helper
 
 from cglow import check, cli, zoo
+from cglow.lower.ops import elementwise
 from cglow.quantize import quantize_model
 from cglow.targets import TARGETS
 
@@ -18,7 +19,7 @@ from .test_cli import cglow_cmd, save
 from .util import need_tool
 
 ERRORS = re.compile(r"^output '(\w+)' (\w+)\[([\d,]*)\].*: max abs error (\S+)(?: \((\S+) quantization steps\))?, "
-                    r"max rel error (\S+) \((ok|MISMATCH)\)$", re.M)
+                    r"scale \S+, error (\S+) of the scale \((ok|MISMATCH)\)$", re.M)
 
 
 def three_outputs() -> onnx.ModelProto:
@@ -168,3 +169,71 @@ def test_reference_evaluator_without_onnxruntime(monkeypatch):
     a, b = np.arange(6, dtype=np.float32).reshape(2, 3), np.ones((2, 3), np.float32)
     name, (y,) = check.reference_outputs(two_inputs(), {"a": a, "b": b})
     assert name == "the ONNX reference evaluator" and np.array_equal(y, a - b)
+
+
+def scaled(factor: float) -> onnx.ModelProto:
+    """y = x * factor."""
+    tensor = helper.make_tensor_value_info
+    graph = helper.make_graph([helper.make_node("Mul", ["x", "factor"], ["y"])], "g",
+                              [tensor("x", TensorProto.FLOAT, [4, 5])], [tensor("y", TensorProto.FLOAT, [4, 5])],
+                              [helper.make_tensor("factor", TensorProto.FLOAT, [], [factor])])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
+def test_tiny_outputs_are_judged_on_their_own_scale(tmp_path, capsys, monkeypatch):
+    """Outputs of 1e-12 computed 1% wrong: a mismatch (over a scale floored at 1e-6 it was a 1e-8 error)."""
+    need_tool("cc")
+    compile_model = check.compile_model
+
+    def wrong(*args, **kwargs):
+        compiled = compile_model(*args, **kwargs)
+        assert compiled.c_source.count("* 1e-12f") == 1
+        return replace(compiled, c_source=compiled.c_source.replace("* 1e-12f", "* 1.01e-12f"))
+    monkeypatch.setattr(check, "compile_model", wrong)
+    status, out, _ = run(capsys, save(scaled(1e-12), tmp_path / "m.onnx"))
+    ((*_, absolute, _, relative, verdict),) = ERRORS.findall(out)
+    assert status == 1 and verdict == "MISMATCH" and float(absolute) < 1e-13 and 0.005 < float(relative) < 0.02
+
+
+def chain() -> onnx.ModelProto:
+    """x [2,8] -> Tanh -> Softmax -> MatMul with a [8,3] weight: three values that kernels write whole."""
+    tensor = helper.make_tensor_value_info
+    nodes = [helper.make_node("Tanh", ["x"], ["t"], name="tanh"),
+             helper.make_node("Softmax", ["t"], ["s"], name="softmax", axis=1),
+             helper.make_node("MatMul", ["s", "w"], ["y"], name="matmul")]
+    w = np.random.default_rng(0).standard_normal((8, 3)).astype(np.float32)
+    graph = helper.make_graph(nodes, "g", [tensor("x", TensorProto.FLOAT, [2, 8])],
+                              [tensor("y", TensorProto.FLOAT, [2, 3])], [onnx.numpy_helper.from_array(w, "w")])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
+TENSORS = re.compile(r"^  (\w+) (\w+) '(\w+)' -> '(\w+)' (\w+)\[([\d,]*)\]: .*\((ok|MISMATCH)\)$", re.M)
+
+
+def test_all_tensors_lists_every_tensor_a_kernel_writes(tmp_path, capsys):
+    need_tool("cc")
+    status, out, err = run(capsys, save(chain(), tmp_path / "m.onnx"), "--all-tensors")
+    assert status == 0 and not err, err
+    rows = TENSORS.findall(out)
+    assert [(op, node, value, verdict) for _, op, node, value, _, _, verdict in rows] == [
+        ("Tanh", "tanh", "t", "ok"), ("Softmax", "softmax", "s", "ok"), ("MatMul", "matmul", "y", "ok")]
+    assert all(function.startswith("net_") for function, *_ in rows)
+    assert out.splitlines()[-1] == "check: passed: every tensor and output within 0.0001 of its scale"
+
+
+def test_all_tensors_names_the_first_node_that_departs(tmp_path, capsys, monkeypatch):
+    """A wrong Tanh kernel: its tensor and every one after it depart; the first is named, with its kernel."""
+    need_tool("cc")
+    monkeypatch.setitem(elementwise.FLOAT_EXPRS, "Tanh", "tanhf(1.01f * {0})")
+    status, out, _ = run(capsys, save(chain(), tmp_path / "m.onnx"), "--all-tensors")
+    assert status == 1
+    assert [verdict for *_, verdict in TENSORS.findall(out)] == ["MISMATCH"] * 3
+    function = TENSORS.findall(out)[0][0]
+    assert re.fullmatch(rf"check: MISMATCH: the first tensor that departs is 't' of node 'tanh' \(Tanh\), written by "
+                        rf"{function}: max abs error \S+, scale \S+, error \S+ of the scale \(tolerance: within "
+                        rf"0.0001 of its scale\)", out.splitlines()[-1]), out.splitlines()[-1]
+
+
+def test_all_tensors_runs_on_the_host(tmp_path, capsys):
+    status, out, err = run(capsys, save(chain(), tmp_path / "m.onnx"), "--all-tensors", "--target", "cortex-m4")
+    assert status == 2 and not out and "--all-tensors runs the C on the host" in err and len(err.splitlines()) == 1

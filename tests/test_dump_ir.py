@@ -60,7 +60,8 @@ def test_names_stay_one_line_each(tmp_path):
     prog = cglow.compile_model(model).program
     last = sorted((tmp_path / "ir").glob("*-instr-*.txt"))[-1].read_text()
     assert len(last.splitlines()) == 3 + len(prog.buffers) + len(prog.instrs)
-    assert last.count("'a\\nb\\r\\x85c'") == 2  # the buffer and the first gemm, escaped as Python writes them
+    # the buffer, the first gemm and the value it holds, escaped as Python writes them
+    assert last.count("'a\\nb\\r\\x85c'") == 3
     imported = (tmp_path / "ir" / "00-import.txt").read_text()
     assert len(imported.splitlines()) == 5 + 2 and "'<b>&amp;'" in imported
 

@@ -59,6 +59,7 @@ class Emitted:
     weights_bytes: int
     kernels: int
     weights_blob: bytes = b""  # with Options.external_weights: the weights file's bytes
+    functions: tuple[str, ...] = ()  # the C function that net_run calls for each instruction
 
 
 TAG_BYTES = 8  # the weights file ends with this many bytes that identify it
@@ -118,8 +119,10 @@ def runtime_helpers(kernels: list[str]) -> list[str]:
 
 def emit(prog: Program, plan: Plan, prefix: str, source: str, opset: int,
          inputs: list[TensorInfo], outputs: list[TensorInfo], options: Options = Options(),
-         header: str = "") -> Emitted:
-    """net.c, which includes `header` (default: the prefix plus .h), and the header's text."""
+         header: str = "", trace: bool = False) -> Emitted:
+    """net.c, which includes `header` (default: the prefix plus .h), and the header's text. With `trace`,
+    net_run passes every graph value that a kernel writes whole, once written, to <prefix>_trace (declared,
+    not defined: cglow check --all-tensors links it from its harness)."""
     consts: dict[int, Buffer] = {}  # the weights, in order of first use
     for instr in prog.instrs:
         for v in (instr.out,) + reads(instr):
@@ -146,7 +149,7 @@ def emit(prog: Program, plan: Plan, prefix: str, source: str, opset: int,
         return f"{name} + {view.offset}" if view.offset else name
 
     dtypes = {b.id: b.dtype for b in prog.buffers}
-    kernels, calls, used = [], [], set()
+    kernels, calls, used, functions = [], [], set(), []
     first: dict[str, str] = {}  # a kernel's body and signature without its name -> the function written for it
     for n, instr in enumerate(prog.instrs):
         fn = f"{prefix}_{n}_{PRIMITIVE_NAMES[type(instr)]}"
@@ -154,11 +157,15 @@ def emit(prog: Program, plan: Plan, prefix: str, source: str, opset: int,
         node, text = kernel.text.strip().split("\n", 1)  # the node's comment, then the function
         args = ", ".join(base(v) for v in kernel.params)
         same = first.setdefault(text.replace(fn, "KERNEL"), fn)
+        functions.append(same)
         if same == fn:
             kernels.append(f"{node}\n{text}")
             calls.append(f"{fn}({args});")
         else:  # the same loops as an earlier kernel: called again, on its own buffers
             calls.append(f"{same}({args}); {node}")
+        if trace and instr.value:
+            buf = prog.buffer(instr.value.view.buf)
+            calls.append(f"{prefix}_trace({n}, {base(View.of(buf.id, (buf.size,)))}, {buf.nbytes});")
         used.update(v.buf for v in kernel.params)
     params = [f"const {t.ctype} *input_{i}" for i, t in enumerate(inputs)] + \
         [f"{t.ctype} *output_{i}" for i, t in enumerate(outputs)]
@@ -178,10 +185,10 @@ def emit(prog: Program, plan: Plan, prefix: str, source: str, opset: int,
                arena_slots=-(-plan.size // 8), arena_bytes=plan.size, align=plan.align, options=options, io=io,
                line_align=0 if tiles_for(options.target).scalar else CACHE_LINE,
                weights_bytes=weights_bytes, weights=weights, kernels=kernels, blob=blob, tag_bytes=TAG_BYTES,
-               calls=unused + calls, instr_count=len(prog.instrs), helpers=runtime_helpers(kernels),
+               calls=unused + calls, instr_count=len(prog.instrs), helpers=runtime_helpers(kernels), trace=trace,
                inputs=[_tensor(t) for t in inputs], outputs=[_tensor(t) for t in outputs])
     return Emitted(ENV.get_template("net.c.j2").render(ctx), ENV.get_template("net.h.j2").render(ctx),
-                   plan.size, weights_bytes, len(prog.instrs), blob.data if blob else b"")
+                   plan.size, weights_bytes, len(prog.instrs), blob.data if blob else b"", tuple(functions))
 
 
 def _tensor(t: TensorInfo) -> dict:

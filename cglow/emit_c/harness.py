@@ -19,13 +19,15 @@ from .emit import ENV
 
 
 def harness_source(compiled: CompiledModel, inputs: list[np.ndarray], repeat: int = 1, samples: int = 0,
-                   sample_ms: float = 30.0, warmup_ms: float = 200.0, warmup_runs: int = 3) -> str:
+                   sample_ms: float = 30.0, warmup_ms: float = 200.0, warmup_runs: int = 3, trace: bool = False) -> str:
     """The test harness (runs net_run `repeat` times, times them with clock()); or with `samples` > 0 the
     benchmark harness: at least `warmup_runs` runs and `warmup_ms` of warm-up, then `samples` samples of R
-    runs each, R chosen from the warm-up so that a sample lasts about `sample_ms`."""
+    runs each, R chosen from the warm-up so that a sample lasts about `sample_ms`. With `trace`, the test
+    harness defines <prefix>_trace for the model's C emitted with tracing (cglow.trace)."""
     bench = dict(samples=samples, sample_ms=float(sample_ms), warmup_ms=float(warmup_ms),
                  warmup_runs=max(int(warmup_runs), 1)) if samples > 0 else None
-    return ENV.get_template("harness.c.j2").render(repeat=repeat, bench=bench, **template_io(compiled, inputs))
+    return ENV.get_template("harness.c.j2").render(repeat=repeat, bench=bench, trace=trace,
+                                                   **template_io(compiled, inputs))
 
 
 def template_io(compiled: CompiledModel, inputs: list[np.ndarray]) -> dict:

@@ -128,6 +128,14 @@ class View:
 
 
 @dataclass(frozen=True)
+class Value:
+    """The graph value that an instruction's output holds whole once it has run: its name and its view, in the
+    value's own shape (cglow check --all-tensors reads it there)."""
+    name: str
+    view: View
+
+
+@dataclass(frozen=True)
 class Epilogue:
     """What a reducing kernel does with its accumulator before the store: expr over {acc} and inputs."""
     expr: str = "{acc}"
@@ -141,6 +149,7 @@ class Map:
     ins: tuple[View, ...]
     expr: str
     node: str
+    value: Value | None = None
 
 
 @dataclass(frozen=True)
@@ -156,6 +165,7 @@ class Reduce:
     post: str
     node: str
     last: bool = False
+    value: Value | None = None
 
 
 @dataclass(frozen=True)
@@ -169,6 +179,7 @@ class Gather:
     axis_len: int
     axis_stride: int
     node: str
+    value: Value | None = None
 
 
 @dataclass(frozen=True)
@@ -186,6 +197,7 @@ class Conv:
     ring: View | None = None
     x_zero: int = 0         # integer convolutions: subtracted from every input value read (padding reads none)
     panel: View | None = None
+    value: Value | None = None
 
 
 @dataclass(frozen=True)
@@ -200,6 +212,7 @@ class Gemm:
     node: str
     zeros: tuple[int, int] = (0, 0)
     panel: View | None = None
+    value: Value | None = None
 
 
 @dataclass(frozen=True)
@@ -213,6 +226,7 @@ class Pool:
     count_include_pad: bool
     node: str
     column_major: bool = False
+    value: Value | None = None
 
 
 Instr = Map | Reduce | Conv | Gemm | Pool | Gather

@@ -15,7 +15,8 @@ import numpy as np
 from ..alloc.arena import floor, lifetimes, slot
 from ..lower.literals import c_type
 from .schedule import schedule
-from .ir import Buffer, Conv, Epilogue, Gemm, Instr, Map, Program, View, channels_innermost, extent, placeholder_count, reads, substitute
+from .ir import (Buffer, Conv, Epilogue, Gemm, Instr, Map, Program, Value, View, channels_innermost, extent, placeholder_count,
+                 reads, substitute)
 
 _CALL = re.compile(r"[A-Za-z_]\w*\s*\(")
 
@@ -68,7 +69,7 @@ def _fuse_map(prog: Program, a: Instr, b: Map, k: int) -> Instr | None:
     if dtype != np.float32 or any(prog.buffer(v.buf).dtype != np.float32 for v in a.ins):
         inner = f"(({c_type(dtype)})({inner}))"
     values[str(k)] = _grouped(inner)
-    return _merge_inputs(Map(b.out, tuple(b.ins[i] for i in others) + a_ins, substitute(b.expr, values), b.node))
+    return _merge_inputs(replace(b, ins=tuple(b.ins[i] for i in others) + a_ins, expr=substitute(b.expr, values)))
 
 
 def _grouped(expr: str) -> str:
@@ -95,7 +96,7 @@ def _merge_inputs(m: Map) -> Map:
         if v not in unique:
             unique.append(v)
         values[str(i)] = "{%d}" % unique.index(v)
-    return Map(m.out, tuple(unique), substitute(m.expr, values), m.node)
+    return replace(m, ins=tuple(unique), expr=substitute(m.expr, values))
 
 
 def _fuse_epilogue(prog: Program, a: Instr, b: Map, k: int) -> Instr | None:
@@ -113,7 +114,7 @@ def _fuse_epilogue(prog: Program, a: Instr, b: Map, k: int) -> Instr | None:
     base = len(a.epi.ins)
     values = {str(i): "{%d}" % (base + n) for n, i in enumerate(others)}
     values[str(k)] = _grouped(a.epi.expr)
-    return replace(a, out=out, epi=Epilogue(substitute(b.expr, values), a.epi.ins + extra))
+    return replace(a, out=out, epi=Epilogue(substitute(b.expr, values), a.epi.ins + extra), value=b.value)
 
 
 def _transport(prog: Program, a: Instr, b: Map, k: int) -> Instr | None:
@@ -133,7 +134,11 @@ def _transport(prog: Program, a: Instr, b: Map, k: int) -> Instr | None:
     layout = View(b.out.buf, b.out.offset, tuple(d for _, d, _ in dims), tuple(b.out.strides[i] for _, _, i in dims))
     order = a.out.order()  # A's result may itself be laid out in another dim order (channels last)
     out = layout.reshape(tuple(a.out.shape[d] for d in order))
-    return None if out is None else replace(a, out=out.permute(tuple(order.index(d) for d in range(len(order)))))
+    if out is None:
+        return None
+    out = out.permute(tuple(order.index(d) for d in range(len(order))))
+    moved = Value(a.value.name, out) if a.value and a.value.view == a.out else None  # a fused map's value: lost
+    return replace(a, out=out, value=moved)
 
 
 def _touches(instr: Instr, region: View) -> bool:
@@ -194,6 +199,8 @@ def _rename(instr: Instr, old: int, dest: View) -> Instr:
             changes[f.name] = tuple(move(v) for v in value)
         elif isinstance(value, Epilogue):
             changes[f.name] = Epilogue(value.expr, tuple(move(v) for v in value.ins))
+        elif isinstance(value, Value):
+            changes[f.name] = Value(value.name, move(value.view))
     return replace(instr, **changes)
 
 
@@ -313,7 +320,7 @@ def pointwise_as_gemm(prog: Program) -> Program:
         if any(v is None for v in (out, a, b, ins)):
             continue
         zeros = (c.x_zero, 0) if channels_innermost(c) else (0, c.x_zero)
-        instrs[j] = Gemm(out, a, b, Epilogue(c.epi.expr, ins), c.node, zeros)
+        instrs[j] = Gemm(out, a, b, Epilogue(c.epi.expr, ins), c.node, zeros, value=c.value)
     return replace(prog, instrs=tuple(instrs))
 
 

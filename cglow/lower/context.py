@@ -1,13 +1,14 @@
 """The lowering context: graph values become views of buffers, nodes become primitives."""
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Callable
 
 import numpy as np
 
 from ..errors import CglowError
 from ..graph.ir import Graph, Node
-from ..instr.ir import Buffer, Instr, Map, Program, View, substitute
+from ..instr.ir import Buffer, Instr, Map, Program, Value, View, substitute
 from .literals import C_TYPES, c_literal
 
 Lowering = Callable[["Context", Node], None]
@@ -28,6 +29,7 @@ class Context:
         self.buffers: list[Buffer] = []
         self.instrs: list[Instr] = []
         self.views: dict[str, View] = {}
+        self.named: dict[int, str] = {}  # a fresh buffer's id -> the value it was made for
         self.inputs = tuple(self._buffer("input", graph.types[n].size, n, self.dtype(n), i)
                             for i, n in enumerate(graph.inputs))
         for name, buf in zip(graph.inputs, self.inputs):
@@ -72,6 +74,7 @@ class Context:
         (default row-major)."""
         view = self.temp(self.shape(name), name, self.dtype(name), order)
         self.views[name] = view
+        self.named[view.buf] = name
         return view
 
     def new_like(self, name: str, views) -> View:
@@ -159,5 +162,18 @@ def lower(graph: Graph) -> Program:
     for i, name in enumerate(graph.outputs):
         buf = ctx._buffer("output", graph.types[name].size, name, ctx.dtype(name), i)
         outputs.append(buf)
-        ctx.emit(Map(View.of(buf, graph.types[name].shape), (ctx.view(name),), "{0}", f"output {name}"))
-    return Program(graph.name, tuple(ctx.buffers), tuple(ctx.instrs), ctx.inputs, tuple(outputs))
+        out = View.of(buf, graph.types[name].shape)
+        ctx.emit(Map(out, (ctx.view(name),), "{0}", f"output {name}", Value(name, out)))
+    return Program(graph.name, tuple(ctx.buffers), _with_values(ctx), ctx.inputs, tuple(outputs))
+
+
+def _with_values(ctx: Context) -> tuple[Instr, ...]:
+    """The instructions, the value that a fresh buffer was made for marked on the last one that writes that
+    buffer, when it writes the value's whole view."""
+    instrs = list(ctx.instrs)
+    last = {instr.out.buf: i for i, instr in enumerate(instrs)}
+    for buf, name in ctx.named.items():
+        i = last.get(buf)
+        if i is not None and instrs[i].out == ctx.views.get(name):
+            instrs[i] = replace(instrs[i], value=Value(name, instrs[i].out))
+    return tuple(instrs)

@@ -1,11 +1,12 @@
-"""One random graph through cglow (its C built and run under the sanitizers) and through onnxruntime; what
-differs, if anything."""
+"""One random graph through cglow (its C built and run under the sanitizers, and with two settings of the compiler
+matrix: one gcc level and one clang level) and through onnxruntime; what differs, if anything."""
 from __future__ import annotations
 
 import numpy as np
 import onnx
 
 import cglow
+from cglow import matrix
 
 from ..sanitized import run_sanitized
 from ..util import ort_run
@@ -41,12 +42,28 @@ def reference_case(seed: int, index: int) -> tuple[onnx.ModelProto, dict[str, np
     raise AssertionError(f"onnxruntime refused {ATTEMPTS} attempts at graph {index} of seed {seed}")
 
 
-def check_graph(model: onnx.ModelProto, feeds: dict[str, np.ndarray], want: list[np.ndarray]) -> str | None:
-    """None when cglow's sanitized C computes what onnxruntime does, else what went wrong."""
+def settings(index: int) -> tuple[matrix.Setting, matrix.Setting]:
+    """Graph `index`'s two compiler settings: one gcc and one clang level, so that a run covers every host setting."""
+    gcc = [s for s in matrix.HOST if s.cc == "gcc"]
+    clang = [s for s in matrix.HOST if s.cc == "clang"]
+    return gcc[index % len(gcc)], clang[index % len(clang)]
+
+
+def check_graph(model: onnx.ModelProto, feeds: dict[str, np.ndarray], want: list[np.ndarray],
+                built: tuple[matrix.Setting, ...] = ()) -> str | None:
+    """None when cglow's sanitized C computes what onnxruntime does, and the C `built` with each setting computes
+    the same bits, else what went wrong."""
     try:
         compiled = cglow.compile_model(model)
     except Exception as exc:
         return f"cglow refused it: {type(exc).__name__}: {exc}"
-    got = run_sanitized(compiled, [feeds[t.name] for t in compiled.inputs])
+    inputs = [feeds[t.name] for t in compiled.inputs]
+    got = run_sanitized(compiled, inputs)
     problems = [f"output {i}: {p}" for i, (g, w) in enumerate(zip(got, want)) if (p := difference(g, w))]
+    for setting in built:
+        other = matrix.outputs(compiled, inputs, setting)
+        if matrix.bitwise_alike(setting, matrix.Setting("gcc", "-O0")) and not matrix.same_bits(other, got):
+            problems.append(f"{setting.label} and the sanitized gcc -O0 build differ")
+        problems += [f"output {i} under {setting.label}: {p}" for i, (g, w) in enumerate(zip(other, want))
+                     if (p := difference(g, w))]
     return "; ".join(problems) or None
