@@ -2,7 +2,7 @@
 PYTHON ?= python3
 PIP = $(PYTHON) -m pip --disable-pip-version-check -q
 
-.PHONY: example test docs report bench bench-mcu bench-memory size install install-test
+.PHONY: example test docs report bench bench-mcu bench-memory compilers size install install-test
 
 example: install
 	$(PYTHON) -m cglow example
@@ -25,6 +25,9 @@ bench-mcu: install-test
 
 bench-memory: install-test
 	$(PYTHON) scripts/bench_memory.py
+
+compilers: install-test  # the zoo under every compiler and level of cglow/matrix.py
+	$(PYTHON) scripts/compiler_matrix.py
 
 size: install-test
 	$(PYTHON) scripts/size_mcu.py

@@ -67,18 +67,28 @@ def read_inputs(paths: list[str], compiled: CompiledModel) -> list[np.ndarray]:
     return [read_input(path, info) for path, info in zip(paths, compiled.inputs)]
 
 
+def host_run(compiled: CompiledModel, inputs: list[np.ndarray], cc: str, opt_flags: tuple[str, ...],
+             traced: str = "") -> tuple[str, str]:
+    """How the C was built, and what the program printed: the model and the test harness, a host program. With
+    `traced` (the model's C with tracing, cglow.trace), that C and the harness that prints what it hands over."""
+    flags = (*STRICT_FLAGS, *opt_flags)  # after the strict flags: -Wno-... can relax them
+    files = {**sources(compiled), f"{compiled.name}_main.c": harness_source(compiled, inputs, trace=bool(traced))}
+    if traced:
+        files[f"{compiled.name}.c"] = traced
+    return f"built with {cc} {' '.join(flags)}", run_harness(build_executable(files, cc, flags))
+
+
 def host_outputs(compiled: CompiledModel, inputs: list[np.ndarray], cc: str,
                  opt_flags: tuple[str, ...]) -> tuple[str, list[np.ndarray]]:
-    """How the C was built, and its outputs: the model and the test harness, a host program."""
-    flags = (*STRICT_FLAGS, *opt_flags)  # after the strict flags: -Wno-... can relax them
-    main = harness_source(compiled, inputs)
-    exe = build_executable({**sources(compiled), f"{compiled.name}_main.c": main}, cc, flags)
-    return f"built with {cc} {' '.join(flags)}", parse_outputs(run_harness(exe), compiled)
+    """How the C was built, and its outputs (host_run)."""
+    how, stdout = host_run(compiled, inputs, cc, opt_flags)
+    return how, parse_outputs(stdout, compiled)
 
 
-def target_outputs(compiled: CompiledModel, inputs: list[np.ndarray], name: str,
-                   opt_flags: tuple[str, ...]) -> tuple[str, list[np.ndarray]]:
-    """How the C was built and run, and its outputs: the bare-metal harness under the target's emulator."""
+def target_run(compiled: CompiledModel, inputs: list[np.ndarray], name: str, opt_flags: tuple[str, ...],
+               traced: str = "") -> tuple[str, cross.Run]:
+    """How the C was built and run, and the run: the bare-metal harness under the target's emulator (with
+    `traced`, as host_run)."""
     target = TARGETS[name]
     missing = [tool for tool in target.tools if shutil.which(tool) is None]
     if missing:
@@ -86,12 +96,18 @@ def target_outputs(compiled: CompiledModel, inputs: list[np.ndarray], name: str,
                          f"{', '.join(missing)} not found; install them, or check on the host without --target")
     opt_flags = opt_flags or cross.OPT_FLAGS
     try:
-        image = cross.build_image(compiled, inputs, target, opt_flags)
+        image = cross.build_image(compiled, inputs, target, opt_flags, traced)
     except RuntimeError as exc:
         raise compiler_error(target.cc, (*opt_flags, *target.cflags), exc) from None
-    run = cross.run_image(image, compiled, target, count=False)
     return (f"built with {target.cc} {' '.join((*opt_flags, *target.cflags))} and the strict flags, run on "
-            f"{target.board} under {target.run[0]}"), run.outputs
+            f"{target.board} under {target.run[0]}"), cross.run_image(image, compiled, target, count=False)
+
+
+def target_outputs(compiled: CompiledModel, inputs: list[np.ndarray], name: str,
+                   opt_flags: tuple[str, ...]) -> tuple[str, list[np.ndarray]]:
+    """How the C was built and run, and its outputs (target_run)."""
+    how, run = target_run(compiled, inputs, name, opt_flags)
+    return how, run.outputs
 
 
 def check_model(path: str, shapes: dict[str, tuple[int, ...]], options: Options, input_files: list[str],
@@ -101,9 +117,6 @@ def check_model(path: str, shapes: dict[str, tuple[int, ...]], options: Options,
     than `tolerance` (of its scale) or, for a quantized output, `max_steps` quantization steps. With
     `all_tensors`, every graph value that a kernel writes whole is compared too (cglow.trace), and the first
     that departs is named."""
-    if all_tensors and options.target in TARGETS:
-        raise CglowError(f"--all-tensors runs the C on the host; check it without --target {options.target}, or "
-                         f"with --target {TARGETS[options.target].tiles} for the same kernels built by the host compiler")
     model = load(path, options.max_memory)
     compiled = compile_model(model, "net", shapes, options)
     inputs = read_inputs(input_files, compiled) if input_files else seeded_inputs(compiled, seed)
@@ -114,7 +127,7 @@ def check_model(path: str, shapes: dict[str, tuple[int, ...]], options: Options,
     source = f"inputs from {', '.join(input_files)}" if input_files else f"seeded random inputs (seed {seed})"
     print(f"cglow check {path}: {len(compiled.program.instrs)} kernels (--target {options.target}), {how}; "
           f"{source}; reference {runtime}")
-    departure = check_tensors(model, compiled, inputs, feeds, cc, opt_flags or HOST_OPT_FLAGS, tolerance,
+    departure = check_tensors(model, compiled, inputs, feeds, options.target, cc, opt_flags, tolerance,
                               max_steps) if all_tensors else None
     failed = []
     for info, g, w in zip(compiled.outputs, got, want):
@@ -139,14 +152,14 @@ def check_model(path: str, shapes: dict[str, tuple[int, ...]], options: Options,
 
 
 def check_tensors(model: onnx.ModelProto, compiled: CompiledModel, inputs: list[np.ndarray],
-                  feeds: dict[str, np.ndarray], cc: str, opt_flags: tuple[str, ...], tolerance: float,
+                  feeds: dict[str, np.ndarray], target: str, cc: str, opt_flags: tuple[str, ...], tolerance: float,
                   max_steps: float) -> str:
     """Print every traced value against the reference's, in the order the kernels run; the first that departs,
     in words (empty when none does)."""
     source, functions = traced_source(compiled)
-    main = harness_source(compiled, inputs, trace=True)
-    files = {f"{compiled.name}.c": source, f"{compiled.name}.h": compiled.h_source, f"{compiled.name}_main.c": main}
-    traced = read_trace(run_harness(build_executable(files, cc, (*STRICT_FLAGS, *opt_flags))), compiled, functions)
+    stdout = target_run(compiled, inputs, target, opt_flags, source)[1].stdout if target in TARGETS else \
+        host_run(compiled, inputs, cc, opt_flags or HOST_OPT_FLAGS, source)[1]
+    traced = read_trace(stdout, compiled, functions)
     made_by = producers(model)
     traced = [t for t in traced if t.name in made_by]
     extended = with_outputs(model, list(dict.fromkeys(t.name for t in traced)))

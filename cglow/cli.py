@@ -286,8 +286,8 @@ def add_check_parser(sub) -> None:
                        help="largest error of a quantized output, in quantization steps (default: %(default)g)")
     check.add_argument("--all-tensors", action="store_true",
                        help="compare every tensor that a kernel writes whole with the reference's, in the order "
-                            "the kernels run, and name the first that departs: its node, and the C function that "
-                            "wrote it (on the host)")
+                            "the kernels run, and name the first that departs: its node, and the C functions that "
+                            "wrote it")
     check.set_defaults(run=cmd_check)
 
 

@@ -36,11 +36,16 @@ SOFT_DOUBLE = re.compile(r"^__aeabi_(d[a-z0-9]+|[a-z0-9]+2d)$"
 class Run:
     outputs: list[np.ndarray]
     instructions: int | None       # executed by the net_run call (None when not counted)
+    stdout: str = ""               # what the image printed
 
 
-def build_image(compiled: CompiledModel, inputs: list[np.ndarray], target: Target, opt=OPT_FLAGS) -> Path:
-    """The model and the bare-metal harness on `inputs`, linked for `target` (cached); the image's path."""
-    files = {**sources(compiled), f"{compiled.name}_main.c": baremetal_source(compiled, inputs)}
+def build_image(compiled: CompiledModel, inputs: list[np.ndarray], target: Target, opt=OPT_FLAGS,
+                traced: str = "") -> Path:
+    """The model and the bare-metal harness on `inputs`, linked for `target` (cached); the image's path. With
+    `traced`, the model's C with tracing (cglow.trace), and the harness that prints what it hands over."""
+    files = {**sources(compiled), f"{compiled.name}_main.c": baremetal_source(compiled, inputs, bool(traced))}
+    if traced:
+        files[f"{compiled.name}.c"] = traced
     flags = (*opt, *STRICT_FLAGS, *target.cflags, *target.ldflags)
     return build_cached(files, target.cc, flags, f"{target.name}-{{}}.elf", quiet=True)
 
@@ -93,9 +98,9 @@ def run_image(image: Path, compiled: CompiledModel, target: Target, count: bool 
                                f"{(result.stdout + result.stderr)[-500:]}")
         outputs = parse_output_bits(result.stdout, compiled)
         if not count:
-            return Run(outputs, None)
+            return Run(outputs, None, result.stdout)
         marks = [int(v) for v in records.read_text().split()]
     if len(marks) != 3:
         raise RuntimeError(f"expected 3 instruction-count marks from {image.name}, got {len(marks)}")
     first, before, after = marks
-    return Run(outputs, (after - before) - (before - first))
+    return Run(outputs, (after - before) - (before - first), result.stdout)

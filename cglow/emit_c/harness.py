@@ -39,11 +39,12 @@ def template_io(compiled: CompiledModel, inputs: list[np.ndarray]) -> dict:
                          for t in compiled.outputs])
 
 
-def baremetal_source(compiled: CompiledModel, inputs: list[np.ndarray]) -> str:
-    """The bare-metal harness (baremetal.c.j2): one run of net_run between instruction-counter marks."""
+def baremetal_source(compiled: CompiledModel, inputs: list[np.ndarray], trace: bool = False) -> str:
+    """The bare-metal harness (baremetal.c.j2): one run of net_run between instruction-counter marks; with
+    `trace`, it defines <prefix>_trace as the test harness does."""
     if compiled.options.caller_arena or compiled.options.io_in_arena:
         raise CglowError("the bare-metal harness takes the default C API (no --caller-arena, no --io-in-arena)")
-    return ENV.get_template("baremetal.c.j2").render(**template_io(compiled, inputs))
+    return ENV.get_template("baremetal.c.j2").render(trace=trace, **template_io(compiled, inputs))
 
 
 def _output_fields(stdout: str) -> dict[int, list[str]]:

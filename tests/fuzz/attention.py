@@ -1,6 +1,6 @@
-"""Attention blocks as exporters write them, one to three of one shape in a row: projections (MatMul), heads split
-by Reshape and Transpose, the keys transposed by a copy before q @ k^T, a scale, Softmax, the context merged back,
-an output projection and a residual Add. Blocks of one shape make identical kernels that net_run calls with the same
+"""Attention blocks as exporters write them, one to three of one shape in a row: projections (MatMul: q, k and v
+apart, or packed and taken apart with Gather), heads split by Reshape and Transpose, the keys transposed by a copy
+before q @ k^T, a scale, Softmax, the context merged back, an output projection and a residual Add. Blocks of one shape make identical kernels that net_run calls with the same
 arena offsets, chains of small kernels at constant addresses: what gcc 12 specialized and then dropped
 (runtime_c/kernel.c)."""
 from __future__ import annotations
@@ -11,34 +11,51 @@ from .builder import Builder, Value
 from .tensors import ints
 
 
-def _heads(b: Builder, x: Value, heads: int, keys: bool) -> str:
-    """x [..., S, D] projected and split into heads: [..., H, S, D/H], or the keys [..., H, D/H, S]."""
-    *lead, tokens, width = x.shape
-    y = b.node("MatMul", [x.name, b.weights(width, width, scale=width ** -0.5)])[0]
+def _heads(b: Builder, x: Value, width: int, heads: int, keys: bool) -> str:
+    """x [..., S, D] projected to `width` and split into heads: [..., H, S, W/H], or the keys [..., H, W/H, S]."""
+    *lead, tokens, d = x.shape
+    y = b.node("MatMul", [x.name, b.weights(d, width, scale=d ** -0.5)])[0]
     y = b.node("Reshape", [y.name, b.const(ints([*lead, tokens, heads, width // heads]))])[0]
     n = len(lead)
     perm = list(range(n)) + ([n + 1, n + 2, n] if keys else [n + 1, n, n + 2])
     return b.node("Transpose", [y.name], perm=perm)[0].name
 
 
-def _block(b: Builder, x: Value, heads: int) -> Value:
-    *lead, tokens, width = x.shape
-    q, k, v = _heads(b, x, heads, False), _heads(b, x, heads, True), _heads(b, x, heads, False)
+def _packed(b: Builder, x: Value, width: int, heads: int) -> tuple[str, str, str]:
+    """q, k and v as PyTorch exports one packed projection: [..., S, 3W] reshaped to [..., S, 3, H, W/H], the 3
+    moved first, each taken with Gather, and the keys transposed."""
+    *lead, tokens, d = x.shape
+    y = b.node("MatMul", [x.name, b.weights(d, 3 * width, scale=d ** -0.5)])[0]
+    y = b.node("Reshape", [y.name, b.const(ints([*lead, tokens, 3, heads, width // heads]))])[0]
+    n = len(lead)
+    y = b.node("Transpose", [y.name], perm=[n + 1, *range(n), n + 2, n, n + 3])[0]
+    q, k, v = (b.node("Gather", [y.name, b.const(np.int64(i))], axis=0)[0].name for i in range(3))
+    k = b.node("Transpose", [k], perm=list(range(n)) + [n, n + 2, n + 1])[0].name
+    return q, k, v
+
+
+def _block(b: Builder, x: Value, width: int, heads: int, packed: bool) -> Value:
+    *lead, tokens, d = x.shape
+    q, k, v = _packed(b, x, width, heads) if packed else \
+        (_heads(b, x, width, heads, keys) for keys in (False, True, False))
     scores = b.node("MatMul", [q, k])[0]
     scores = b.node("Mul", [scores.name, b.const(np.float32((width // heads) ** -0.5))])[0]
     context = b.node("MatMul", [b.node("Softmax", [scores.name], axis=-1)[0].name, v])[0]
     n = len(lead)
     context = b.node("Transpose", [context.name], perm=list(range(n)) + [n + 1, n, n + 2])[0]
     context = b.node("Reshape", [context.name, b.const(ints([*lead, tokens, width]))])[0]
-    out = b.node("MatMul", [context.name, b.weights(width, width, scale=width ** -0.5)])[0]
+    out = b.node("MatMul", [context.name, b.weights(width, d, scale=width ** -0.5)])[0]
     return b.node("Add", [x.name, out.name])[0]
 
 
 def attention(b: Builder) -> None:
-    x = b.pick(lambda v: v.rank in (2, 3) and v.shape[-1] % 2 == 0 and v.shape[-2] > 1)
-    heads = b.choice([h for h in (1, 2, 4) if x.shape[-1] % h == 0])
+    """Attention over a value [..., S, D], S > 1, of width W (D, or up to 64: heads of 1 to 16 values)."""
+    x = b.pick(lambda v: v.rank in (2, 3) and v.shape[-2] > 1)
+    width = b.choice([x.shape[-1], 8, 16, 32, 64])
+    heads = b.choice([h for h in (1, 2, 4, 8) if width % h == 0])
+    packed = b.chance(0.5)
     for _ in range(b.choice([1, 2, 3, 3])):
-        x = _block(b, x, heads)
+        x = _block(b, x, width, heads, packed)
 
 
 GENERATORS = [(attention, 12)]
