@@ -486,6 +486,10 @@ def _conv_nhwc(fn: str, c: Conv, dtypes, tiles: Tiles) -> Kernel:
                     lefts=[(j, _at(j * s * xs[3])) for j in columns],
                     rights={t["nr"]: [(i, _at(i * ws[0])) for i in range(t["nr"])] for t in oc_tiles}))
     reads_x = any(r.get("taps") or r.get("columns") for r in runs)  # not when every window is padding
+    # a kernel row's taps and channels are one run in the input and in the weights: one loop over both
+    merged = not depthwise and not dot and c.group == 1 and c.win.dilations[1] == 1 and xs[1] == 1 and \
+        xs[3] == cg and ws[3] == cg * ws[1]
+    sw_, pw_ = c.win.strides[1], c.win.pads_begin[1]
     byte_rows = dtypes[c.out.buf].itemsize == 1  # a ring row of 8-bit values is copied out a word at a time
     return _kernel("conv_nhwc.c.j2", fn, c, names, dtypes, scratch=len(scratch), N=n, OH=oh_, OW=ow_, M=m, CG=cg,
         KH=c.win.kernel[0], KW=c.win.kernel[1], H=h, DELAY=delay, ring=bool(c.ring), oc_tiles=oc_tiles,
@@ -499,6 +503,9 @@ def _conv_nhwc(fn: str, c: Conv, dtypes, tiles: Tiles) -> Kernel:
                   linear([("iw", c.x.strides[3])])),
         x_row=linear([(v, st) for v, st, size in zip(("n", "oc0", "ih"), c.x.strides, c.x.shape) if size > 1]),
         x_i=linear([("i", c.x.strides[1])]), w_at=index(c.w, ("oc0", "c", "kh", "kw")),
+        merged=merged and dict(K=c.win.kernel[1] * cg, w=linear([("oc0", ws[0]), ("kh", ws[2]), ("k", ws[1])]),
+                               x=lambda j: linear([("n", xs[0]), ("ih", xs[2]), ("ow0", sw_ * xs[3]), ("k", 1)],
+                                                  (j * sw_ - pw_) * xs[3])),
         w_row=linear([("oc0", c.w.strides[0]), ("kh", c.w.strides[2])]), out_tile=out_tile, store=store,
         epilogue=epilogue, out_done=index(c.out, ("n", "oc", "done", "ow")),
         row_words=ow_ * m // 4 if byte_rows and ow_ * m % 4 == 0 and c.out.strides[1] == 1 and c.out.strides[3] == m
