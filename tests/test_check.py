@@ -61,16 +61,21 @@ def test_passes_and_prints_every_output(tmp_path, capsys):
     assert out.splitlines()[-1].startswith("check: passed")
 
 
+def miscompiled(monkeypatch, right: str, wrong: str) -> None:
+    """cglow check builds C in which the one place that says `right` says `wrong`."""
+    compile_model = check.compile_model
+
+    def compile_wrong(*args, **kwargs):
+        compiled = compile_model(*args, **kwargs)
+        assert compiled.c_source.count(right) == 1
+        return replace(compiled, c_source=compiled.c_source.replace(right, wrong))
+    monkeypatch.setattr(check, "compile_model", compile_wrong)
+
+
 def test_wrong_c_is_a_mismatch(tmp_path, capsys, monkeypatch):
     """The C computes x + 0.75 where the model says x + 0.5: exit status 1, the output named."""
     need_tool("cc")
-    compile_model = check.compile_model
-
-    def wrong(*args, **kwargs):
-        compiled = compile_model(*args, **kwargs)
-        assert compiled.c_source.count("+ 0.5f") == 1
-        return replace(compiled, c_source=compiled.c_source.replace("+ 0.5f", "+ 0.75f"))
-    monkeypatch.setattr(check, "compile_model", wrong)
+    miscompiled(monkeypatch, "+ 0.5f", "+ 0.75f")
     status, out, _ = run(capsys, save(three_outputs(), tmp_path / "m.onnx"))
     assert status == 1
     rows = {name: (float(absolute), verdict) for name, _, _, absolute, _, _, verdict in ERRORS.findall(out)}
@@ -183,13 +188,7 @@ def scaled(factor: float) -> onnx.ModelProto:
 def test_tiny_outputs_are_judged_on_their_own_scale(tmp_path, capsys, monkeypatch):
     """Outputs of 1e-12 computed 1% wrong: a mismatch (over a scale floored at 1e-6 it was a 1e-8 error)."""
     need_tool("cc")
-    compile_model = check.compile_model
-
-    def wrong(*args, **kwargs):
-        compiled = compile_model(*args, **kwargs)
-        assert compiled.c_source.count("* 1e-12f") == 1
-        return replace(compiled, c_source=compiled.c_source.replace("* 1e-12f", "* 1.01e-12f"))
-    monkeypatch.setattr(check, "compile_model", wrong)
+    miscompiled(monkeypatch, "* 1e-12f", "* 1.01e-12f")
     status, out, _ = run(capsys, save(scaled(1e-12), tmp_path / "m.onnx"))
     ((*_, absolute, _, relative, verdict),) = ERRORS.findall(out)
     assert status == 1 and verdict == "MISMATCH" and float(absolute) < 1e-13 and 0.005 < float(relative) < 0.02

@@ -65,7 +65,7 @@ class Emitted:
 TAG_BYTES = 8  # the weights file ends with this many bytes that identify it
 # On a target with vector units the arena and the weights start on a cache line. gcc gave them that alignment
 # itself while it specialized kernels for their constant addresses (runtime_c/kernel.c); without it, x86-64
-# AVX-512 resnet8 and unet ran 4-10% slower at -O3 -march=native (64-byte loads straddling two lines).
+# AVX-512 resnet8 and unet ran 4-5% slower at -O3 -march=native (64-byte loads straddling two lines).
 CACHE_LINE = 64
 
 
