@@ -125,7 +125,8 @@ class Difference:
     def text(self) -> str:
         """The absolute error, the scale and their ratio (and the quantization steps)."""
         steps = "" if self.steps is None else f" ({self.steps:.3g} quantization steps)"
-        return f"max abs error {self.absolute:.3g}{steps}, scale {self.scale:.3g}, error {self.relative:.3g} of the scale"
+        return (f"max abs error {self.absolute:.3g}{steps}, scale {self.scale:.3g}, "
+                f"error {self.relative:.3g} of the scale")
 
 
 def difference(info: TensorInfo, got: np.ndarray, want: np.ndarray) -> Difference:

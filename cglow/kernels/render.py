@@ -157,8 +157,9 @@ def _map(fn: str, m: Map, dtypes) -> Kernel:
     variables = [v for v, _ in loops]
     expr = substitute(m.expr, {str(i): f"x{i}[{index(v, variables)}]" for i, v in enumerate(ins)})
     names = ["y"] + [f"x{i}" for i in range(len(ins))]
-    return _kernel("map.c.j2", fn, m, names, dtypes, loops=loops,
-                                                out=index(out, variables), expr=expr)
+    return _kernel(
+        "map.c.j2", fn, m, names, dtypes, loops=loops,
+        out=index(out, variables), expr=expr)
 
 
 def _reduce(fn: str, r: Reduce, dtypes) -> Kernel:
@@ -177,7 +178,8 @@ def _reduce(fn: str, r: Reduce, dtypes) -> Kernel:
     combine = {"max": f"acc = ({pre} > acc) ? {pre} : acc", "min": f"acc = ({pre} < acc) ? {pre} : acc",
                "sum": f"acc += {pre}", "prod": f"acc *= {pre}"}
     names = ["y"] + [f"x{i}" for i in range(len(r.ins))]
-    return _kernel("reduce.c.j2", fn, r, names, dtypes, outer=outer, inner=inner, out=index(out, ov), acc_t=c_type(acc),
+    return _kernel(
+        "reduce.c.j2", fn, r, names, dtypes, outer=outer, inner=inner, out=index(out, ov), acc_t=c_type(acc),
         init=init[r.kind], combine=combine[r.kind], post=substitute(r.post, {"acc": "acc"}))
 
 
@@ -192,7 +194,8 @@ def _arg_reduce(fn: str, r: Reduce, dtypes) -> Kernel:
           for i, (a, v) in enumerate(zip(ins_o, r.ins))}
     first = {str(i): f"x{i}[{index(a, ov)}]" for i, a in enumerate(ins_o)}
     better = {"argmax": ">", "argmin": "<"}[r.kind] + ("=" if r.last else "")
-    return _kernel("argreduce.c.j2", fn, r, ["y"] + [f"x{i}" for i in range(len(r.ins))], dtypes, outer=outer,
+    return _kernel(
+        "argreduce.c.j2", fn, r, ["y"] + [f"x{i}" for i in range(len(r.ins))], dtypes, outer=outer,
         out=index(out, ov), value_t=c_type(dtypes[r.ins[0].buf]), first=substitute(r.pre, first),
         value=substitute(r.pre, at), better=better, length=full[rank])
 
@@ -200,7 +203,8 @@ def _arg_reduce(fn: str, r: Reduce, dtypes) -> Kernel:
 def _gather(fn: str, g: Gather, dtypes) -> Kernel:
     loops, (out, data, idx) = _collapsed((g.out, g.data, g.index), g.out.shape, slice(None), "i")
     variables = [v for v, _ in loops]
-    return _kernel("gather.c.j2", fn, g, ["y", "x", "index"], dtypes, loops=loops, out=index(out, variables),
+    return _kernel(
+        "gather.c.j2", fn, g, ["y", "x", "index"], dtypes, loops=loops, out=index(out, variables),
         data=join(index(data, variables), linear([("j", g.axis_stride)])), idx=index(idx, variables),
         length=g.axis_len)
 
@@ -291,7 +295,8 @@ def _gemm(fn: str, g: Gemm, dtypes, tiles: Tiles) -> Kernel:
     def dot_products(mr: int) -> dict:
         return dict(operands, length=g.a.shape[-1], left=a_rows(), right=b_columns,
                     lefts=[(i, _at(i * a_step)) for i in range(mr)])
-    return _kernel("gemm.c.j2", fn, g, names, dtypes, scratch=1 if g.panel else 0, loops=loops, nests=nests,
+    return _kernel(
+        "gemm.c.j2", fn, g, names, dtypes, scratch=1 if g.panel else 0, loops=loops, nests=nests,
         K=g.a.shape[-1], panel=panel, y_t=c_type(dtypes[g.out.buf]),
         acc_t=c_type(acc_t), zero=c_literal(0, acc_t), mac=mac, b_t=c_type(dtypes[g.b.buf]),
         a_minus=minus(g.zeros[0]), a=a_at, dot_products=dot and dot_products,
@@ -490,9 +495,9 @@ def _conv_nhwc(fn: str, c: Conv, dtypes, tiles: Tiles) -> Kernel:
     # a kernel row's taps and channels are one run in the input and in the weights: one loop over both
     merged = not depthwise and not dot and c.group == 1 and c.win.dilations[1] == 1 and xs[1] == 1 and \
         xs[3] == cg and ws[3] == cg * ws[1]
-    sw_, pw_ = c.win.strides[1], c.win.pads_begin[1]
     byte_rows = dtypes[c.out.buf].itemsize == 1  # a ring row of 8-bit values is copied out a word at a time
-    return _kernel("conv_nhwc.c.j2", fn, c, names, dtypes, scratch=len(scratch), N=n, OH=oh_, OW=ow_, M=m, CG=cg,
+    return _kernel(
+        "conv_nhwc.c.j2", fn, c, names, dtypes, scratch=len(scratch), N=n, OH=oh_, OW=ow_, M=m, CG=cg,
         KH=c.win.kernel[0], KW=c.win.kernel[1], H=h, DELAY=delay, ring=bool(c.ring), oc_tiles=oc_tiles,
         runs=runs, c0=c0, depthwise=depthwise, dot_products=dot, lanes=lanes, w_kw=ws[3], panel=panel, im2col=im2col,
         reads_iw=c.x.strides[3] != 0, reads_x=reads_x,
@@ -501,12 +506,12 @@ def _conv_nhwc(fn: str, c: Conv, dtypes, tiles: Tiles) -> Kernel:
         x_minus=minus(c.x_zero),
         ih=linear([("oh", c.win.strides[0]), ("kh", c.win.dilations[0])], -c.win.pads_begin[0]), iw=iw,
         x_at=join(index(View(c.x.buf, 0, c.x.shape[:3], c.x.strides[:3]), ("n", channel, "ih")),
-                  linear([("iw", c.x.strides[3])])),
+        linear([("iw", c.x.strides[3])])),
         x_row=linear([(v, st) for v, st, size in zip(("n", "oc0", "ih"), c.x.strides, c.x.shape) if size > 1]),
         x_i=linear([("i", c.x.strides[1])]), w_at=index(c.w, ("oc0", "c", "kh", "kw")),
         merged=merged and dict(K=c.win.kernel[1] * cg, w=linear([("oc0", ws[0]), ("kh", ws[2]), ("k", ws[1])]),
-                               x=lambda j: linear([("n", xs[0]), ("ih", xs[2]), ("ow0", sw_ * xs[3]), ("k", 1)],
-                                                  (j * sw_ - pw_) * xs[3])),
+        x=lambda j: linear([("n", xs[0]), ("ih", xs[2]), ("ow0", sw * xs[3]), ("k", 1)],
+        (j * sw - c.win.pads_begin[1]) * xs[3])),
         w_row=linear([("oc0", c.w.strides[0]), ("kh", c.w.strides[2])]), out_tile=out_tile, store=store,
         epilogue=epilogue, out_done=index(c.out, ("n", "oc", "done", "ow")),
         row_words=ow_ * m // 4 if byte_rows and ow_ * m % 4 == 0 and c.out.strides[1] == 1 and c.out.strides[3] == m
@@ -534,7 +539,8 @@ def _conv_tiles(fn: str, c: Conv, dtypes) -> Kernel:
     epi = _epilogue(Epilogue(substitute(c.epi.expr, {"acc": "acc[i][j]"}), c.epi.ins), out_vars)
     names = ["y", "x", "w"] + [f"e{i}" for i in range(len(c.epi.ins))]
     acc_t = accumulator(dtypes[c.x.buf], dtypes[c.out.buf])
-    return _kernel("conv_tiled.c.j2", fn, c, names, dtypes, acc_t=c_type(acc_t), zero=c_literal(0, acc_t),
+    return _kernel(
+        "conv_tiled.c.j2", fn, c, names, dtypes, acc_t=c_type(acc_t), zero=c_literal(0, acc_t),
         load=lambda at: f"(x[{at}]{minus(c.x_zero)})" if c.x_zero else f"x[{at}]", N=n, CG=cg, H=h, W=w, SW=sw, c0=start, tiles=tiles,
         first=linear([("ow0", sw), ("kw", c.win.dilations[1])], -c.win.pads_begin[1]),
         x_at=join(row, column(linear([("first", 1), ("j", sw)]))), x_clamped=join(row, column("at")),
@@ -555,7 +561,8 @@ def _conv_rows(fn: str, c: Conv, dtypes) -> Kernel:
     iw = linear([("ow", c.win.strides[1]), ("kw", c.win.dilations[1])], -c.win.pads_begin[1])
     out_vars = ("n", "oc", "oh", "ow")
     epi = _epilogue(Epilogue(substitute(c.epi.expr, {"acc": f"row[{row_at}]"}), c.epi.ins), out_vars)
-    return _kernel("conv_in_place.c.j2", fn, c, names, dtypes, scratch=1, N=n, M=m, CG=cg, H=h, W=w, c0=first,
+    return _kernel(
+        "conv_in_place.c.j2", fn, c, names, dtypes, scratch=1, N=n, M=m, CG=cg, H=h, W=w, c0=first,
         x=join(index(c.x, ("n", channel, "ih")), f"({iw}) * {c.x.strides[3]}" if c.x.strides[3] != 1 else iw),
         w=index(c.w, ("oc", "c", "kh", "kw")), row_at=row_at,
         zero=c_literal(0, dtypes[c.out.buf]), lo=lo, hi=hi, epilogue=epi, DELAY=c.win.pads_begin[0],
@@ -593,7 +600,8 @@ def _pool(fn: str, p: Pool, dtypes) -> Kernel:
     else:
         init, combine, result = ["float acc = 0.0f;", "int32_t count = 0;"], [f"acc += {x};", "count += 1;"], \
             "acc / (float)count"
-    return _kernel("pool.c.j2", fn, p, ["y", "x"], dtypes, init=init, combine=combine, result=result, taps=taps,
+    return _kernel(
+        "pool.c.j2", fn, p, ["y", "x"], dtypes, init=init, combine=combine, result=result, taps=taps,
         outer=[([("n", p.x.shape[0]), ("c", p.x.shape[1])] + list(zip(outs, win.out)))[d] for d in memory_order(p.out)],
         out=index(p.out, ["n", "c"] + outs))
 

@@ -1,8 +1,8 @@
 """Attention blocks as exporters write them, one to three of one shape in a row: projections (MatMul: q, k and v
 apart, or packed and taken apart with Gather), heads split by Reshape and Transpose, the keys transposed by a copy
-before q @ k^T, a scale, Softmax, the context merged back, an output projection and a residual Add. Blocks of one shape make identical kernels that net_run calls with the same
-arena offsets, chains of small kernels at constant addresses: what gcc 12 specialized and then dropped
-(runtime_c/kernel.c)."""
+before q @ k^T, a scale, Softmax, the context merged back, an output projection and a residual Add. Blocks of one
+shape make identical kernels that net_run calls with the same arena offsets, chains of small kernels at constant
+addresses: what gcc 12 specialized and then dropped (runtime_c/kernel.c)."""
 from __future__ import annotations
 
 import numpy as np
