@@ -3,7 +3,7 @@ reference evaluator when onnxruntime is not installed), seeded inputs, the real 
 and the differences between two outputs."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 import math
 from typing import TYPE_CHECKING
 
@@ -129,13 +129,18 @@ class Difference:
                 f"error {self.relative:.3g} of the scale")
 
 
-def difference(info: TensorInfo, got: np.ndarray, want: np.ndarray) -> Difference:
-    """cglow's output `got` (described by `info`) against the reference's `want`."""
-    got = real_values(info, got)
+def float_difference(got: np.ndarray, want: np.ndarray) -> Difference:
+    """Real values `got` against the reference's `want`: the largest absolute difference where the reference is
+    finite, that over its scale (rel_error), the scale."""
     rel = rel_error(got, want)
     scale = scale_of(want) if want.size else 0.0
     if math.isinf(rel) or not want.size:
-        return Difference(rel, rel, scale, None if info.scale is None else rel)
+        return Difference(rel, rel, scale)
     finite = np.isfinite(want)
-    err = float(np.max(np.abs(got[finite].astype(np.float64) - want[finite]), initial=0.0))
-    return Difference(err, rel, scale, None if info.scale is None else err / info.scale)
+    return Difference(float(np.max(np.abs(got[finite].astype(np.float64) - want[finite]), initial=0.0)), rel, scale)
+
+
+def difference(info: TensorInfo, got: np.ndarray, want: np.ndarray) -> Difference:
+    """cglow's output `got` (described by `info`) against the reference's `want`."""
+    d = float_difference(real_values(info, got), want)
+    return d if info.scale is None else replace(d, steps=d.absolute / info.scale)

@@ -18,7 +18,7 @@ import onnx
 from .emit_c.emit import emit
 from .graph.ir import shape_text
 from .instr.ir import View
-from .reference import Difference, rel_error, scale_of
+from .reference import float_difference
 
 if TYPE_CHECKING:
     from .compiler import CompiledModel
@@ -98,9 +98,7 @@ def compare(traced: Traced, want: np.ndarray, node: onnx.NodeProto, tolerance: f
         what = f"{want.dtype.name}{shape_text(want.shape)} in the reference"
         return Compared(traced, node, "not compared", what)
     if got.dtype.kind == "f":
-        error = rel_error(got, want)
-        absolute = float(np.max(np.abs(got.astype(np.float64) - want), initial=0.0)) if np.isfinite(error) else error
-        d = Difference(absolute, error, scale_of(want) if want.size else 0.0)
+        d = float_difference(got, want)
         return Compared(traced, node, "ok" if d.ok(tolerance) else "MISMATCH", d.text())
     steps = float(np.max(np.abs(got.astype(np.int64) - want.astype(np.int64)), initial=0))
     limit = max_steps if got.dtype.itemsize == 1 and got.dtype.kind in "iu" else 0

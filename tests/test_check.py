@@ -243,3 +243,13 @@ def test_all_tensors_on_the_cortex_m4(tmp_path, capsys, monkeypatch):
     assert [(node, verdict) for _, _, node, _, _, _, verdict in TENSORS.findall(out)] == [
         ("tanh", "MISMATCH"), ("softmax", "MISMATCH"), ("matmul", "MISMATCH")]
     assert out.splitlines()[-1].startswith("check: MISMATCH: the first tensor that departs is 't' of node 'tanh'")
+
+
+def test_differences_where_the_reference_is_not_finite():
+    """Infinities and NaNs where the reference has them count as agreeing; elsewhere the error is infinite."""
+    from cglow.reference import float_difference
+    want = np.array([1.0, np.inf, np.nan, -2.0], np.float32)
+    agreeing = float_difference(want + np.float32(0.001), want)
+    assert abs(agreeing.absolute - 0.001) < 1e-6 and agreeing.scale == 2.0
+    assert abs(agreeing.relative - agreeing.absolute / 2.0) < 1e-12 and agreeing.ok(1e-3)
+    assert float_difference(np.array([1.0, 5.0, np.nan, -2.0], np.float32), want).relative == np.inf
