@@ -25,6 +25,7 @@ from cglow.options import Options
 from cglow.reference import reference_outputs, rel_error, seeded_inputs
 from cglow.targets import TARGETS
 
+
 def row(name: str, pool: ThreadPoolExecutor, settings: tuple[matrix.Setting, ...]) -> tuple[list[str], bool]:
     """The model's cells, and whether every one is within the tolerance and has the bits it must."""
     model = zoo.build(name)
