@@ -22,6 +22,7 @@ bench: install-test
 bench-mcu: install-test
 	$(PYTHON) scripts/bench_mcu.py
 	$(PYTHON) scripts/bench_mcu.py --int8
+	$(PYTHON) scripts/bench_mcu.py --int8 onnxruntime
 
 bench-memory: install-test
 	$(PYTHON) scripts/bench_memory.py

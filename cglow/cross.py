@@ -4,10 +4,10 @@ build_image links the generated C with the bare-metal harness (cglow.emit_c.harn
 embedded inputs, one net_run, outputs written as hex bit patterns) using the target's compiler, the strict
 warning flags and the target's machine and link flags; images are cached by a hash like host builds.
 run_image runs one under the emulator with a timeout, parses the outputs back into arrays, bit-exact, and
-with `count` loads a QEMU TCG plugin (cglow/qemu/insn_count.c, built with the host compiler into the
-cache) that counts the instructions executed between the harness's marks: the net_run call's count is
-the count across it minus the count between two back-to-back marks. That number is exact and the same on
-every run. soft_double_helpers lists the libgcc software double-precision routines an image links."""
+with `count` loads a QEMU TCG plugin (cglow/qemu/tb_profile.c, built with the host compiler into the
+cache) that records the executed path between the harness's marks (cglow.tb_profile). The net_run call's
+instructions are those across it minus those between two back-to-back marks: exact and the same on every
+run; cglow.m4_cycles estimates the call's Cortex-M4 cycles from the same path. soft_double_helpers lists the libgcc software double-precision routines an image links."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -24,6 +24,7 @@ from .compiler import CompiledModel
 from .emit_c.harness import baremetal_source, parse_output_bits
 from .host import STRICT_FLAGS, build_cached, sources
 from .targets import Target
+from .tb_profile import CALL, EMPTY_CALL, Profile
 
 OPT_FLAGS = ("-O2",)
 # libgcc's software double-precision helpers: the Arm EABI names (__aeabi_dadd, __aeabi_f2d ...) and the
@@ -37,6 +38,7 @@ class Run:
     outputs: list[np.ndarray]
     instructions: int | None       # executed by the net_run call (None when not counted)
     stdout: str = ""               # what the image printed
+    profile: Profile | None = None  # the executed path (when counted)
 
 
 def build_image(compiled: CompiledModel, inputs: list[np.ndarray], target: Target, opt=OPT_FLAGS,
@@ -70,23 +72,22 @@ def soft_double_helpers(image: Path, target: Target) -> list[str]:
 
 
 @lru_cache(maxsize=None)
-def insn_count_plugin(cc: str = "cc") -> Path:
-    """The instruction-counting QEMU plugin, built with the host compiler into the cache."""
-    source = (resources.files("cglow") / "qemu" / "insn_count.c").read_text()
-    return build_cached({"insn_count.c": source}, cc, ("-O2", *STRICT_FLAGS, "-shared", "-fPIC"),
-                        "qemu-insn-count-{}.so", quiet=True)
+def profile_plugin(cc: str = "cc") -> Path:
+    """The path-recording QEMU plugin, built with the host compiler into the cache."""
+    source = (resources.files("cglow") / "qemu" / "tb_profile.c").read_text()
+    return build_cached({"tb_profile.c": source}, cc, ("-O2", *STRICT_FLAGS, "-shared", "-fPIC"),
+                        "qemu-tb-profile-{}.so", quiet=True)
 
 
-def run_image(image: Path, compiled: CompiledModel, target: Target, count: bool = True,
-              timeout: float = 600.0) -> Run:
-    """Run an image from build_image under the target's emulator: its outputs and, with `count`, the
-    instructions its net_run call executed."""
+def emulate(image: Path, target: Target, count: bool = True, timeout: float = 600.0) -> tuple[str, Profile | None]:
+    """Run an image under the target's emulator: what it printed and, with `count`, the path it took between
+    its marks (three calls of insn_mark: cglow.tb_profile)."""
     with tempfile.TemporaryDirectory() as tmp:
-        records = Path(tmp, "marks")
+        records = Path(tmp, "pairs")
         plugin = ""
         if count:
             mark = symbols(image, target)["insn_mark"] & ~1  # the Thumb bit is not part of the address
-            plugin = f"{insn_count_plugin()},mark={mark:#x},out={records}"
+            plugin = f"{profile_plugin()},mark={mark:#x},out={records}"
         command = target.command(str(image), plugin)
         try:
             result = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, text=True, check=False,
@@ -96,11 +97,20 @@ def run_image(image: Path, compiled: CompiledModel, target: Target, count: bool 
         if result.returncode:
             raise RuntimeError(f"{image.name} under {command[0]} exited with {result.returncode}: "
                                f"{(result.stdout + result.stderr)[-500:]}")
-        outputs = parse_output_bits(result.stdout, compiled)
         if not count:
-            return Run(outputs, None, result.stdout)
-        marks = [int(v) for v in records.read_text().split()]
-    if len(marks) != 3:
-        raise RuntimeError(f"expected 3 instruction-count marks from {image.name}, got {len(marks)}")
-    first, before, after = marks
-    return Run(outputs, (after - before) - (before - first), result.stdout)
+            return result.stdout, None
+        profile = Profile.parse(records.read_text(), mark)
+    if profile.intervals != 4:
+        raise RuntimeError(f"expected 3 marks from {image.name}, got {profile.intervals - 1}")
+    return result.stdout, profile
+
+
+def run_image(image: Path, compiled: CompiledModel, target: Target, count: bool = True,
+              timeout: float = 600.0) -> Run:
+    """Run an image from build_image under the target's emulator: its outputs and, with `count`, the
+    instructions its net_run call executed and the path they took."""
+    stdout, profile = emulate(image, target, count, timeout)
+    outputs = parse_output_bits(stdout, compiled)
+    if profile is None:
+        return Run(outputs, None, stdout)
+    return Run(outputs, profile.instructions(CALL) - profile.instructions(EMPTY_CALL), stdout, profile)

@@ -48,7 +48,7 @@ def build_cached(sources: dict[str, str], cc: str, flags, name: str, salt: str =
     with tempfile.TemporaryDirectory() as tmp:
         for file, text in sources.items():
             Path(tmp, file).write_text(text)
-        c_files = [str(Path(tmp, f)) for f in sorted(sources) if f.endswith(".c")]
+        c_files = [str(Path(tmp, f)) for f in sorted(sources) if f.endswith((".c", ".S"))]
         out = Path(tmp, "out")
         result = subprocess.run([cc, *flags, "-o", str(out), *c_files, "-lm"], capture_output=True, text=True)
         if result.returncode or quiet and result.stderr:
@@ -75,7 +75,7 @@ def check_warnings(sources: dict[str, str], cc: str, cflags=STRICT_FLAGS) -> Non
     with tempfile.TemporaryDirectory() as tmp:
         for file, text in sources.items():
             Path(tmp, file).write_text(text)
-        c_files = [str(Path(tmp, f)) for f in sorted(sources) if f.endswith(".c")]
+        c_files = [str(Path(tmp, f)) for f in sorted(sources) if f.endswith((".c", ".S"))]
         result = subprocess.run([cc, *flags, *c_files], capture_output=True, text=True)
         if result.returncode or result.stderr:
             raise RuntimeError(f"{cc} rejects or warns about generated code:\n{result.stderr}")

@@ -1,6 +1,6 @@
 """What comparing cglow's C with a reference runtime needs: the runtime (onnxruntime on one thread, or the ONNX
 reference evaluator when onnxruntime is not installed), seeded inputs, the real values of quantized tensors,
-and the differences between two outputs."""
+the differences between two outputs, and models quantized by onnxruntime's own quantizer."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
@@ -30,6 +30,42 @@ def ort_session(model: onnx.ModelProto):
     options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     return ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+
+
+def ort_quantized(model: onnx.ModelProto, qdq: bool = True, per_channel: bool = True, prepare: bool = True,
+                  samples: int = 8, seed: int = 0) -> onnx.ModelProto:
+    """The model as onnxruntime's quantizer makes it: quant_pre_process (with `prepare`), then quantize_static to
+    int8 activations and weights in the QDQ (or QOperator) format, calibrated (minmax) on `samples` seeded standard
+    normal inputs. For a model with one input."""
+    import logging
+    from pathlib import Path
+    import tempfile
+
+    import onnx
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+    from onnxruntime.quantization.shape_inference import quant_pre_process
+    logging.getLogger().setLevel(logging.ERROR)  # the quantizer's advice to pre-process
+    value = model.graph.input[0]
+    shape = tuple(d.dim_value for d in value.type.tensor_type.shape.dim)
+    rng = np.random.default_rng(seed)
+    feeds = [{value.name: rng.standard_normal(shape).astype(np.float32)} for _ in range(samples)]
+
+    class Reader(CalibrationDataReader):
+        def __init__(self):
+            self.rest = iter(feeds)
+
+        def get_next(self):
+            return next(self.rest, None)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        src, pre, out = Path(tmp, "float.onnx"), Path(tmp, "pre.onnx"), Path(tmp, "int8.onnx")
+        onnx.save(model, src)
+        if prepare:
+            quant_pre_process(str(src), str(pre))
+            src = pre
+        quantize_static(str(src), str(out), Reader(), quant_format=QuantFormat.QDQ if qdq else QuantFormat.QOperator,
+                        per_channel=per_channel, activation_type=QuantType.QInt8, weight_type=QuantType.QInt8)
+        return onnx.load(out)
 
 
 def reference_outputs(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> tuple[str, list[np.ndarray]]:

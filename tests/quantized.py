@@ -4,9 +4,6 @@ onnxruntime running the same model: quantization steps off, element by element."
 from __future__ import annotations
 
 import functools
-import logging
-from pathlib import Path
-import tempfile
 
 import numpy as np
 import onnx
@@ -14,43 +11,20 @@ from onnx import helper
 
 import cglow
 from cglow import zoo
+from cglow.reference import ort_quantized
 
 SAMPLES = 8  # calibration inputs: seeded normal noise
-
-
-def _input(model: onnx.ModelProto):
-    value = model.graph.input[0]
-    return value.name, tuple(d.dim_value for d in value.type.tensor_type.shape.dim)
 
 
 @functools.lru_cache(maxsize=None)
 def quantized(name: str, fmt: str, per_channel: bool, prepare: bool = True) -> onnx.ModelProto:
     """zoo model `name` quantized by onnxruntime (int8 activations and weights)."""
-    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
-    from onnxruntime.quantization.shape_inference import quant_pre_process
-    logging.getLogger().setLevel(logging.ERROR)  # the quantizer's advice to pre-process
-    model = zoo.build(name)
-    input_name, shape = _input(model)
-    rng = np.random.default_rng(0)
-    samples = [{input_name: rng.standard_normal(shape).astype(np.float32)} for _ in range(SAMPLES)]
+    return ort_quantized(zoo.build(name), fmt == "qdq", per_channel, prepare, SAMPLES)
 
-    class Reader(CalibrationDataReader):
-        def __init__(self):
-            self.rest = iter(samples)
 
-        def get_next(self):
-            return next(self.rest, None)
-
-    with tempfile.TemporaryDirectory() as tmp:
-        src, pre, out = Path(tmp, "float.onnx"), Path(tmp, "pre.onnx"), Path(tmp, "int8.onnx")
-        onnx.save(model, src)
-        if prepare:
-            quant_pre_process(str(src), str(pre))
-            src = pre
-        quantize_static(str(src), str(out), Reader(), quant_format=QuantFormat.QDQ if fmt == "qdq" else
-                        QuantFormat.QOperator, per_channel=per_channel, activation_type=QuantType.QInt8,
-                        weight_type=QuantType.QInt8)
-        return onnx.load(out)
+def _input(model: onnx.ModelProto):
+    value = model.graph.input[0]
+    return value.name, tuple(d.dim_value for d in value.type.tensor_type.shape.dim)
 
 
 def _exposed(model: onnx.ModelProto, names: list[str]) -> onnx.ModelProto:
