@@ -58,6 +58,12 @@ def symbols(image: Path, target: Target) -> dict[str, int]:
     return {fields[2]: int(fields[0], 16) for fields in map(str.split, out.splitlines()) if len(fields) == 3}
 
 
+def functions(image: Path, target: Target) -> dict[int, str]:
+    """The image's functions by the address of their code (without the Thumb bit), from the target's nm."""
+    out = subprocess.run([f"{target.binutils}nm", str(image)], capture_output=True, text=True, check=True).stdout
+    return {int(f[0], 16) & ~1: f[2] for f in map(str.split, out.splitlines()) if len(f) == 3 and f[1] in "tT"}
+
+
 def image_size(image: Path, target: Target) -> tuple[int, int, int]:
     """The image's text (code and constants), data and bss bytes, from the target's size."""
     out = subprocess.run([f"{target.binutils}size", str(image)], capture_output=True, text=True, check=True).stdout

@@ -33,10 +33,12 @@ Not modelled: memory wait states and bus contention, unaligned accesses, the fet
 a literal load (LDR Rx,[PC,#imm] "might add a cycle"), interrupts."""
 from __future__ import annotations
 
+import bisect
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .cross import functions
 from .targets import Target
 from .tb_profile import CALL, EMPTY_CALL, START, Block, Profile
 from .thumb import Insn, disassemble
@@ -150,23 +152,31 @@ class Estimate:
     cycles: int = 0
     instructions: int = 0
     by_class: Counter = field(default_factory=Counter)       # class -> cycles
+    by_function: Counter = field(default_factory=Counter)    # the function a block is in -> cycles
     unclassified: Counter = field(default_factory=Counter)   # mnemonic -> executions
 
     def add(self, other: Estimate, sign: int = 1) -> None:
         self.cycles += sign * other.cycles
         self.instructions += sign * other.instructions
-        for cls, n in other.by_class.items():
-            self.by_class[cls] += sign * n
-        for mnemonic, n in other.unclassified.items():
-            self.unclassified[mnemonic] += sign * n
+        for mine, theirs in ((self.by_class, other.by_class), (self.by_function, other.by_function),
+                             (self.unclassified, other.unclassified)):
+            for key, n in theirs.items():
+                mine[key] += sign * n
 
 
 class Code:
     """The instructions of the blocks of one image, and the cycles of each (previous block, block) pair."""
 
-    def __init__(self, code: dict[int, Insn]):
+    def __init__(self, code: dict[int, Insn], functions: dict[int, str]):
         self.code = code
         self.blocks: dict[Block, tuple[Insn, ...]] = {}
+        self.starts = sorted(functions)
+        self.functions = functions
+
+    def function(self, address: int) -> str:
+        """The name of the function whose code holds the address."""
+        i = bisect.bisect_right(self.starts, address) - 1
+        return self.functions[self.starts[i]] if i >= 0 else "?"
 
     def instructions(self, block: Block) -> tuple[Insn, ...]:
         if block not in self.blocks:
@@ -195,6 +205,7 @@ class Code:
             before = insn
         est.cycles = sum(est.by_class.values())
         est.instructions = block.instructions * times
+        est.by_function[self.function(block.address)] = est.cycles
         return est
 
 
@@ -207,7 +218,7 @@ def interval_estimate(code: Code, profile: Profile, interval: int) -> Estimate:
 
 def estimate(image: Path, target: Target, profile: Profile) -> Estimate:
     """The estimated Cortex-M4 cycles of the net_run call of an image run with a profile (cglow.cross)."""
-    code = Code(disassemble(image, f"{target.binutils}objdump", BASES))
+    code = Code(disassemble(image, f"{target.binutils}objdump", BASES), functions(image, target))
     for pairs in profile.pairs.values():
         for _, block in pairs:
             insns = code.instructions(block)

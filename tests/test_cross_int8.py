@@ -45,10 +45,10 @@ DEPTHWISE_CHAIN = [dict(m=6, kernel=(3, 3), pads=[1, 1, 1, 1], y_dtype=UINT8, y_
                    dict(m=8, kernel=(1, 1), y_dtype=UINT8, y_zero=128)]
 
 
-def check_uint8_chain(target_name: str, layers, shape, seed: int, x_zero: int) -> str:
-    """A chain of uint8 convolutions (conv_chain) compiled for a cross target: the image under QEMU and the
-    host build of the same C (the helpers' portable code) give the NumPy integer reference's outputs on an
-    extreme and a random input. Returns the C."""
+def check_uint8_chain(target_name: str, layers, shape, seed: int, x_zero: int, opts=(cross.OPT_FLAGS,)) -> str:
+    """A chain of uint8 convolutions (conv_chain) compiled for a cross target: the image under QEMU (built with
+    each of `opts`) and the host build of the same C (the helpers' portable code) give the NumPy integer
+    reference's outputs on an extreme and a random input. Returns the C."""
     target = TARGETS[target_name]
     for tool in target.tools:
         need_tool(tool)
@@ -57,8 +57,9 @@ def check_uint8_chain(target_name: str, layers, shape, seed: int, x_zero: int) -
     compiled = cglow.compile_model(model, options=Options(target=target.tiles))
     host = cglow.build(compiled)
     for x in (extreme_q(rng, shape, UINT8), rand_q(rng, shape, UINT8)):
-        run = cross.run_image(cross.build_image(compiled, [x], target), compiled, target, count=False)
-        assert np.array_equal(run.outputs[0], reference(x))
+        for opt in opts:
+            run = cross.run_image(cross.build_image(compiled, [x], target, opt), compiled, target, count=False)
+            assert np.array_equal(run.outputs[0], reference(x)), opt
         assert np.array_equal(host(x)[0], reference(x))
     return compiled.c_source
 
@@ -80,10 +81,18 @@ PANEL_CHAIN = [dict(m=48, kernel=(3, 3), pads=[1, 1, 1, 1], y_dtype=UINT8, y_zer
                dict(m=8, kernel=(1, 1), y_dtype=UINT8, y_zero=127)]
 
 
-@pytest.mark.parametrize("target_name", ["cortex-m4", "cortex-m33"])
+@pytest.mark.parametrize("target_name", ["cortex-m4", "cortex-m33", "cortex-m55", "cortex-m7"])
 def test_widened_inputs_under_qemu_match_the_integer_reference(target_name):
     source = check_uint8_chain(target_name, PANEL_CHAIN, (1, 16, 6, 7), seed=22, x_zero=131)
     assert source.count("int32_t *restrict panel)") == 3
+    assert source.count("smlad %[a") > 20  # the hand-scheduled steps (kernels/dsp_asm.py) are in the C
+
+
+def test_hand_scheduled_steps_at_every_level():
+    """The assembly steps need 13 registers at most, so they build where r7 is the frame pointer (-O0,
+    -fno-omit-frame-pointer), and give the reference's integers at every level."""
+    check_uint8_chain("cortex-m4", PANEL_CHAIN[:3], (1, 16, 6, 7), seed=24, x_zero=131,
+                      opts=(("-O0",), ("-O1",), ("-Os",), ("-O3",), ("-O2", "-fno-omit-frame-pointer")))
 
 
 # windows gathered into the panel (im2col) where the dot products would run over short runs: a planar

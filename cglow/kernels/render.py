@@ -15,6 +15,7 @@ import numpy as np
 from ..instr.passes import channels_contiguous, dot_operands, gemm_dot_products, taps_contiguous
 from ..instr.ir import (Conv, Epilogue, channels_innermost, Gather, Gemm, Instr, Map, Pool, Reduce, View, contiguous_strides, reads,
                         substitute)
+from .dsp_asm import panel_step
 from .tiles import TILES, Tiles
 from ..lower.literals import c_highest, c_literal, c_lowest, c_type
 
@@ -339,7 +340,8 @@ def _panel(operands: dict, length: int, right: str, right_step: int, column_tile
     `right_step` values, in the tiles of `column_tiles`."""
     return dict(widen=lambda mr: dict(operands, rows=[(j, source(j)) for j in range(mr)], length=length),
                 dot=lambda mr: dict(operands, lefts=[(j, j * length // 2) for j in range(mr)], length=length,
-                                    right=right),
+                                    right=right, asm=lambda at, rights: panel_step(
+                                        [j * length * 2 + at * 2 for j in range(mr)], [ra + at for _, ra in rights])),
                 rights={t["nr"]: [(i, i * right_step) for i in range(t["nr"])] for t in column_tiles})
 
 

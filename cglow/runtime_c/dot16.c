@@ -6,6 +6,9 @@
 #if defined(__ARM_FEATURE_DSP) && __ARM_FEATURE_DSP && defined(__GNUC__)
 #include <arm_acle.h>
 #endif
+#if defined(__GNUC__)
+__attribute__((unused)) /* where every step is the assembly of kernels/dsp_asm.py (CGLOW_DSP_ASM) */
+#endif
 static int32_t cglow_dot16(int32_t acc, const int32_t *panel, uint32_t w)
 {
 #if defined(__ARM_FEATURE_DSP) && __ARM_FEATURE_DSP && defined(__GNUC__)
