@@ -18,56 +18,84 @@ refuses an asm that needs it), sp and pc are not allocatable. Two schedules:
   19 cycles for 16 multiply-accumulates; 1 x 4, 23.
 - weights first, where a group of one weight does not fit: the weights are unpacked once and stay in
   registers while each row's two words are loaded and multiplied: rows x columns + 2 columns + 4.
-A tile that fits neither, or whose offsets exceed an immediate's 4095 bytes, keeps the C."""
+A tile that fits neither, or whose offsets exceed an immediate's 4095 bytes, keeps the C.
+
+dot_step is the same for the kernels that read both operands as 8-bit words (runtime_c/dot4.c): each row's
+word is unpacked in registers (SXTAB16 adding the offset, the input's zero point negated), then the weights
+as above, inputs first only: rows x columns + 2 rows + group + 3 registers, one more for a nonzero offset.
+A 2 x 2 tile: 4 loads, 8 unpacks, 8 SMLAD, 21 cycles for 16 multiply-accumulates; 1 x 4, 24."""
 from __future__ import annotations
 
 REGISTERS = 13
 MAX_OFFSET = 4092
+SMLAD = "smlad %[a{i}{j}], %[{x}], %[{w}], %[a{i}{j}]"
 
 
-def _operands(rows: int, columns: int, scratch: list[str]) -> str:
-    accs = ", ".join(f'[a{i}{j}] "+r"(acc[{i}][{j}])' for i in range(rows) for j in range(columns))
-    temps = ", ".join(f'[{t}] "=&r"(q{t})' for t in scratch)
-    return f': {accs},\n  {temps}\n: [lp] "r"(lp), [rp] "r"(rp)\n: "memory"'
-
-
-def _statement(lines: list[str], rows: int, columns: int, scratch: list[str]) -> str:
+def _statement(lines: list[str], accs: list[tuple[int, int]], scratch: list[str], inputs: str) -> str:
     """The asm statement in a block declaring its scratch registers (named q..., apart from the kernel's)."""
     body = "\n".join(f'    "{line}\\n\\t"' for line in lines[:-1]) + f'\n    "{lines[-1]}"'
-    return (f"{{\n    uint32_t {', '.join('q' + t for t in scratch)};\n    __asm__(\n{body}\n    "
-            + _operands(rows, columns, scratch).replace("\n", "\n    ") + ");\n}")
+    outputs = ", ".join(f'[a{i}{j}] "+r"(acc[{i}][{j}])' for i, j in accs)
+    temps = ", ".join(f'[{t}] "=&r"(q{t})' for t in scratch)
+    return (f"{{\n    uint32_t {', '.join('q' + t for t in scratch)};\n    __asm__(\n{body}\n"
+            f"    : {outputs},\n      {temps}\n    : {inputs}\n    : \"memory\");\n}}")
 
 
-def panel_step(lefts: list[int], rights: list[int]) -> str | None:
-    """The asm statement adding, for every row i and column j of a tile, the dot product of the panel row's 4
-    widened values (two words at lp + lefts[i] bytes, as runtime_c/widen4.c writes them) and the weight
-    column's 4 int8 values (one word at rp + rights[j] bytes) to acc[i][j]; None when it does not fit."""
+def _inputs_first(lefts, rights, group: int, x_lines: list[str], x_scratch: list[str], inputs: str) -> str:
+    """Rows' words loaded by x_lines (into x{i}a and x{i}b, after the group's weight loads are appended), then
+    the weights a group at a time: each unpacked and multiplied into every row's accumulator."""
+    scratch = x_scratch + [f"w{g}" for g in range(group)] + ["t"]
+    lines = list(x_lines[0])
+    for first in range(0, len(rights), group):
+        chunk = rights[first:first + group]
+        lines += [f"ldr %[w{g}], [%[rp], #{at}]" for g, (_, at) in enumerate(chunk)]
+        if first == 0:
+            lines += x_lines[1]
+        for g, (j, _) in enumerate(chunk):
+            lines += [f"sxtb16 %[t], %[w{g}], ror #8", f"sxtb16 %[w{g}], %[w{g}]"]
+            for i, _ in lefts:
+                lines += [SMLAD.format(i=i, j=j, x=f"x{i}a", w=f"w{g}"), SMLAD.format(i=i, j=j, x=f"x{i}b", w="t")]
+    return _statement(lines, [(i, j) for i, _ in lefts for j, _ in rights], scratch, inputs)
+
+
+def panel_step(lefts: list[tuple[int, int]], rights: list[tuple[int, int]]) -> str | None:
+    """The asm statement adding to acc[i][j], for each (i, at) of lefts and (j, at) of rights, the dot product of
+    the panel row's 4 widened values (two words at lp + at bytes, as runtime_c/widen4.c writes them) and the
+    weight column's 4 int8 values (one word at rp + at bytes); None when it does not fit."""
     rows, columns = len(lefts), len(rights)
-    if max(lefts + rights) + 4 > MAX_OFFSET:
+    if max(at for _, at in lefts + rights) + 4 > MAX_OFFSET:
         return None
-    smlad = "smlad %[a{i}{j}], %[{x}], %[{w}], %[a{i}{j}]"
+    inputs = '[lp] "r"(lp), [rp] "r"(rp)'
     group = min(columns, REGISTERS - rows * columns - 2 * rows - 3)
     if group >= 1:
-        scratch = [f"x{i}{h}" for i in range(rows) for h in "ab"] + [f"w{g}" for g in range(group)] + ["t"]
-        lines = [f"ldr %[x{i}{h}], [%[lp], #{lefts[i] + 4 * (h == 'b')}]" for i in range(rows) for h in "ab"]
-        for first in range(0, columns, group):
-            chunk = list(range(first, min(first + group, columns)))
-            lines += [f"ldr %[w{g}], [%[rp], #{rights[j]}]" for g, j in enumerate(chunk)]
-            for g, j in enumerate(chunk):
-                lines += [f"sxtb16 %[t], %[w{g}], ror #8", f"sxtb16 %[w{g}], %[w{g}]"]
-                for i in range(rows):
-                    lines += [smlad.format(i=i, j=j, x=f"x{i}a", w=f"w{g}"),
-                              smlad.format(i=i, j=j, x=f"x{i}b", w="t")]
-        return _statement(lines, rows, columns, scratch)
+        loads = [f"ldr %[x{i}{h}], [%[lp], #{at + 4 * (h == 'b')}]" for i, at in lefts for h in "ab"]
+        return _inputs_first(lefts, rights, group, (loads, []), [f"x{i}{h}" for i, _ in lefts for h in "ab"],
+                             inputs)
     if rows * columns + 2 * columns + 4 > REGISTERS:
         return None
-    scratch = [f"w{j}{h}" for j in range(columns) for h in "ab"] + ["xa", "xb"]
-    lines = [f"ldr %[w{j}a], [%[rp], #{rights[j]}]" for j in reversed(range(columns))]
-    for n, i in enumerate(reversed(range(rows))):
-        lines += [f"ldr %[xa], [%[lp], #{lefts[i]}]", f"ldr %[xb], [%[lp], #{lefts[i] + 4}]"]
+    scratch = [f"w{j}{h}" for j, _ in rights for h in "ab"] + ["xa", "xb"]
+    lines = [f"ldr %[w{j}a], [%[rp], #{at}]" for j, at in reversed(rights)]
+    for n, (i, at) in enumerate(reversed(lefts)):
+        lines += [f"ldr %[xa], [%[lp], #{at}]", f"ldr %[xb], [%[lp], #{at + 4}]"]
         if n == 0:
-            for j in range(columns):
+            for j, _ in rights:
                 lines += [f"sxtb16 %[w{j}b], %[w{j}a], ror #8", f"sxtb16 %[w{j}a], %[w{j}a]"]
-        for j in range(columns):
-            lines += [smlad.format(i=i, j=j, x="xa", w=f"w{j}a"), smlad.format(i=i, j=j, x="xb", w=f"w{j}b")]
-    return _statement(lines, rows, columns, scratch)
+        for j, _ in rights:
+            lines += [SMLAD.format(i=i, j=j, x="xa", w=f"w{j}a"), SMLAD.format(i=i, j=j, x="xb", w=f"w{j}b")]
+    return _statement(lines, [(i, j) for i, _ in lefts for j, _ in rights], scratch, inputs)
+
+
+def dot_step(lefts: list[tuple[int, int]], rights: list[tuple[int, int]], offset: int, flip: bool) -> str | None:
+    """The asm statement adding to acc[i][j], for each (i, at) of lefts and (j, at) of rights, the dot product of
+    the row's 4 8-bit values (one word at lp + at bytes; an uint8 word's top bits flipped first, `flip`) plus
+    `offset` and the weight column's 4 int8 values (one word at rp + at bytes); None when it does not fit."""
+    rows, columns = len(lefts), len(rights)
+    group = min(columns, REGISTERS - rows * columns - 2 * rows - 3 - (offset != 0))
+    if group < 1 or max(at for _, at in lefts + rights) + 4 > MAX_OFFSET:
+        return None
+    loads = [f"ldr %[x{i}a], [%[lp], #{at}]" for i, at in lefts]
+    unpack = "sxtab16 %[x{i}{h}], %[off], %[x{i}a]{ror}" if offset else "sxtb16 %[x{i}{h}], %[x{i}a]{ror}"
+    widen = [line for i, _ in lefts for line in (
+        *([f"eor %[x{i}a], %[x{i}a], #0x80808080"] if flip else []),
+        unpack.format(i=i, h="b", ror=", ror #8"), unpack.format(i=i, h="a", ror=""))]
+    inputs = '[lp] "r"(lp), [rp] "r"(rp)' + (f', [off] "r"({(offset & 0xffff) * 0x10001}u)' if offset else "")
+    return _inputs_first(lefts, rights, group, (loads, widen), [f"x{i}{h}" for i, _ in lefts for h in "ab"], inputs)

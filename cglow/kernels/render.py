@@ -15,7 +15,7 @@ import numpy as np
 from ..instr.passes import channels_contiguous, dot_operands, gemm_dot_products, taps_contiguous
 from ..instr.ir import (Conv, Epilogue, channels_innermost, Gather, Gemm, Instr, Map, Pool, Reduce, View, contiguous_strides, reads,
                         substitute)
-from .dsp_asm import panel_step
+from .dsp_asm import dot_step, panel_step
 from .tiles import TILES, Tiles
 from ..lower.literals import c_highest, c_literal, c_lowest, c_type
 
@@ -295,7 +295,8 @@ def _gemm(fn: str, g: Gemm, dtypes, tiles: Tiles) -> Kernel:
 
     def dot_products(mr: int) -> dict:
         return dict(operands, length=g.a.shape[-1], left=a_rows(), right=b_columns,
-                    lefts=[(i, _at(i * a_step)) for i in range(mr)])
+                    lefts=[(i, _at(i * a_step)) for i in range(mr)],
+                    asm=_dot_asm(operands, [(i, i * a_step) for i in range(mr)], b_step))
     return _kernel(
         "gemm.c.j2", fn, g, names, dtypes, scratch=1 if g.panel else 0, loops=loops, nests=nests,
         K=g.a.shape[-1], panel=panel, y_t=c_type(dtypes[g.out.buf]),
@@ -331,7 +332,14 @@ def _dot_operands(left: np.dtype, right: np.dtype, zero: int) -> dict:
     """What the dot macro (kernels/dot.j2) needs to know of its operands' types and the left one's zero point."""
     flip = np.dtype(left) == np.uint8
     return dict(left_t=c_type(left), right_t=c_type(right), flip=flip, offset=c_literal(128 * flip - zero, np.int32),
-                minus=minus(zero))
+                minus=minus(zero), offset_value=128 * flip - zero)
+
+
+def _dot_asm(operands: dict, lefts: list[tuple[int, int]], right_step: int):
+    """The dot macro's hand-scheduled step (kernels/dsp_asm.py) for a tile of `lefts` ((row, byte offset) pairs)
+    and nr right operands right_step bytes apart, `at` bytes past the pointers."""
+    return lambda nr, at: dot_step([(i, x + at) for i, x in lefts], [(j, j * right_step + at) for j in range(nr)],
+                                   operands["offset_value"], operands["flip"])
 
 
 def _panel(operands: dict, length: int, right: str, right_step: int, column_tiles, source) -> dict:
@@ -341,7 +349,8 @@ def _panel(operands: dict, length: int, right: str, right_step: int, column_tile
     return dict(widen=lambda mr: dict(operands, rows=[(j, source(j)) for j in range(mr)], length=length),
                 dot=lambda mr: dict(operands, lefts=[(j, j * length // 2) for j in range(mr)], length=length,
                                     right=right, asm=lambda at, rights: panel_step(
-                                        [j * length * 2 + at * 2 for j in range(mr)], [ra + at for _, ra in rights])),
+                                        [(j, j * length * 2 + at * 2) for j in range(mr)],
+                                        [(r, ra + at) for r, ra in rights])),
                 rights={t["nr"]: [(i, i * right_step) for i in range(t["nr"])] for t in column_tiles})
 
 
@@ -492,7 +501,8 @@ def _conv_nhwc(fn: str, c: Conv, dtypes, tiles: Tiles) -> Kernel:
                     left=f"x + {x_row if whole else join(x_row, tap_x)}",
                     right=f"w + {w_row if whole else join(w_row, tap_w)}",
                     lefts=[(j, _at(j * s * xs[3])) for j in columns],
-                    rights={t["nr"]: [(i, _at(i * ws[0])) for i in range(t["nr"])] for t in oc_tiles}))
+                    rights={t["nr"]: [(i, _at(i * ws[0])) for i in range(t["nr"])] for t in oc_tiles},
+                    asm=_dot_asm(operands, [(j, j * s * xs[3]) for j in columns], ws[0])))
     reads_x = any(r.get("taps") or r.get("columns") for r in runs)  # not when every window is padding
     # a kernel row's taps and channels are one run in the input and in the weights: one loop over both
     merged = not depthwise and not dot and c.group == 1 and c.win.dilations[1] == 1 and xs[1] == 1 and \
