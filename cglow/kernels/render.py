@@ -286,7 +286,7 @@ def _gemm(fn: str, g: Gemm, dtypes, tiles: Tiles) -> Kernel:
     is_float = acc_t == np.float32
 
     def mac(i: int) -> str:
-        return f"acc[{i}][j] = cglow_fma(left, {right}, acc[{i}][j]);" if is_float else \
+        return f"acc[{i}][j] = cglow_{tiles.float_mac}(left, {right}, acc[{i}][j]);" if is_float else \
             f"acc[{i}][j] += left * {right};"
 
     def a_at(i: int) -> str:
@@ -454,7 +454,7 @@ def _conv_nhwc(fn: str, c: Conv, dtypes, tiles: Tiles) -> Kernel:
     def mac(value: str, j: int, kw: int = 0) -> str:
         weight = f"tap[{linear([('i', c.w.strides[0])], kw * c.w.strides[3])}]"
         if is_float:
-            return f"acc[{j}][i] = cglow_fma({value}, {weight}, acc[{j}][i]);"
+            return f"acc[{j}][i] = cglow_{tiles.float_mac}({value}, {weight}, acc[{j}][i]);"
         return f"acc[{j}][i] += {value} * {weight};"
 
     def iw(j: int) -> str:
