@@ -85,7 +85,7 @@ PANEL_CHAIN = [dict(m=48, kernel=(3, 3), pads=[1, 1, 1, 1], y_dtype=UINT8, y_zer
 def test_widened_inputs_under_qemu_match_the_integer_reference(target_name):
     source = check_uint8_chain(target_name, PANEL_CHAIN, (1, 16, 6, 7), seed=22, x_zero=131)
     assert source.count("int32_t *restrict panel)") == 3
-    assert source.count("smlad %[a") > 20  # the hand-scheduled steps (kernels/dsp_asm.py) are in the C
+    assert source.count("smlad %[a") > 20  # the hand-scheduled steps (kernels/arm_steps.py) are in the C
 
 
 def test_hand_scheduled_steps_at_every_level():

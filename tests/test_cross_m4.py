@@ -4,6 +4,7 @@ the QEMU plugin, the image's symbols; the bare-metal harness itself, built for t
 on every other preset."""
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 
 import numpy as np
@@ -51,6 +52,19 @@ def test_instruction_count_is_exact_and_repeatable(kws):
     macs = sum(int(np.prod(i.out.shape)) * int(np.prod(i.w.shape[1:])) for i in compiled.program.instrs
                if isinstance(i, Conv))
     assert first >= macs > 0  # no float SIMD on a Cortex-M4F: at least one instruction per multiply-add
+
+
+@pytest.mark.parametrize("opt", [cross.OPT_FLAGS, ("-O0",), ("-Os",), ("-O3",), ("-O2", "-fno-omit-frame-pointer")])
+def test_hand_scheduled_float_steps_give_the_c_bits(kws, opt):
+    """The Cortex-M4 float kernels' assembly loops (kernels/arm_steps.py float_loop) give the bits of their C
+    (runtime_c/mul_add.c), at every level: the image with them and the image without them agree exactly."""
+    _, feeds, compiled, _ = kws
+    assert compiled.c_source.count("vmul.f32") > 100
+    inputs = [feeds[t.name] for t in compiled.inputs]
+    without = dataclasses.replace(compiled, c_source=compiled.c_source.replace("#define CGLOW_FP_ASM 1",
+                                                                               "#define CGLOW_FP_ASM 0"))
+    runs = [cross.run_image(cross.build_image(c, inputs, M4, opt), c, M4, count=False) for c in (compiled, without)]
+    assert runs[0].outputs[0].tobytes() == runs[1].outputs[0].tobytes()
 
 
 def test_image_links_no_soft_double_and_fits(kws):

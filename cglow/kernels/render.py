@@ -15,7 +15,7 @@ import numpy as np
 from ..instr.passes import channels_contiguous, dot_operands, gemm_dot_products, taps_contiguous
 from ..instr.ir import (Conv, Epilogue, channels_innermost, Gather, Gemm, Instr, Map, Pool, Reduce, View, contiguous_strides, reads,
                         substitute)
-from .dsp_asm import dot_step, panel_step
+from .arm_steps import dot_step, float_loop, panel_step
 from .tiles import TILES, Tiles
 from ..lower.literals import c_highest, c_literal, c_lowest, c_type
 
@@ -302,6 +302,9 @@ def _gemm(fn: str, g: Gemm, dtypes, tiles: Tiles) -> Kernel:
         K=g.a.shape[-1], panel=panel, y_t=c_type(dtypes[g.out.buf]),
         acc_t=c_type(acc_t), zero=c_literal(0, acc_t), mac=mac, b_t=c_type(dtypes[g.b.buf]),
         a_minus=minus(g.zeros[0]), a=a_at, dot_products=dot and dot_products,
+        float_asm=tiles.float_mac == "mul_add" and is_float and not g.zeros[1] and g.a.strides[-1] == 1 and (
+            lambda mr, nr: float_loop(mr, nr, [(i, i * a_step * 4) for i in range(mr)], g.a.shape[-1], 4,
+                                      g.b.strides[-2] * 4, g.b.strides[-1] * 4)),
         rights=lambda nr: [(j, _at(j * b_step)) for j in range(nr)], b_row=idx(g.b, batched[2], ("k", "n0")),
         tile_loop=TILE_LOOP,
         out=lambda i: idx(g.out, batched[0], (m_at(i), cols)), epilogue=epilogue)
@@ -336,7 +339,7 @@ def _dot_operands(left: np.dtype, right: np.dtype, zero: int) -> dict:
 
 
 def _dot_asm(operands: dict, lefts: list[tuple[int, int]], right_step: int):
-    """The dot macro's hand-scheduled step (kernels/dsp_asm.py) for a tile of `lefts` ((row, byte offset) pairs)
+    """The dot macro's hand-scheduled step (kernels/arm_steps.py) for a tile of `lefts` ((row, byte offset) pairs)
     and nr right operands right_step bytes apart, `at` bytes past the pointers."""
     return lambda nr, at: dot_step([(i, x + at) for i, x in lefts], [(j, j * right_step + at) for j in range(nr)],
                                    operands["offset_value"], operands["flip"])
@@ -523,7 +526,10 @@ def _conv_nhwc(fn: str, c: Conv, dtypes, tiles: Tiles) -> Kernel:
         x_i=linear([("i", c.x.strides[1])]), w_at=index(c.w, ("oc0", "c", "kh", "kw")),
         merged=merged and dict(K=c.win.kernel[1] * cg, w=linear([("oc0", ws[0]), ("kh", ws[2]), ("k", ws[1])]),
         x=lambda j: linear([("n", xs[0]), ("ih", xs[2]), ("ow0", sw * xs[3]), ("k", 1)],
-        (j * sw - c.win.pads_begin[1]) * xs[3])),
+        (j * sw - c.win.pads_begin[1]) * xs[3]),
+        asm=lambda mr, nr, columns: tiles.float_mac == "mul_add" and is_float and float_loop(
+            mr, nr, [(j, (j - columns[0]) * sw * xs[3] * 4) for j in columns], c.win.kernel[1] * cg, 4, ws[1] * 4,
+            ws[0] * 4)),
         w_row=linear([("oc0", c.w.strides[0]), ("kh", c.w.strides[2])]), out_tile=out_tile, store=store,
         epilogue=epilogue, out_done=index(c.out, ("n", "oc", "done", "ow")),
         row_words=ow_ * m // 4 if byte_rows and ow_ * m % 4 == 0 and c.out.strides[1] == 1 and c.out.strides[3] == m

@@ -10,7 +10,7 @@
 #include <arm_acle.h>
 #endif
 #if defined(__GNUC__)
-__attribute__((unused)) /* where every step is the assembly of kernels/dsp_asm.py (CGLOW_DSP_ASM) */
+__attribute__((unused)) /* where every step is the assembly of kernels/arm_steps.py (CGLOW_DSP_ASM) */
 #endif
 static int32_t cglow_dot4(int32_t acc, uint32_t x, uint32_t w, int32_t offset)
 {

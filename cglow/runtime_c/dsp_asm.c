@@ -1,4 +1,4 @@
-/* CGLOW_DSP_ASM: whether the 8-bit kernels take their hand-scheduled steps (cglow/kernels/dsp_asm.py): GNU
+/* CGLOW_DSP_ASM: whether the 8-bit kernels take their hand-scheduled steps (cglow/kernels/arm_steps.py): GNU
  * inline assembly of Thumb-2 DSP instructions (SXTB16, SMLAD), on a little-endian core that has them and a
  * compiler that takes it (gcc, clang). Elsewhere the kernels compute the same sums in C. */
 #if defined(__ARM_FEATURE_DSP) && __ARM_FEATURE_DSP && defined(__GNUC__) && defined(__thumb2__) && \

@@ -1,6 +1,7 @@
-"""Hand-scheduled steps of the 8-bit dot-product kernels for cores with Arm's DSP extension: GNU inline
-assembly (gcc and clang) that the kernels use where runtime_c/dsp_asm.c says it may (CGLOW_DSP_ASM), the
-portable C of the same sums elsewhere.
+"""Hand-scheduled steps of the kernels' inner loops for Arm cores: GNU inline assembly (gcc and clang) of the
+8-bit dot products for cores with Arm's DSP extension, used where runtime_c/dsp_asm.c says it may
+(CGLOW_DSP_ASM), and of the float multiply-and-adds of the Cortex-M4F's tiles, where runtime_c/fp_asm.c says
+so (CGLOW_FP_ASM); the portable C of the same sums elsewhere.
 
 gcc allocates the registers of these kernels' inner loops well but schedules them for instruction count,
 not for the Cortex-M4's cycles (cglow.m4_cycles): it scatters the loads, so that few of them pipeline
@@ -99,3 +100,48 @@ def dot_step(lefts: list[tuple[int, int]], rights: list[tuple[int, int]], offset
         unpack.format(i=i, h="b", ror=", ror #8"), unpack.format(i=i, h="a", ror=""))]
     inputs = '[lp] "r"(lp), [rp] "r"(rp)' + (f', [off] "r"({(offset & 0xffff) * 0x10001}u)' if offset else "")
     return _inputs_first(lefts, rights, group, (loads, widen), [f"x{i}{h}" for i, _ in lefts for h in "ab"], inputs)
+
+
+FLOAT_REGISTERS = 32
+MAX_VLDR = 1020     # VLDR's immediate offset
+MAX_ADD = 4095      # ADD's 12-bit immediate
+
+
+def float_loop(rows: int, columns: int, lefts: list[tuple[int, int]], count: int, x_step: int, w_step: int,
+               w_stride: int) -> str | None:
+    """The asm statement running `count` steps of a rows x columns float tile, acc[i][j] += x[i] * w[j] for each
+    (i, x's offset in bytes) of lefts and every j < columns, as a multiply and an add rounded apart (VMUL, VADD:
+    what runtime_c/mul_add.c computes, 1 cycle each on a Cortex-M4F where VFMA and VMLA take 3). x[i] is at xp
+    plus its offset, w[j] at wp + j * w_stride bytes; a step moves xp by x_step and wp by w_step bytes. The
+    tile's accumulators are loaded into s0... (VLDM) and stored back (VSTM) around the loop, which runs two steps
+    an iteration when count is even; in each step the rows' values and a group of weights are loaded in one run
+    (VLDR pipelines like LDR) and then multiplied and added. The float registers are all the asm's (declared
+    clobbered: gcc takes 30 operands at most, and a tile has up to 20 accumulators); volatile, as its results
+    are in memory, not in outputs. None when the tile does not fit the 32 registers or an offset or step does
+    not fit its immediate."""
+    unroll = 2 if count % 2 == 0 else 1
+    accs = rows * columns
+    group = min(columns, FLOAT_REGISTERS - accs - len(lefts) - 1)
+    offsets = [at + s * x_step for _, at in lefts for s in range(unroll)] + \
+        [j * w_stride + s * w_step for j in range(columns) for s in range(unroll)]
+    if group < 1 or max(offsets) > MAX_VLDR or max(x_step, w_step) * unroll > MAX_ADD:
+        return None
+    x = {i: f"s{accs + n}" for n, (i, _) in enumerate(lefts)}
+    w = [f"s{accs + len(lefts) + g}" for g in range(group)]
+    p = f"s{accs + len(lefts) + group}"
+    lines = [f"vldm %[acc], {{s0-s{accs - 1}}}" if accs > 1 else "vldr s0, [%[acc]]", "1:"]
+    for s in range(unroll):
+        lines += [f"vldr {x[i]}, [%[xp], #{at + s * x_step}]" for i, at in lefts]
+        for first in range(0, columns, group):
+            chunk = range(first, min(first + group, columns))
+            lines += [f"vldr {w[g]}, [%[wp], #{j * w_stride + s * w_step}]" for g, j in enumerate(chunk)]
+            for g, j in enumerate(chunk):
+                for i, _ in lefts:
+                    lines += [f"vmul.f32 {p}, {x[i]}, {w[g]}", f"vadd.f32 s{i * columns + j}, s{i * columns + j}, {p}"]
+    lines += [f"add %[xp], %[xp], #{x_step * unroll}", f"add %[wp], %[wp], #{w_step * unroll}",
+              "subs %[n], %[n], #1", "bne 1b",
+              f"vstm %[acc], {{s0-s{accs - 1}}}" if accs > 1 else "vstr s0, [%[acc]]"]
+    body = "\n".join(f'    "{line}\\n\\t"' for line in lines[:-1]) + f'\n    "{lines[-1]}"'
+    clobbers = ", ".join(f'"s{r}"' for r in range(accs + len(lefts) + group + 1))
+    return (f"int32_t n = {count // unroll};\n__asm__ __volatile__(\n{body}\n    : [xp] \"+r\"(xp), [wp] \"+r\"(wp), [n] \"+r\"(n)\n"
+            f"    : [acc] \"r\"(&acc[0][0])\n    : {clobbers}, \"cc\", \"memory\");")
