@@ -27,7 +27,7 @@ def test_cli_refuses_an_unknown_target_in_one_line(tmp_path):
     assert not (tmp_path / "net.c").exists()
 
 
-@pytest.mark.parametrize("target, tile", [("generic", "acc[4][16]"), ("cortex-m4", "acc[4][5]"), ("cortex-m7", "acc[6][4]"),
+@pytest.mark.parametrize("target, tile", [("generic", "acc[4][16]"), ("cortex-m4", "acc[5][4]"), ("cortex-m7", "acc[6][4]"),
                                           ("x86-avx512", "acc[8][32]"), ("x86-avx2", "acc[6][16]")])
 def test_target_sets_the_register_tiles_and_the_results_stay(target, tile):
     model = zoo.build("kws")

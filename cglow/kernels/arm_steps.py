@@ -112,36 +112,49 @@ def float_loop(rows: int, columns: int, lefts: list[tuple[int, int]], count: int
     """The asm statement running `count` steps of a rows x columns float tile, acc[i][j] += x[i] * w[j] for each
     (i, x's offset in bytes) of lefts and every j < columns, as a multiply and an add rounded apart (VMUL, VADD:
     what runtime_c/mul_add.c computes, 1 cycle each on a Cortex-M4F where VFMA and VMLA take 3). x[i] is at xp
-    plus its offset, w[j] at wp + j * w_stride bytes; a step moves xp by x_step and wp by w_step bytes. The
-    tile's accumulators are loaded into s0... (VLDM) and stored back (VSTM) around the loop, which runs two steps
-    an iteration when count is even; in each step the rows' values and a group of weights are loaded in one run
+    plus its offset, w[j] at wp + j * w_stride bytes; a step moves xp by x_step and wp by w_step bytes. Rows
+    beyond VLDR's reach of xp (1020 bytes) are read through more pointers, set from xp at the start. The tile's
+    accumulators are loaded into s0... (VLDM) and stored back (VSTM) around the loop, which runs two steps an
+    iteration when count is even; in each step the rows' values and a group of weights are loaded in one run
     (VLDR pipelines like LDR) and then multiplied and added. The float registers are all the asm's (declared
     clobbered: gcc takes 30 operands at most, and a tile has up to 20 accumulators); volatile, as its results
-    are in memory, not in outputs. None when the tile does not fit the 32 registers or an offset or step does
-    not fit its immediate."""
+    are in memory, not in outputs. None when the tile does not fit the 32 registers or a step or a weight's
+    offset does not fit its immediate."""
     unroll = 2 if count % 2 == 0 else 1
     accs = rows * columns
     group = min(columns, FLOAT_REGISTERS - accs - len(lefts) - 1)
-    offsets = [at + s * x_step for _, at in lefts for s in range(unroll)] + \
-        [j * w_stride + s * w_step for j in range(columns) for s in range(unroll)]
-    if group < 1 or max(offsets) > MAX_VLDR or max(x_step, w_step) * unroll > MAX_ADD:
+    reach = MAX_VLDR - (unroll - 1) * x_step
+    bases: list[int] = []  # byte offsets from xp of the pointers the rows are read through
+    for _, at in lefts:
+        if not bases or at - bases[-1] > reach:
+            bases.append(at)
+    w_offsets = [j * w_stride + s * w_step for j in range(columns) for s in range(unroll)]
+    if group < 1 or reach < 0 or max(w_offsets) > MAX_VLDR or max(x_step, w_step) * unroll > MAX_ADD or \
+            max(bases) > MAX_ADD or len(bases) > 4:
         return None
+    pointer = {at: next(f"%[x{b}]" for b in reversed(range(len(bases))) if bases[b] <= at) for _, at in lefts}
+    base_of = {at: next(bases[b] for b in reversed(range(len(bases))) if bases[b] <= at) for _, at in lefts}
+    pointer = {at: p.replace("%[x0]", "%[xp]") for at, p in pointer.items()}
     x = {i: f"s{accs + n}" for n, (i, _) in enumerate(lefts)}
     w = [f"s{accs + len(lefts) + g}" for g in range(group)]
     p = f"s{accs + len(lefts) + group}"
-    lines = [f"vldm %[acc], {{s0-s{accs - 1}}}" if accs > 1 else "vldr s0, [%[acc]]", "1:"]
+    lines = [f"add %[x{b}], %[xp], #{bases[b]}" for b in range(1, len(bases))]
+    lines += [f"vldm %[acc], {{s0-s{accs - 1}}}" if accs > 1 else "vldr s0, [%[acc]]", "1:"]
     for s in range(unroll):
-        lines += [f"vldr {x[i]}, [%[xp], #{at + s * x_step}]" for i, at in lefts]
+        lines += [f"vldr {x[i]}, [{pointer[at]}, #{at - base_of[at] + s * x_step}]" for i, at in lefts]
         for first in range(0, columns, group):
             chunk = range(first, min(first + group, columns))
             lines += [f"vldr {w[g]}, [%[wp], #{j * w_stride + s * w_step}]" for g, j in enumerate(chunk)]
             for g, j in enumerate(chunk):
                 for i, _ in lefts:
                     lines += [f"vmul.f32 {p}, {x[i]}, {w[g]}", f"vadd.f32 s{i * columns + j}, s{i * columns + j}, {p}"]
-    lines += [f"add %[xp], %[xp], #{x_step * unroll}", f"add %[wp], %[wp], #{w_step * unroll}",
-              "subs %[n], %[n], #1", "bne 1b",
+    lines += [f"add %[{name}], %[{name}], #{x_step * unroll}" for name in ["xp"] + [f"x{b}" for b in range(1, len(bases))]]
+    lines += [f"add %[wp], %[wp], #{w_step * unroll}", "subs %[n], %[n], #1", "bne 1b",
               f"vstm %[acc], {{s0-s{accs - 1}}}" if accs > 1 else "vstr s0, [%[acc]]"]
     body = "\n".join(f'    "{line}\\n\\t"' for line in lines[:-1]) + f'\n    "{lines[-1]}"'
     clobbers = ", ".join(f'"s{r}"' for r in range(accs + len(lefts) + group + 1))
-    return (f"int32_t n = {count // unroll};\n__asm__ __volatile__(\n{body}\n    : [xp] \"+r\"(xp), [wp] \"+r\"(wp), [n] \"+r\"(n)\n"
+    more = "".join(f', [x{b}] "=&r"(qx{b})' for b in range(1, len(bases)))
+    declare = f"const float *{', *'.join(f'qx{b}' for b in range(1, len(bases)))};\n" if len(bases) > 1 else ""
+    return (f"{declare}int32_t n = {count // unroll};\n__asm__ __volatile__(\n{body}\n"
+            f"    : [xp] \"+r\"(xp), [wp] \"+r\"(wp), [n] \"+r\"(n){more}\n"
             f"    : [acc] \"r\"(&acc[0][0])\n    : {clobbers}, \"cc\", \"memory\");")
