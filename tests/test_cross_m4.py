@@ -59,7 +59,7 @@ def test_hand_scheduled_float_steps_give_the_c_bits(kws, opt):
     """The Cortex-M4 float kernels' assembly loops (kernels/arm_steps.py float_loop) give the bits of their C
     (runtime_c/mul_add.c), at every level: the image with them and the image without them agree exactly."""
     _, feeds, compiled, _ = kws
-    assert compiled.c_source.count("vmul.f32") > 100
+    assert compiled.c_source.count("vmul.f32") > 50
     inputs = [feeds[t.name] for t in compiled.inputs]
     without = dataclasses.replace(compiled, c_source=compiled.c_source.replace("#define CGLOW_FP_ASM 1",
                                                                                "#define CGLOW_FP_ASM 0"))
