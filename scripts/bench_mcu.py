@@ -20,7 +20,7 @@ emulated outputs and onnxruntime's over onnxruntime's largest magnitude (above 1
 MISMATCH); flash, the image's text + data (code, weights, the embedded input, the C library) and RAM,
 its data + bss (the arena, the outputs, the C library's), in KiB, from the target's size (the stack is
 not counted). A second table gives each model's cycles by instruction class, in percent. A model whose
-weights exceed the target's flash is skipped with the reason. Images build and run in parallel (--jobs)
+weights, or whose whole image, exceed the target's flash is skipped with the reason. Images build and run in parallel (--jobs)
 and are cached by hash (cglow.host.build_cached). The script exits with status 1 when a model mismatches
 or fails to compile, build or run.
 
@@ -134,7 +134,11 @@ def measure(row: Row, target: Target, timeout: float) -> None:
         row.error = max((np.max(np.abs(real_values(t, g) - w)) / scale if scale else rel_error(g, w)
                          for t, scale, g, w in zip(row.compiled.outputs, row.scales, run.outputs, want)), default=0.0)
     except Exception as e:  # noqa: BLE001 - report the model, go on
-        row.note, row.failed = f"{stage} failed: {first_line(e)}", True
+        overflow = re.search(r"region `flash' overflowed by (\d+) bytes", str(e))
+        if stage == "build" and overflow:  # the weights fit, the whole image does not
+            row.note = f"skipped: the image overflows {target.flash_bytes / MIB:g} MiB of flash by {overflow[1]} bytes"
+        else:
+            row.note, row.failed = f"{stage} failed: {first_line(e)}", True
 
 
 def compile_row(row: Row, target: Target, int8: str | None) -> None:
