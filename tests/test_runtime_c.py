@@ -1,6 +1,6 @@
 """The runtime_c helpers on their own: cglow_exp and cglow_erf against NumPy in double precision over
 their whole float range, edges and NaN included, with the strict flags and with -ffast-math; the
-requantizations against exact rational arithmetic. Each helper
+requantizations against exact rational arithmetic; the quantization of a float against NumPy's rint. Each helper
 runs in a program of its own (floats in on stdin, out on stdout): a library built with -ffast-math would
 set flush-to-zero for the whole test process when loaded."""
 from __future__ import annotations
@@ -133,3 +133,38 @@ def test_requant_high_equals_requant_where_no_accumulator_is_halfway():
     assert not never_halfway(np.array([2 ** 30]), np.array([32]), 0)
     tie = requants(np.array([(1 << 9, 1 << 30, 40)]))  # 2^39 / 2^40: exactly half
     assert tie[0, 0] == 3 and tie[0, 1] == 4
+
+
+QUANTIZE_DRIVER = """#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+{helper}
+int main(void)
+{{
+    float x;
+    while (fread(&x, sizeof x, 1, stdin) == 1) {{
+        const int32_t q[3] = {{cglow_quantize(x, 0, -128, 127), cglow_quantize(x, -128, -128, 127),
+                               cglow_quantize(x, 131, 0, 255)}};
+        fwrite(q, sizeof q, 1, stdout);
+    }}
+    return 0;
+}}
+"""
+
+
+@pytest.mark.parametrize("flags", [HOST_FLAGS, ("-O0", "-std=c99"), ("-O3", "-std=c99")])
+def test_quantize_rounds_halves_to_even_and_saturates(flags):
+    """cglow_quantize against NumPy's rint (halves to even) and saturation, over halves, the bounds' edges,
+    huge values, infinities and NaN (lo)."""
+    program = build_cached({"quantize.c": QUANTIZE_DRIVER.format(helper=(HELPERS / "quantize.c").read_text())},
+                           "cc", flags, "runtime-quantize-{}")
+    rng = np.random.default_rng(5)
+    x = np.concatenate([np.arange(-400, 400, 0.25), rng.uniform(-300, 300, 20000), rng.standard_normal(1000),
+                        np.nextafter(np.arange(-300.5, 300.5), np.inf), np.nextafter(np.arange(-300.5, 300.5), -np.inf),
+                        [3e38, -3e38, np.inf, -np.inf, np.nan, 2.0 ** 22 + 0.5, 8388607.5, -1e-30]]).astype(np.float32)
+    out = subprocess.run([str(program)], input=x.tobytes(), capture_output=True, check=True).stdout
+    got = np.frombuffer(out, np.int32).reshape(-1, 3)
+    for column, (zero, lo, hi) in enumerate([(0, -128, 127), (-128, -128, 127), (131, 0, 255)]):
+        with np.errstate(invalid="ignore"):
+            want = np.where(np.isnan(x), lo, np.clip(np.rint(x.astype(np.float64)) + zero, lo, hi)).astype(np.int32)
+        assert np.array_equal(got[:, column], want), column
