@@ -5,6 +5,7 @@ on every other preset."""
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 import subprocess
 
 import numpy as np
@@ -122,3 +123,28 @@ def test_every_preset_runs_and_counts(name):
     assert rel_error(exp, np.exp(x)) <= 1e-6  # each target's own C library's expf
     assert np.array_equal(argmax, np.argmax(x, axis=1, keepdims=True)) and np.array_equal(greater, x > 0)
     assert run.instructions > 0
+
+
+PICOLIBC_INCLUDE = "/usr/lib/picolibc/arm-none-eabi/include"
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O2", "-Os"])
+def test_the_cortex_m4_c_builds_with_clang(tmp_path, opt):
+    """The Cortex-M4 C of an int8 and a float model, with its hand-scheduled assembly (kernels/arm_steps.py),
+    compiles under clang for armv7em with the strict flags (gcc builds it in every other test here)."""
+    need_tool("clang")
+    if not Path(PICOLIBC_INCLUDE).is_dir():
+        need_tool("picolibc-headers")  # skips on a laptop, fails in CI
+    from cglow.quantize import quantize_model
+    model = zoo.build("kws")
+    calib = {model.graph.input[0].name: np.random.default_rng(0).standard_normal((4, 1, 1, 49, 10)).astype(np.float32)}
+    for name, source in (("int8", quantize_model(model, calib)), ("float", model)):
+        compiled = cglow.compile_model(source, options=Options(target=M4.tiles))
+        assert "__asm__" in compiled.c_source
+        (tmp_path / "net.c").write_text(compiled.c_source)
+        (tmp_path / "net.h").write_text(compiled.h_source)
+        run = subprocess.run(["clang", "--target=armv7em-none-eabihf", "-mcpu=cortex-m4", "-mfpu=fpv4-sp-d16",
+                              "-mfloat-abi=hard", "-mthumb", opt, *STRICT_FLAGS, "-isystem", PICOLIBC_INCLUDE,
+                              "-c", str(tmp_path / "net.c"), "-o", str(tmp_path / "net.o")],
+                             capture_output=True, text=True)
+        assert run.returncode == 0 and not run.stderr, (name, run.stderr[:2000])
