@@ -510,7 +510,7 @@ def _conv_nhwc(fn: str, c: Conv, dtypes, tiles: Tiles) -> Kernel:
     # a kernel row's taps and channels are one run in the input and in the weights: one loop over both
     merged = not depthwise and not dot and c.group == 1 and c.win.dilations[1] == 1 and xs[1] == 1 and \
         xs[3] == cg and ws[3] == cg * ws[1]
-    byte_rows = dtypes[c.out.buf].itemsize == 1  # a ring row of 8-bit values is copied out a word at a time
+    row_bytes = ow_ * m * dtypes[c.out.buf].itemsize  # a ring row, copied out a word at a time where contiguous
     return _kernel(
         "conv_nhwc.c.j2", fn, c, names, dtypes, scratch=len(scratch), N=n, OH=oh_, OW=ow_, M=m, CG=cg,
         KH=c.win.kernel[0], KW=c.win.kernel[1], H=h, DELAY=delay, ring=bool(c.ring), oc_tiles=oc_tiles,
@@ -532,7 +532,7 @@ def _conv_nhwc(fn: str, c: Conv, dtypes, tiles: Tiles) -> Kernel:
             ws[0] * 4)),
         w_row=linear([("oc0", c.w.strides[0]), ("kh", c.w.strides[2])]), out_tile=out_tile, store=store,
         epilogue=epilogue, out_done=index(c.out, ("n", "oc", "done", "ow")),
-        row_words=ow_ * m // 4 if byte_rows and ow_ * m % 4 == 0 and c.out.strides[1] == 1 and c.out.strides[3] == m
+        row_words=row_bytes // 4 if row_bytes % 4 == 0 and c.out.strides[1] == 1 and c.out.strides[3] == m
         else 0,
         row_start=linear([("n", c.out.strides[0]), ("done", c.out.strides[2])]))
 
