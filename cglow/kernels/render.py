@@ -5,7 +5,7 @@ with integer-literal strides; the templates hold loops only.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 import re
 
 import jinja2
@@ -227,9 +227,23 @@ def _steps(size: int, step: int) -> list[tuple[int, int, int]]:
 B_OUTERMOST_BYTES = 1 << 20
 
 
+def _oriented(tiles: Tiles, rows: int, columns: int) -> Tiles:
+    """A float multiply-and-add tile (Tiles.float_mac "mul_add") turned on its side where that leaves less of the
+    operation to the edge tiles (smaller, slower per multiply-add): the rows x columns padded to whole tiles."""
+    if tiles.float_mac != "mul_add" or tiles.rows == tiles.columns:
+        return tiles
+
+    def padded(r: int, c: int) -> int:
+        return -(-rows // r) * r * (-(-columns // c) * c)
+    turned = replace(tiles, rows=tiles.columns, columns=tiles.rows)
+    return turned if padded(turned.rows, turned.columns) < padded(tiles.rows, tiles.columns) else tiles
+
+
 def _gemm(fn: str, g: Gemm, dtypes, tiles: Tiles) -> Kernel:
     if accumulator(dtypes[g.a.buf], dtypes[g.out.buf]) == np.int32:
         tiles = tiles.for_integer
+    else:
+        tiles = _oriented(tiles, g.out.shape[-2], g.out.shape[-1])
     tile_m, tile_n = tiles.rows, tiles.columns
     nb = len(g.out.shape) - 2
     views = (g.out, g.a, g.b) + g.epi.ins
@@ -444,7 +458,7 @@ def _conv_nhwc(fn: str, c: Conv, dtypes, tiles: Tiles) -> Kernel:
         _dot_operands(dtypes[c.x.buf], dtypes[c.w.buf], c.x_zero)
     # depthwise on a dual-MAC target: four channels a word, one 16-bit multiply-accumulate each (mac4.c)
     lanes = operands if tiles.dual_mac and depthwise and xs[1] == ws[0] == 1 else None
-    tiles = tiles.for_depthwise if depthwise else tiles
+    tiles = tiles.for_depthwise if depthwise else _oriented(tiles, c.win.out[1], m) if c.group == 1 else tiles
     nr = tiles.columns if c.group == 1 or depthwise else \
         max(t for t in (16, 8, 4, 2, 1) if mg % t == 0 and t <= tiles.columns)
     oc_tiles = [dict(lo=lo, hi=hi, nr=t) for lo, hi, t in _steps(m, nr)]
