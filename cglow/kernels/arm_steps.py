@@ -11,15 +11,13 @@ but the first of a group pipeline. The kernel's loops, pointers and accumulators
 pointers and immediate offsets, and leaves the pointers as they were.
 
 A step uses at most 13 registers: r7 is the frame pointer at -O0 and with -fno-omit-frame-pointer (gcc then
-refuses an asm that needs it), sp and pc are not allocatable. Two schedules:
-- inputs first: every row's two panel words and a group of weight words are loaded at once (all but the
-  first load pipelined), then each weight is unpacked to its two 16-bit pairs (SXTB16 of it rotated by a
-  byte into a scratch register, SXTB16 in place) and multiplied into every row's accumulator (SMLAD):
-  rows x columns + 2 rows + group + 3 registers. A 2 x 2 tile: 6 loads (7 cycles), 4 unpacks, 8 SMLAD,
-  19 cycles for 16 multiply-accumulates; 1 x 4, 23.
-- weights first, where a group of one weight does not fit: the weights are unpacked once and stay in
-  registers while each row's two words are loaded and multiplied: rows x columns + 2 columns + 4.
-A tile that fits neither, or whose offsets exceed an immediate's 4095 bytes, keeps the C.
+refuses an asm that needs it), sp and pc are not allocatable. Every row's two panel words and a group of
+weight words are loaded at once (all but the first load pipelined), then each weight is unpacked to its two
+16-bit pairs (SXTB16 of it rotated by a byte into a scratch register, SXTB16 in place) and multiplied into every
+row's accumulator (SMLAD): rows x columns + 2 rows + group + 3 registers. A 2 x 2 tile: 6 loads (7 cycles), 4
+unpacks, 8 SMLAD, 19 cycles for 16 multiply-accumulates; 1 x 4, 23. A tile that does not fit with a group of
+one weight (none of the int8 tiles, at most 2 rows), or whose offsets exceed an immediate's 4095 bytes, keeps
+the C.
 
 dot_step is the same for the kernels that read both operands as 8-bit words (runtime_c/dot4.c): each row's
 word is unpacked in registers (SXTAB16 adding the offset, the input's zero point negated), then the weights
@@ -32,9 +30,14 @@ MAX_OFFSET = 4092
 SMLAD = "smlad %[a{i}{j}], %[{x}], %[{w}], %[a{i}{j}]"
 
 
+def _body(lines: list[str]) -> str:
+    """Assembly lines as the string literals of an asm statement, one a line."""
+    return "\n".join(f'    "{line}\\n\\t"' for line in lines[:-1]) + f'\n    "{lines[-1]}"'
+
+
 def _statement(lines: list[str], accs: list[tuple[int, int]], scratch: list[str], inputs: str) -> str:
     """The asm statement in a block declaring its scratch registers (named q..., apart from the kernel's)."""
-    body = "\n".join(f'    "{line}\\n\\t"' for line in lines[:-1]) + f'\n    "{lines[-1]}"'
+    body = _body(lines)
     outputs = ", ".join(f'[a{i}{j}] "+r"(acc[{i}][{j}])' for i, j in accs)
     temps = ", ".join(f'[{t}] "=&r"(q{t})' for t in scratch)
     return (f"{{\n    uint32_t {', '.join('q' + t for t in scratch)};\n    __asm__(\n{body}\n"
@@ -65,24 +68,12 @@ def panel_step(lefts: list[tuple[int, int]], rights: list[tuple[int, int]]) -> s
     rows, columns = len(lefts), len(rights)
     if max(at for _, at in lefts + rights) + 4 > MAX_OFFSET:
         return None
-    inputs = '[lp] "r"(lp), [rp] "r"(rp)'
     group = min(columns, REGISTERS - rows * columns - 2 * rows - 3)
-    if group >= 1:
-        loads = [f"ldr %[x{i}{h}], [%[lp], #{at + 4 * (h == 'b')}]" for i, at in lefts for h in "ab"]
-        return _inputs_first(lefts, rights, group, (loads, []), [f"x{i}{h}" for i, _ in lefts for h in "ab"],
-                             inputs)
-    if rows * columns + 2 * columns + 4 > REGISTERS:
+    if group < 1:
         return None
-    scratch = [f"w{j}{h}" for j, _ in rights for h in "ab"] + ["xa", "xb"]
-    lines = [f"ldr %[w{j}a], [%[rp], #{at}]" for j, at in reversed(rights)]
-    for n, (i, at) in enumerate(reversed(lefts)):
-        lines += [f"ldr %[xa], [%[lp], #{at}]", f"ldr %[xb], [%[lp], #{at + 4}]"]
-        if n == 0:
-            for j, _ in rights:
-                lines += [f"sxtb16 %[w{j}b], %[w{j}a], ror #8", f"sxtb16 %[w{j}a], %[w{j}a]"]
-        for j, _ in rights:
-            lines += [SMLAD.format(i=i, j=j, x="xa", w=f"w{j}a"), SMLAD.format(i=i, j=j, x="xb", w=f"w{j}b")]
-    return _statement(lines, [(i, j) for i, _ in lefts for j, _ in rights], scratch, inputs)
+    loads = [f"ldr %[x{i}{h}], [%[lp], #{at + 4 * (h == 'b')}]" for i, at in lefts for h in "ab"]
+    return _inputs_first(lefts, rights, group, (loads, []), [f"x{i}{h}" for i, _ in lefts for h in "ab"],
+                         '[lp] "r"(lp), [rp] "r"(rp)')
 
 
 def dot_step(lefts: list[tuple[int, int]], rights: list[tuple[int, int]], offset: int, flip: bool) -> str | None:
@@ -118,8 +109,8 @@ def float_loop(rows: int, columns: int, lefts: list[tuple[int, int]], count: int
     iteration when count is even; in each step the rows' values and a group of weights are loaded in one run
     (VLDR pipelines like LDR) and then multiplied and added. The float registers are all the asm's (declared
     clobbered: gcc takes 30 operands at most, and a tile has up to 20 accumulators); volatile, as its results
-    are in memory, not in outputs. None when the tile does not fit the 32 registers or a step or a weight's
-    offset does not fit its immediate."""
+    are in memory, not in outputs. Its counter is qn, apart from the kernel's names. None when the tile does not
+    fit the 32 registers or a step or a weight's offset does not fit its immediate."""
     unroll = 2 if count % 2 == 0 else 1
     accs = rows * columns
     group = min(columns, FLOAT_REGISTERS - accs - len(lefts) - 1)
@@ -132,29 +123,30 @@ def float_loop(rows: int, columns: int, lefts: list[tuple[int, int]], count: int
     if group < 1 or reach < 0 or max(w_offsets) > MAX_VLDR or max(x_step, w_step) * unroll > MAX_ADD or \
             max(bases) > MAX_ADD or len(bases) > 4:
         return None
-    pointer = {at: next(f"%[x{b}]" for b in reversed(range(len(bases))) if bases[b] <= at) for _, at in lefts}
-    base_of = {at: next(bases[b] for b in reversed(range(len(bases))) if bases[b] <= at) for _, at in lefts}
-    pointer = {at: p.replace("%[x0]", "%[xp]") for at, p in pointer.items()}
+    pointers = ["xp"] + [f"x{b}" for b in range(1, len(bases))]  # the operand reading from each base
+    read_by = {at: max(b for b in range(len(bases)) if bases[b] <= at) for _, at in lefts}
     x = {i: f"s{accs + n}" for n, (i, _) in enumerate(lefts)}
     w = [f"s{accs + len(lefts) + g}" for g in range(group)]
     p = f"s{accs + len(lefts) + group}"
-    lines = [f"add %[x{b}], %[xp], #{bases[b]}" for b in range(1, len(bases))]
+    lines = [f"add %[{pointers[b]}], %[xp], #{bases[b]}" for b in range(1, len(bases))]
     lines += [f"vldm %[acc], {{s0-s{accs - 1}}}" if accs > 1 else "vldr s0, [%[acc]]", "1:"]
     for s in range(unroll):
-        lines += [f"vldr {x[i]}, [{pointer[at]}, #{at - base_of[at] + s * x_step}]" for i, at in lefts]
+        lines += [f"vldr {x[i]}, [%[{pointers[read_by[at]]}], #{at - bases[read_by[at]] + s * x_step}]"
+                  for i, at in lefts]
         for first in range(0, columns, group):
             chunk = range(first, min(first + group, columns))
             lines += [f"vldr {w[g]}, [%[wp], #{j * w_stride + s * w_step}]" for g, j in enumerate(chunk)]
             for g, j in enumerate(chunk):
                 for i, _ in lefts:
-                    lines += [f"vmul.f32 {p}, {x[i]}, {w[g]}", f"vadd.f32 s{i * columns + j}, s{i * columns + j}, {p}"]
-    lines += [f"add %[{name}], %[{name}], #{x_step * unroll}" for name in ["xp"] + [f"x{b}" for b in range(1, len(bases))]]
+                    acc = f"s{i * columns + j}"
+                    lines += [f"vmul.f32 {p}, {x[i]}, {w[g]}", f"vadd.f32 {acc}, {acc}, {p}"]
+    lines += [f"add %[{name}], %[{name}], #{x_step * unroll}" for name in pointers]
     lines += [f"add %[wp], %[wp], #{w_step * unroll}", "subs %[n], %[n], #1", "bne 1b",
               f"vstm %[acc], {{s0-s{accs - 1}}}" if accs > 1 else "vstr s0, [%[acc]]"]
-    body = "\n".join(f'    "{line}\\n\\t"' for line in lines[:-1]) + f'\n    "{lines[-1]}"'
+    body = _body(lines)
     clobbers = ", ".join(f'"s{r}"' for r in range(accs + len(lefts) + group + 1))
-    more = "".join(f', [x{b}] "=&r"(qx{b})' for b in range(1, len(bases)))
-    declare = f"const float *{', *'.join(f'qx{b}' for b in range(1, len(bases)))};\n" if len(bases) > 1 else ""
-    return (f"{declare}int32_t n = {count // unroll};\n__asm__ __volatile__(\n{body}\n"
-            f"    : [xp] \"+r\"(xp), [wp] \"+r\"(wp), [n] \"+r\"(n){more}\n"
+    more = "".join(f', [{name}] "=&r"(q{name})' for name in pointers[1:])
+    declare = f"const float *{', *'.join(f'q{name}' for name in pointers[1:])};\n" if len(bases) > 1 else ""
+    return (f"{declare}int32_t qn = {count // unroll};\n__asm__ __volatile__(\n{body}\n"
+            f"    : [xp] \"+r\"(xp), [wp] \"+r\"(wp), [n] \"+r\"(qn){more}\n"
             f"    : [acc] \"r\"(&acc[0][0])\n    : {clobbers}, \"cc\", \"memory\");")

@@ -309,8 +309,8 @@ def _gemm(fn: str, g: Gemm, dtypes, tiles: Tiles) -> Kernel:
 
     def dot_products(mr: int) -> dict:
         return dict(operands, length=g.a.shape[-1], left=a_rows(), right=b_columns,
-                    lefts=[(i, _at(i * a_step)) for i in range(mr)],
-                    asm=_dot_asm(operands, [(i, i * a_step) for i in range(mr)], b_step))
+                    lefts=[(i, i * a_step) for i in range(mr)],
+                    asm=_dot_asm(operands, [(i, i * a_step) for i in range(mr)]))
     return _kernel(
         "gemm.c.j2", fn, g, names, dtypes, scratch=1 if g.panel else 0, loops=loops, nests=nests,
         K=g.a.shape[-1], panel=panel, y_t=c_type(dtypes[g.out.buf]),
@@ -319,7 +319,7 @@ def _gemm(fn: str, g: Gemm, dtypes, tiles: Tiles) -> Kernel:
         float_asm=tiles.float_mac == "mul_add" and is_float and not g.zeros[1] and g.a.strides[-1] == 1 and (
             lambda mr, nr: float_loop(mr, nr, [(i, i * a_step * 4) for i in range(mr)], g.a.shape[-1], 4,
                                       g.b.strides[-2] * 4, g.b.strides[-1] * 4)),
-        rights=lambda nr: [(j, _at(j * b_step)) for j in range(nr)], b_row=idx(g.b, batched[2], ("k", "n0")),
+        rights=lambda nr: [(j, j * b_step) for j in range(nr)], b_row=idx(g.b, batched[2], ("k", "n0")),
         tile_loop=TILE_LOOP,
         out=lambda i: idx(g.out, batched[0], (m_at(i), cols)), epilogue=epilogue)
 
@@ -340,11 +340,6 @@ def _columns(win, width: int) -> tuple[str, str]:
     return lo, hi
 
 
-def _at(offset: int) -> str:
-    """An offset as the prefix of a sum: "64 + ", or nothing."""
-    return f"{offset} + " if offset else ""
-
-
 def _dot_operands(left: np.dtype, right: np.dtype, zero: int) -> dict:
     """What the dot macro (kernels/dot.j2) needs to know of its operands' types and the left one's zero point."""
     flip = np.dtype(left) == np.uint8
@@ -352,11 +347,16 @@ def _dot_operands(left: np.dtype, right: np.dtype, zero: int) -> dict:
                 minus=minus(zero), offset_value=128 * flip - zero)
 
 
-def _dot_asm(operands: dict, lefts: list[tuple[int, int]], right_step: int):
-    """The dot macro's hand-scheduled step (kernels/arm_steps.py) for a tile of `lefts` ((row, byte offset) pairs)
-    and nr right operands right_step bytes apart, `at` bytes past the pointers."""
-    return lambda nr, at: dot_step([(i, x + at) for i, x in lefts], [(j, j * right_step + at) for j in range(nr)],
-                                   operands["offset_value"], operands["flip"])
+def _shifted(pairs: list[tuple[int, int]], at: int) -> list[tuple[int, int]]:
+    """(index, byte offset) pairs, each offset `at` bytes further."""
+    return [(i, offset + at) for i, offset in pairs]
+
+
+def _dot_asm(operands: dict, lefts: list[tuple[int, int]]):
+    """The dot macro's hand-scheduled step (kernels/arm_steps.py) for a tile of `lefts` and the macro's `rights`
+    ((index, byte offset) pairs), `at` bytes past the pointers."""
+    return lambda rights, at: dot_step(_shifted(lefts, at), _shifted(rights, at), operands["offset_value"],
+                                       operands["flip"])
 
 
 def _panel(operands: dict, length: int, right: str, right_step: int, column_tiles, source) -> dict:
@@ -365,9 +365,8 @@ def _panel(operands: dict, length: int, right: str, right_step: int, column_tile
     `right_step` values, in the tiles of `column_tiles`."""
     return dict(widen=lambda mr: dict(operands, rows=[(j, source(j)) for j in range(mr)], length=length),
                 dot=lambda mr: dict(operands, lefts=[(j, j * length // 2) for j in range(mr)], length=length,
-                                    right=right, asm=lambda at, rights: panel_step(
-                                        [(j, j * length * 2 + at * 2) for j in range(mr)],
-                                        [(r, ra + at) for r, ra in rights])),
+                                    right=right, asm=lambda rights, at: panel_step(
+                                        [(j, j * length * 2 + at * 2) for j in range(mr)], _shifted(rights, at))),
                 rights={t["nr"]: [(i, i * right_step) for i in range(t["nr"])] for t in column_tiles})
 
 
@@ -517,9 +516,9 @@ def _conv_nhwc(fn: str, c: Conv, dtypes, tiles: Tiles) -> Kernel:
                     operands, kw_loop=k is None and not whole, length=cg * (kw_ if whole else 1),
                     left=f"x + {x_row if whole else join(x_row, tap_x)}",
                     right=f"w + {w_row if whole else join(w_row, tap_w)}",
-                    lefts=[(j, _at(j * s * xs[3])) for j in columns],
-                    rights={t["nr"]: [(i, _at(i * ws[0])) for i in range(t["nr"])] for t in oc_tiles},
-                    asm=_dot_asm(operands, [(j, j * s * xs[3]) for j in columns], ws[0])))
+                    lefts=[(j, j * s * xs[3]) for j in columns],
+                    rights={t["nr"]: [(i, i * ws[0]) for i in range(t["nr"])] for t in oc_tiles},
+                    asm=_dot_asm(operands, [(j, j * s * xs[3]) for j in columns])))
     reads_x = any(r.get("taps") or r.get("columns") for r in runs)  # not when every window is padding
     # a kernel row's taps and channels are one run in the input and in the weights: one loop over both
     merged = not depthwise and not dot and c.group == 1 and c.win.dilations[1] == 1 and xs[1] == 1 and \
