@@ -7,7 +7,8 @@ run_image runs one under the emulator with a timeout, parses the outputs back in
 with `count` loads a QEMU TCG plugin (cglow/qemu/tb_profile.c, built with the host compiler into the
 cache) that records the executed path between the harness's marks (cglow.tb_profile). The net_run call's
 instructions are those across it minus those between two back-to-back marks: exact and the same on every
-run; cglow.m4_cycles estimates the call's Cortex-M4 cycles from the same path. soft_double_helpers lists the libgcc software double-precision routines an image links."""
+run; cglow.m4_cycles estimates the call's Cortex-M4 cycles from the same path. soft_double_helpers lists the
+libgcc software double-precision routines an image links."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -52,16 +53,20 @@ def build_image(compiled: CompiledModel, inputs: list[np.ndarray], target: Targe
     return build_cached(files, target.cc, flags, f"{target.name}-{{}}.elf", quiet=True)
 
 
-def symbols(image: Path, target: Target) -> dict[str, int]:
-    """The image's symbols and their addresses, from the target's nm."""
+def _nm(image: Path, target: Target) -> list[tuple[int, str, str]]:
+    """The image's symbols as the target's nm lists them: address, type letter, name."""
     out = subprocess.run([f"{target.binutils}nm", str(image)], capture_output=True, text=True, check=True).stdout
-    return {fields[2]: int(fields[0], 16) for fields in map(str.split, out.splitlines()) if len(fields) == 3}
+    return [(int(f[0], 16), f[1], f[2]) for f in map(str.split, out.splitlines()) if len(f) == 3]
+
+
+def symbols(image: Path, target: Target) -> dict[str, int]:
+    """The image's symbols and their addresses."""
+    return {name: address for address, _, name in _nm(image, target)}
 
 
 def functions(image: Path, target: Target) -> dict[int, str]:
-    """The image's functions by the address of their code (without the Thumb bit), from the target's nm."""
-    out = subprocess.run([f"{target.binutils}nm", str(image)], capture_output=True, text=True, check=True).stdout
-    return {int(f[0], 16) & ~1: f[2] for f in map(str.split, out.splitlines()) if len(f) == 3 and f[1] in "tT"}
+    """The image's functions by the address of their code (without the Thumb bit)."""
+    return {address & ~1: name for address, kind, name in _nm(image, target) if kind in "tT"}
 
 
 def image_size(image: Path, target: Target) -> tuple[int, int, int]:

@@ -20,9 +20,9 @@ emulated outputs and onnxruntime's over onnxruntime's largest magnitude (above 1
 MISMATCH); flash, the image's text + data (code, weights, the embedded input, the C library) and RAM,
 its data + bss (the arena, the outputs, the C library's), in KiB, from the target's size (the stack is
 not counted). A second table gives each model's cycles by instruction class, in percent. A model whose
-weights, or whose whole image, exceed the target's flash is skipped with the reason. Images build and run in parallel (--jobs)
-and are cached by hash (cglow.host.build_cached). The script exits with status 1 when a model mismatches
-or fails to compile, build or run.
+weights, or whose whole image, exceed the target's flash is skipped with the reason. Images build and run
+in parallel (--jobs) and are cached by hash (cglow.host.build_cached). The script exits with status 1 when a
+model mismatches or fails to compile, build or run.
 
 With --int8 (or --int8 cglow), each model is first quantized by cglow itself (cglow.quantize: per-channel
 int8 weights, minmax calibration on 8 seeded standard normal inputs) and compiled with int8 inputs and

@@ -12,10 +12,10 @@
  * ran and where control came from, which is what decides whether the branch ending the previous block
  * was taken and whether the first instruction of this block pipelines with the previous one.
  *
- * The marker is a function called through a pointer, so a block always starts at ADDRESS (cglow.cross
- * checks that no executed block holds it past its first instruction). Blocks run to their end unless an exception interrupts them,
- * which the measured code does not raise. TCG is deterministic for a single-core guest: the counts are the
- * same on every run.
+ * The marker is a function called through a pointer, so a block always starts at ADDRESS (cglow.m4_cycles
+ * checks that no executed block holds it past its first instruction, cglow.cross that there were three
+ * marks). Blocks run to their end unless an exception interrupts them, which the measured code does not
+ * raise. TCG is deterministic for a single-core guest: the counts are the same on every run.
  *
  * Debian ships no qemu-plugin.h, so the few declarations used are written out below, as QEMU's plugin
  * API version 1 has them (QEMU 7.2 here; a QEMU that no longer accepts version 1 refuses to load the
