@@ -9,7 +9,8 @@ Python integers:
 - convolution and matrix products: acc = bias_q + sum (x - x_zero)(w - w_zero) (zero padding is real 0, so a
   padded tap adds nothing), bias_q = round(real_bias / (x_scale * w_scale)) in float64;
   y = clamp(y_zero + round_half_to_even(acc * mult / 2**shift)), (mult, shift) = float32_multipliers(x_scale *
-  w_scale / y_scale in float32) per output channel (cglow.graph.quant.params: nudged to round as float32 does),
+  w_scale / y_scale in float32) per output channel (cglow.graph.quant.params: nudged to round as float32 does;
+  one shift for all channels where every multiplier keeps 24 bits),
   the clamp the output type's range narrowed by a fused Relu / Clip (its real bounds quantized as
   QuantizeLinear does);
 - Add: round_half_to_even(((a - za) fa + (b - zb) fb) * unit), fa and fb the exact ratios sa / sy, sb / sy of
@@ -39,7 +40,7 @@ from onnx import TensorProto, helper, numpy_helper
 import cglow
 from cglow.graph import passes as graph_passes
 from cglow.graph.onnx_import import import_model
-from cglow.graph.quant.params import NUDGE, float32_multipliers, multipliers
+from cglow.graph.quant.params import NUDGE, SHARED_BITS, float32_multipliers, multipliers
 from cglow.host import STRICT_FLAGS
 from cglow.options import Options
 
@@ -151,7 +152,8 @@ _round_shift_array = np.frompyfunc(_round_shift, 3, 1)
 def requantize(acc: np.ndarray, real, y_zero: int, bounds, dtype, axis: int | None = None) -> np.ndarray:
     """y_zero + round_half_to_even(acc * mult / 2**shift), clamped; real (the factors) per tensor, or per
     index of `axis` of acc."""
-    return _requantized(acc, multipliers(np.asarray(real, np.float64).reshape(-1)), y_zero, bounds, dtype, axis)
+    return _requantized(acc, multipliers(np.asarray(real, np.float64).reshape(-1), shared=True), y_zero, bounds,
+                        dtype, axis)
 
 
 def requantize_product(acc: np.ndarray, a_scale, b_scale, y_scale, y_zero: int, bounds, dtype,
@@ -159,7 +161,7 @@ def requantize_product(acc: np.ndarray, a_scale, b_scale, y_scale, y_zero: int, 
     """requantize() of a product of a and b (a convolution, a matrix product) as cglow does it: by the float32
     factors a_scale * b_scale / y_scale, multipliers nudged to round as float32 does (float32_multipliers)."""
     factors = np.float32(a_scale) * np.asarray(b_scale, np.float32).reshape(-1) / np.float32(y_scale)
-    fixed = float32_multipliers(factors, bounds[0] - y_zero, bounds[1] - y_zero)
+    fixed = float32_multipliers(factors, bounds[0] - y_zero, bounds[1] - y_zero, shared=True)
     return _requantized(acc, fixed, y_zero, bounds, dtype, axis)
 
 
@@ -217,6 +219,23 @@ def test_multipliers():
     assert list(tiny_shift) == [62, 62] and tiny[0] == 1 << 22 and tiny[1] == 0
     with pytest.raises(ValueError):
         multipliers(np.array([2.0 ** 30]))
+
+
+def test_multipliers_share_a_layers_shift():
+    """A layer's factors take one shift, the smallest of theirs, where every multiplier keeps SHARED_BITS
+    significant bits (the requantization's shift is then a literal): each multiplier is its factor times
+    2**shift, rounded. Factors 2**7 or more apart keep a shift each; one factor is as multipliers() makes it."""
+    rng = np.random.default_rng(3)
+    near = 2.0 ** rng.uniform(-12, -12 + 31 - SHARED_BITS, 64)
+    mult, shift = multipliers(near, shared=True)
+    assert len(set(shift.tolist())) == 1 and shift[0] == multipliers(near)[1].min()
+    assert mult.min() >= 1 << (SHARED_BITS - 1) and mult.astype(np.int64).max() < 1 << 31
+    assert all(abs(m - r * 2.0 ** shift[0]) <= 0.5 for m, r in zip(mult.tolist(), near.tolist()))
+    far = np.array([2.0 ** -12, 2.0 ** -20])
+    assert np.array_equal(np.stack(multipliers(far, shared=True)), np.stack(multipliers(far)))
+    assert np.array_equal(np.stack(multipliers(near[:1], shared=True)), np.stack(multipliers(near[:1])))
+    nudged, shifts = float32_multipliers(near.astype(np.float32), -128, 127, shared=True)
+    assert len(set(shifts.tolist())) == 1 and np.all(np.abs(nudged - mult) <= mult * NUDGE + 1)
 
 
 def test_float32_multipliers_round_as_onnxruntime():

@@ -70,7 +70,7 @@ class _Build:
 
 
 def _requant(out: QParams, real: np.ndarray, bounds: tuple[int, int]) -> dict:
-    mult, shift = multipliers(real)
+    mult, shift = multipliers(real, shared=True)
     return dict(mult=mult, shift=shift, y_zero=int(out.zero[0]), lo=bounds[0], hi=bounds[1])
 
 
@@ -80,7 +80,7 @@ def _requant_float32(out: QParams, a_scale: float, b_scales: np.ndarray, bounds:
     f32 = np.float32
     factors = f32(a_scale) * b_scales.astype(f32) / f32(out.scale[0])
     zero = int(out.zero[0])
-    mult, shift = float32_multipliers(factors, bounds[0] - zero, bounds[1] - zero)
+    mult, shift = float32_multipliers(factors, bounds[0] - zero, bounds[1] - zero, shared=True)
     return dict(mult=mult, shift=shift, y_zero=zero, lo=bounds[0], hi=bounds[1])
 
 

@@ -49,11 +49,26 @@ def qparams(site: Site, node: Node) -> QParams | None:
     return QParams(scale.reshape(-1).astype(np.float64), zero, np.dtype(dtype), axis)
 
 
-def multipliers(real: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+SHARED_BITS = 24  # the fewest significant bits a multiplier keeps when the factors of a layer share their shift
+
+
+def multipliers(real: np.ndarray, shared: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Each positive real factor as multiplier * 2**-shift, multiplier in [2**30, 2**31) (int32) and shift in
     [1, 62], so that a product with an int32 accumulator, rounded, fits in int64 (runtime_c/requant.c). A factor
     too small for the shift range loses low bits of its multiplier (down to zero: the result is then the zero
-    point)."""
+    point). `shared`: the factors (a layer's, one per output channel) take the smallest of their shifts where
+    that leaves every multiplier SHARED_BITS significant bits or more (as many as a float32 factor has): the
+    shift is then one literal of the kernel's requantization, not a number loaded per output."""
+    mults, shifts = _multipliers(real)
+    if shared and mults.size > 1 and 0 < shifts.max() - shifts.min() <= 31 - SHARED_BITS and shifts.max() < 62:
+        least = int(shifts.min())
+        mults = np.array([round(math.ldexp(float(r), least)) for r in np.asarray(real, np.float64).reshape(-1)],
+                         np.int32)
+        shifts = np.full_like(shifts, least)
+    return mults, shifts
+
+
+def _multipliers(real: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     mults, shifts = [], []
     for r in np.asarray(real, np.float64).reshape(-1):
         mantissa, exponent = math.frexp(float(r))  # r = mantissa * 2**exponent, mantissa in [0.5, 1)
@@ -73,8 +88,8 @@ def multipliers(real: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 NUDGE = 2.0 ** -22  # the largest relative change of a multiplier that makes it round as float32 does
 
 
-def float32_multipliers(factors: np.ndarray, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
-    """multipliers() of float32 factors, each nudged (by at most NUDGE of itself) so that the rounding of
+def float32_multipliers(factors: np.ndarray, lo: int, hi: int, shared: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """multipliers() of float32 factors (sharing their shift as it says, `shared`), each nudged (by at most NUDGE of itself) so that the rounding of
     acc * multiplier / 2**shift equals onnxruntime's in float32, rint(float32(acc) * factor), for as many as
     can be of the accumulators whose result lies in [lo, hi] (before the zero point). The float32 product
     rounds onto a half that the exact one is only near, one result in about 2**24, and then to even; those
@@ -83,7 +98,7 @@ def float32_multipliers(factors: np.ndarray, lo: int, hi: int) -> tuple[np.ndarr
     multiplier follows) in those of the accumulators nearest zero (the likeliest ones, each weighing 1 / |acc|);
     then an odd one (a float32 factor's exact multiplier ends in 7 zero bits, so that large accumulators can
     land exactly on a half, which only the slower cglow_requant rounds), nearest the exact one."""
-    mults, shifts = multipliers(factors)
+    mults, shifts = multipliers(factors, shared)
     f = np.asarray(factors, np.float32).reshape(-1)
     halves = np.arange(lo, hi, dtype=np.float64) + 0.5  # between the results lo, ..., hi
     reach = (np.abs(halves) + 1) * NUDGE
