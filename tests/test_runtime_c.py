@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from cglow.host import HOST_FLAGS, build_cached
-from cglow.lower.ops.quant import never_halfway
+from cglow.lower.ops.quant import never_halfway, offset_fits
 
 HELPERS = resources.files("cglow") / "runtime_c"
 DRIVER = """#include <math.h>
@@ -116,13 +116,15 @@ def test_requant_rounds_exactly_halves_to_even():
 
 def test_requant_high_equals_requant_where_no_accumulator_is_halfway():
     """Where never_halfway says so (shifts above 32, accumulators below the bound that makes a tie
-    possible), cglow_requant_high gives cglow_requant's result; power-of-two multipliers at the bound do
-    reach ties, and never_halfway refuses them."""
+    possible) and offset_fits (the zero point's term, here 7 * 2^(shift - 33), below 2^30: shifts up to 60),
+    cglow_requant_high gives cglow_requant's result; power-of-two multipliers at the bound do reach ties, and
+    never_halfway refuses them."""
     rng = np.random.default_rng(6)
     rows = []
+    assert offset_fits(3, np.array([60])) and not offset_fits(3, np.array([61]))
     for _ in range(300):
         m, s = int(rng.integers(2 ** 30, 2 ** 31)) >> int(rng.integers(0, 20)) << int(rng.integers(0, 20)), \
-            int(rng.integers(33, 63))
+            int(rng.integers(33, 61))
         m = min(max(m, 1), 2 ** 31 - 1)
         bound = min((1 << max(s - 1 - ((m & -m).bit_length() - 1), 0)) - 1, 2 ** 31 - 1)
         assert never_halfway(np.array([m]), np.array([s]), bound)

@@ -50,7 +50,7 @@ def requantized(node: Node, out_dtype: np.dtype, acc: str, c: _Operands, bound=N
     largest magnitude the accumulator can reach (per channel, or one for all), where known: it may allow the
     cheaper cglow_requant_high, which takes each shift less 33. Shifts (1 to 62) are stored as int8."""
     mults, shifts = np.asarray(node.attr("mult")), np.asarray(node.attr("shift"))
-    high = bound is not None and never_halfway(mults, shifts, bound)
+    high = bound is not None and never_halfway(mults, shifts, bound) and offset_fits(node.attr("y_zero"), shifts)
     helper = "cglow_requant_high" if high else "cglow_requant"
     mult = c(mults, f"{node.name} multipliers")
     shift = c(shifts - 33, f"{node.name} shifts less 33", np.int8) if high else \
@@ -70,6 +70,12 @@ def never_halfway(mults: np.ndarray, shifts: np.ndarray, bound) -> bool:
         return False
     return all(m == 0 or b < 1 << max(s - 1 - ((m & -m).bit_length() - 1), 0)
                for m, s, b in zip(mults.tolist(), shifts.tolist(), bounds.tolist()))
+
+
+def offset_fits(zero: int, shifts: np.ndarray) -> bool:
+    """Whether cglow_requant_high may add the doubled zero point plus one to the product's high word before its
+    shifts: times 2^(shift - 33), it stays below 2^30 in magnitude."""
+    return abs(1 + 2 * zero) << max(int(np.max(shifts)) - 33, 0) < 1 << 30
 
 
 def _reach(dtype: np.dtype, zero: int) -> int:
