@@ -42,7 +42,7 @@ def compile_program(prog: Program, name: str, inputs, outputs, source: str = "",
     `inputs` and `outputs` are TensorInfo in the order of prog.inputs and prog.outputs; the C file includes
     `header` (default: the prefix plus .h); `stages` runs each pass and step."""
     integer = tiles_for(options.target).for_integer
-    for rewrite in instr_passes.pipeline(integer.dual_mac, integer.rows):
+    for rewrite in instr_passes.pipeline(integer.dual_mac, integer.for_panel.rows):
         prog = stages.run(f"instr-{stage_name(rewrite)}", rewrite, prog)
     plan = stages.run("alloc", allocate, prog, options.align, options.io_in_arena)
     check_memory(prog, plan, options)

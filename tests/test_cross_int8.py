@@ -70,15 +70,16 @@ def test_uint8_depthwise_under_qemu_matches_the_integer_reference(target_name):
 
 
 # uint8 activations through convolutions that widen their inputs into a panel (instr/passes.py
-# widen_inputs; runtime_c/widen4.c and dot16.c): the first gathers its windows from the planar input (im2col),
+# widen_inputs; runtime_c/widen4.c and dot2.c): the first gathers its windows from the planar input (im2col),
 # the 1x1s widen their pixels, the second as a matrix product, the fifth strided; 7 columns, so a remainder
-# tile of one (kws runs one in place, in test_same_integers_as_the_host)
+# tile of one, and an odd number of channels in the second and the last, so a channel pair of one (kws runs
+# one in place, in test_same_integers_as_the_host)
 PANEL_CHAIN = [dict(m=48, kernel=(3, 3), pads=[1, 1, 1, 1], y_dtype=UINT8, y_zero=118),
-               dict(m=8, kernel=(1, 1), act="relu", y_dtype=UINT8, y_zero=0),
+               dict(m=9, kernel=(1, 1), act="relu", y_dtype=UINT8, y_zero=0),
                dict(m=64, kernel=(3, 3), pads=[1, 1, 1, 1], y_dtype=UINT8, y_zero=140),
                dict(m=16, kernel=(3, 3), pads=[1, 1, 1, 1], y_dtype=UINT8, y_zero=121),
                dict(m=16, kernel=(1, 1), strides=[2, 2], y_dtype=UINT8, y_zero=125),
-               dict(m=8, kernel=(1, 1), y_dtype=UINT8, y_zero=127)]
+               dict(m=7, kernel=(1, 1), y_dtype=UINT8, y_zero=127)]
 
 
 @pytest.mark.parametrize("target_name", ["cortex-m4", "cortex-m33", "cortex-m55", "cortex-m7"])
@@ -100,9 +101,9 @@ def test_hand_scheduled_steps_at_every_level():
 # layer), and one channel under a 5x4 kernel (kws's): padding rows, edge tiles with padding columns, and a
 # remainder tile of one column (a wider second layer, so that the panel fits under the arena's peak)
 IM2COL_CHAINS = {"planar": ([dict(m=8, kernel=(3, 3), pads=[1, 1, 1, 1], strides=[2, 2], y_dtype=UINT8, y_zero=120),
-                             dict(m=4, kernel=(1, 1), y_dtype=UINT8, y_zero=128)], (1, 3, 11, 10)),
+                             dict(m=4, kernel=(1, 1), y_dtype=UINT8, y_zero=128)], (1, 3, 11, 14)),
                  "one channel": ([dict(m=12, kernel=(5, 4), pads=[2, 1, 2, 2], strides=[2, 2], y_dtype=UINT8, y_zero=126),
-                                  dict(m=24, kernel=(1, 1), y_dtype=UINT8, y_zero=130)], (1, 1, 13, 10))}
+                                  dict(m=24, kernel=(1, 1), y_dtype=UINT8, y_zero=130)], (1, 1, 13, 14))}
 
 
 @pytest.mark.parametrize("target_name", ["cortex-m4", "cortex-m33"])

@@ -186,7 +186,8 @@ class Gather:
 class Conv:
     """2-D convolution, x [N,C,H,W], w [M,C/group,KH,KW], out [N,M,OH,OW]. With a `ring` (scratch rows
     [top pad + 1, M, OW]), out is x itself: the convolution runs in place, row by row. With a `panel`
-    (scratch, int32 words), a tile's input columns are widened there to 16-bit pairs first (runtime_c/dot16.c)."""
+    (scratch, int32 words), a tile's input columns are widened there to 16-bit pairs first (runtime_c/widen4.c),
+    and w is in channel pairs (instr/passes.py pair_weights)."""
     out: View
     x: View
     w: View
@@ -204,7 +205,8 @@ class Conv:
 class Gemm:
     """Batched matrix product: a [*B,M,K], b [*B,K,N], out [*B,M,N]; epilogue inputs broadcast to out.
     Integer products subtract zero points from a's and b's values. With a `panel` (scratch, int32 words), a
-    tile's rows of a are widened there to 16-bit pairs first (runtime_c/dot16.c)."""
+    tile's rows of a are widened there to 16-bit pairs first (runtime_c/widen4.c), and b is in channel pairs
+    (instr/passes.py pair_weights)."""
     out: View
     a: View
     b: View

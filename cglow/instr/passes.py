@@ -433,6 +433,23 @@ def _panel_weights(buffers: list[Buffer], w: View, k4: int) -> View:
     return View(len(buffers) - 1, 0, w.shape, (k4,) + w.strides[1:])
 
 
+def pair_weights(buffers: list[Buffer], w: View, rows: int, k: int) -> View:
+    """The weights of a kernel over a panel (`rows` output channels of k values, a multiple of 4, row r at
+    w.offset + r * k) in channel pairs, as kernels/arm_steps.py pair_step reads them: pair p (channels 2p and
+    2p + 1, the second zero where rows is odd) is k / 2 words, its word 2g + a the weights of the values
+    4g + a and 4g + 2 + a, which the panel's word 2g + a holds (runtime_c/widen4.c): the first channel's in
+    bytes 0 and 2, the second's in 1 and 3. One SXTB16 of the word, and one of it rotated by a byte, make each
+    channel's 16-bit pair. The view keeps its shape and strides, which give each pair's start (an even
+    channel's row)."""
+    old = buffers[w.buf]
+    data = np.zeros((rows + rows % 2, k), old.dtype)
+    data[:rows] = old.data[w.offset:w.offset + rows * k].reshape(rows, k)
+    paired = data.reshape(-1, 2, k // 4, 2, 2).transpose(0, 2, 4, 3, 1)  # [pair, channel, g, half, a] -> [p, g, a, half, c]
+    buffers.append(Buffer(len(buffers), "const", data.size, f"{old.label} in channel pairs", data=paired.reshape(-1),
+                          dtype=old.dtype))
+    return View(len(buffers) - 1, 0, w.shape, w.strides)
+
+
 def _conv_panel(c: Conv, buffers: list[Buffer]) -> int:
     """The values a row of a convolution's panel holds, or 0 where it takes none: the channels of a 1x1
     convolution, contiguous; or a whole window (im2col) where the dot path's runs are short."""
@@ -441,8 +458,8 @@ def _conv_panel(c: Conv, buffers: list[Buffer]) -> int:
             or w.strides[1] != 1:
         return 0
     if (kh, kw) == (1, 1):
-        return x.shape[1] if x.shape[1] % 4 == 0 and x.strides[1] == 1 and \
-            not any(c.win.pads_begin + c.win.pads_end) else 0
+        return x.shape[1] if x.shape[1] % 4 == 0 and x.strides[1] == 1 and w.strides[0] == x.shape[1] and \
+            buffers[w.buf].kind == "const" and not any(c.win.pads_begin + c.win.pads_end) else 0
     cg, k = w.shape[1], w.size // w.shape[0]
     packed = _same_layout(w, View(w.buf, w.offset, w.shape, (k, 1, kw * cg, cg)))  # [M, KH, KW, C] (pack_weights)
     k4 = -(-k // 4) * 4
@@ -460,7 +477,8 @@ def widen_inputs(prog: Program, rows: int) -> Program:
     multiple of 4. The panel, a tile's rows (`rows`, fewer for a narrower output) x K 16-bit values as int32
     words, lives in the arena while the instruction runs, and only where it fits under the most bytes alive at
     one time without it: it costs no RAM. A 1x1 convolution running in place (convolve_in_place) drops its ring
-    of output rows for it."""
+    of output rows for it. The weights, constant, are laid out in channel pairs to match the panel's words
+    (pair_weights)."""
     instrs, buffers = list(prog.instrs), list(prog.buffers)
     live = [0] * len(instrs)
     for v in lifetimes(prog):
@@ -472,7 +490,8 @@ def widen_inputs(prog: Program, rows: int) -> Program:
             k = _conv_panel(g, buffers)
         elif isinstance(g, Gemm):
             k = g.a.shape[-1]
-            k *= gemm_dot_products(g, buffers[g.a.buf].dtype, buffers[g.b.buf].dtype) and k % 4 == 0
+            k *= gemm_dot_products(g, buffers[g.a.buf].dtype, buffers[g.b.buf].dtype) and k % 4 == 0 and \
+                buffers[g.b.buf].kind == "const" and g.b.strides[-1] == k and not any(g.b.strides[:-2])
         else:
             continue
         # a 1x1 convolution in place needs no ring with a panel: a tile's inputs are in the panel before its
@@ -486,8 +505,11 @@ def widen_inputs(prog: Program, rows: int) -> Program:
         panel = Buffer(len(buffers), "arena", tile * k // 2, f"{g.node} widened inputs", dtype=np.dtype(np.int32))
         buffers.append(panel)
         more = {"ring": None} if ring else {}
-        if isinstance(g, Conv) and g.win.kernel != (1, 1):
-            more = {"w": _panel_weights(buffers, g.w, k)}
+        if isinstance(g, Conv):
+            w = _panel_weights(buffers, g.w, k) if g.win.kernel != (1, 1) else g.w
+            more["w"] = pair_weights(buffers, w, w.shape[0], k)
+        else:
+            more["b"] = pair_weights(buffers, g.b, g.b.shape[-1], k)
         instrs[j] = replace(g, panel=View.of(panel.id, (tile, k // 2)), **more)
     return replace(prog, buffers=tuple(buffers), instrs=tuple(instrs))
 

@@ -6,23 +6,21 @@ so (CGLOW_FP_ASM); the portable C of the same sums elsewhere.
 gcc allocates the registers of these kernels' inner loops well but schedules them for instruction count,
 not for the Cortex-M4's cycles (cglow.m4_cycles): it scatters the loads, so that few of them pipeline
 (a load directly after a load takes 1 cycle, else 2), and at 4 or more accumulators it spills. A step here
-is one statement that does a register tile's work for 4 values of its sums, its loads grouped so that all
-but the first of a group pipeline. The kernel's loops, pointers and accumulators stay C; the step takes the
-pointers and immediate offsets, and leaves the pointers as they were.
+is one statement that does a register tile's work for a few values of its sums (2 over a panel, 4 elsewhere),
+its loads grouped so that all but the first of a group pipeline. The kernel's loops, pointers and accumulators
+stay C; the step takes the pointers and immediate offsets, and leaves the pointers as they were.
 
 A step uses at most 13 registers: r7 is the frame pointer at -O0 and with -fno-omit-frame-pointer (gcc then
-refuses an asm that needs it), sp and pc are not allocatable. Every row's two panel words and a group of
-weight words are loaded at once (all but the first load pipelined), then each weight is unpacked to its two
-16-bit pairs (SXTB16 of it rotated by a byte into a scratch register, SXTB16 in place) and multiplied into every
-row's accumulator (SMLAD): rows x columns + 2 rows + group + 3 registers. A 2 x 2 tile: 6 loads (7 cycles), 4
-unpacks, 8 SMLAD, 19 cycles for 16 multiply-accumulates; 1 x 4, 23. A tile that does not fit with a group of
-one weight (none of the int8 tiles, at most 2 rows), or whose offsets exceed an immediate's 4095 bytes, keeps
-the C.
+refuses an asm that needs it), sp and pc are not allocatable. A tile that does not fit, or whose offsets
+exceed an immediate's 4095 bytes, keeps the C.
 
-dot_step is the same for the kernels that read both operands as 8-bit words (runtime_c/dot4.c): each row's
-word is unpacked in registers (SXTAB16 adding the offset, the input's zero point negated), then the weights
-as above, inputs first only: rows x columns + 2 rows + group + 3 registers, one more for a nonzero offset.
-A 2 x 2 tile: 4 loads, 8 unpacks, 8 SMLAD, 21 cycles for 16 multiply-accumulates; 1 x 4, 24."""
+pair_step is a tile's step over a panel of widened inputs, with the weights in channel pairs (its docstring).
+dot_step is for the kernels that read both operands as 8-bit words (runtime_c/dot4.c): each row's word is
+unpacked in registers (SXTAB16 adding the offset, the input's zero point negated), then a group of weight
+words loaded, each unpacked to its two 16-bit pairs (SXTB16 of it rotated by a byte into a scratch register,
+SXTB16 in place) and multiplied into every row's accumulator (SMLAD): rows x columns + 2 rows + group + 3
+registers, one more for a nonzero offset. A 2 x 2 tile: 4 loads, 8 unpacks, 8 SMLAD, 21 cycles for 16
+multiply-accumulates; 1 x 4, 24."""
 from __future__ import annotations
 
 REGISTERS = 13
@@ -61,19 +59,33 @@ def _inputs_first(lefts, rights, group: int, x_lines: list[str], x_scratch: list
     return _statement(lines, [(i, j) for i, _ in lefts for j, _ in rights], scratch, inputs)
 
 
-def panel_step(lefts: list[tuple[int, int]], rights: list[tuple[int, int]]) -> str | None:
-    """The asm statement adding to acc[i][j], for each (i, at) of lefts and (j, at) of rights, the dot product of
-    the panel row's 4 widened values (two words at lp + at bytes, as runtime_c/widen4.c writes them) and the
-    weight column's 4 int8 values (one word at rp + at bytes); None when it does not fit."""
-    rows, columns = len(lefts), len(rights)
-    if max(at for _, at in lefts + rights) + 4 > MAX_OFFSET:
+def pair_step(lefts: list[tuple[int, int]], pairs: list[tuple[int, int, int]]) -> str | None:
+    """The asm statement adding to acc[i][2q + lane], for each (i, at) of lefts and (q, at, lanes) of pairs, the
+    products of the panel row's word at lp + at bytes (two widened values, as runtime_c/widen4.c writes them)
+    with the word of a channel pair's weights at rp + at bytes (instr/passes.py pair_weights: bytes 0 and 2
+    the first channel's weights of the two values, 1 and 3 the second's, `lanes` of them used). Each row's word
+    and a group of pairs' words are loaded at once (all but the first load pipelined), then each pair's word
+    is unpacked (SXTB16 of it rotated by a byte into a scratch register for the second channel, SXTB16 in place
+    for the first) and multiplied into every row's two accumulators (SMLAD): accumulators + rows + group + 3
+    registers. A 3 x 2 tile: 4 loads (5 cycles), 2 unpacks, 6 SMLAD, 13 cycles for 12 multiply-accumulates,
+    where a 2 x 2 tile over a row's 4 values takes 19 for 16. None when it does not fit."""
+    rows, accs = len(lefts), len(lefts) * sum(lanes for _, _, lanes in pairs)
+    group = min(len(pairs), REGISTERS - accs - rows - 3)
+    if group < 1 or max(at for _, at, *_ in lefts + pairs) + 4 > MAX_OFFSET:
         return None
-    group = min(columns, REGISTERS - rows * columns - 2 * rows - 3)
-    if group < 1:
-        return None
-    loads = [f"ldr %[x{i}{h}], [%[lp], #{at + 4 * (h == 'b')}]" for i, at in lefts for h in "ab"]
-    return _inputs_first(lefts, rights, group, (loads, []), [f"x{i}{h}" for i, _ in lefts for h in "ab"],
-                         '[lp] "r"(lp), [rp] "r"(rp)')
+    lines = [f"ldr %[x{i}], [%[lp], #{at}]" for i, at in lefts]
+    for first in range(0, len(pairs), group):
+        chunk = pairs[first:first + group]
+        lines += [f"ldr %[w{g}], [%[rp], #{at}]" for g, (_, at, _) in enumerate(chunk)]
+        for g, (q, _, lanes) in enumerate(chunk):
+            lines += [f"sxtb16 %[t], %[w{g}], ror #8"] if lanes == 2 else []
+            lines += [f"sxtb16 %[w{g}], %[w{g}]"]
+            for i, _ in lefts:
+                lines += [SMLAD.format(i=i, j=2 * q + lane, x=f"x{i}", w=("t" if lane else f"w{g}"))
+                          for lane in range(lanes)]
+    scratch = [f"x{i}" for i, _ in lefts] + [f"w{g}" for g in range(group)] + ["t"]
+    return _statement(lines, [(i, 2 * q + lane) for i, _ in lefts for q, _, lanes in pairs for lane in range(lanes)],
+                      scratch, '[lp] "r"(lp), [rp] "r"(rp)')
 
 
 def dot_step(lefts: list[tuple[int, int]], rights: list[tuple[int, int]], offset: int, flip: bool) -> str | None:

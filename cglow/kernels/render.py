@@ -15,7 +15,7 @@ import numpy as np
 from ..instr.passes import channels_contiguous, dot_operands, gemm_dot_products, taps_contiguous
 from ..instr.ir import (Conv, Epilogue, channels_innermost, Gather, Gemm, Instr, Map, Pool, Reduce, View, contiguous_strides, reads,
                         substitute)
-from .arm_steps import dot_step, float_loop, panel_step
+from .arm_steps import dot_step, float_loop, pair_step
 from .tiles import TILES, Tiles
 from ..lower.literals import c_highest, c_literal, c_lowest, c_type
 
@@ -241,7 +241,7 @@ def _oriented(tiles: Tiles, rows: int, columns: int) -> Tiles:
 
 def _gemm(fn: str, g: Gemm, dtypes, tiles: Tiles) -> Kernel:
     if accumulator(dtypes[g.a.buf], dtypes[g.out.buf]) == np.int32:
-        tiles = tiles.for_integer
+        tiles = tiles.for_integer.for_panel if g.panel else tiles.for_integer
     else:
         tiles = _oriented(tiles, g.out.shape[-2], g.out.shape[-1])
     tile_m, tile_n = tiles.rows, tiles.columns
@@ -360,14 +360,17 @@ def _dot_asm(operands: dict, lefts: list[tuple[int, int]]):
 
 
 def _panel(operands: dict, length: int, right: str, right_step: int, column_tiles, source) -> dict:
-    """What the widen and dot16 macros (kernels/dot.j2) need for a kernel with a panel of widened inputs:
-    `length` values per row, row j read from source(j); the right operands from `right`, one every
-    `right_step` values, in the tiles of `column_tiles`."""
+    """What the widen and pair_dot macros (kernels/dot.j2) need for a kernel with a panel of widened inputs:
+    `length` values per row (length / 2 words), row j read from source(j); the weights in channel pairs
+    (instr/passes.py pair_weights) from `right`, a pair every 2 * right_step bytes, for each tile of
+    `column_tiles` its pairs as (index, byte offset, channels) triples."""
+    words = length // 2
     return dict(widen=lambda mr: dict(operands, rows=[(j, source(j)) for j in range(mr)], length=length),
-                dot=lambda mr: dict(operands, lefts=[(j, j * length // 2) for j in range(mr)], length=length,
-                                    right=right, asm=lambda rights, at: panel_step(
-                                        [(j, j * length * 2 + at * 2) for j in range(mr)], _shifted(rights, at))),
-                rights={t["nr"]: [(i, i * right_step) for i in range(t["nr"])] for t in column_tiles})
+                dot=lambda mr: dict(operands, lefts=[(j, j * words) for j in range(mr)], words=words, right=right,
+                                    asm=lambda pairs, at: pair_step([(j, (j * words + at) * 4) for j in range(mr)],
+                                                                    [(q, b + at * 4, n) for q, b, n in pairs])),
+                pairs={t["nr"]: [(q, 2 * q * right_step, min(2, t["nr"] - 2 * q)) for q in range(-(-t["nr"] // 2))]
+                       for t in column_tiles})
 
 
 TILE_OC, TILE_OW = 4, 16  # a convolution's register tile: output channels x output columns
@@ -451,7 +454,7 @@ def _conv_nhwc(fn: str, c: Conv, dtypes, tiles: Tiles) -> Kernel:
     mg = m // c.group
     depthwise = cg == 1 and mg == 1
     if accumulator(dtypes[c.x.buf], dtypes[c.out.buf]) == np.int32:
-        tiles = tiles.for_integer
+        tiles = tiles.for_integer.for_panel if c.panel else tiles.for_integer
     xs, ws = c.x.strides, c.w.strides
     operands = dot_operands(dtypes[c.x.buf], dtypes[c.w.buf]) and \
         _dot_operands(dtypes[c.x.buf], dtypes[c.w.buf], c.x_zero)

@@ -35,6 +35,7 @@ class Tiles:
     integer: Tiles | None = None    # the tile of 8-bit kernels (int32 accumulators), where it differs
     dual_mac: bool = False          # 8-bit kernels as 4-lane dot products (runtime_c/dot4.c): Arm's DSP extension
     float_mac: str = "fma"          # the float kernels' multiply-accumulate: runtime_c/fma.c, or mul_add.c
+    panel: Tiles | None = None      # the tile of 8-bit kernels over widened inputs (instr/passes.py widen_inputs)
 
     @property
     def for_depthwise(self) -> Tiles:
@@ -43,6 +44,10 @@ class Tiles:
     @property
     def for_integer(self) -> Tiles:
         return self.integer or self
+
+    @property
+    def for_panel(self) -> Tiles:
+        return self.panel or self
 
 
 # 8-bit kernels on scalar targets accumulate in the 13 general registers, not the float ones: 3 x 2 (4 x 2
@@ -55,12 +60,15 @@ SCALAR_INT8 = Tiles(3, 2, Tiles(4, 2), scalar=True)
 # registers. Cortex-M4 instructions per MAC, kws / resnet8 / vww: 2.59 / 1.83 / 2.63, against 3.27 / 3.76 / 3.38
 # with the 3 x 2 scalar tiles (the same requantization). The inner loop is 23 instructions per 16 MACs; two steps
 # per iteration spill. Over a panel of widened inputs (instr/passes.py widen_inputs) it is 19 per 16 MACs with two
-# steps per iteration (21 with one; fully unrolled, it spills). Depthwise convolutions take 1 column x 4 channels:
+# steps per iteration (21 with one; fully unrolled, it spills); with the weights in channel pairs (pair_weights) a
+# step is one panel word, and a 3 x 2 tile fits the 13 registers: 13 cycles per 12 MACs where the 2 x 2 tile over
+# 4 values took 19 per 16 (kernels/arm_steps.py pair_step). Estimated cycles per MAC, int8 kws / vww / resnet8
+# (quantized by cglow): 2.06 / 2.09 / 1.59 -> 1.91 / 1.98 / 1.58. Depthwise convolutions take 1 column x 4 channels:
 # four channels a word, one 16-bit multiply-accumulate each (runtime_c/mac4.c). kws / vww (onnxruntime-quantized),
 # kernels inlined into net_run: 2 x 4 2.49 / 2.60 against 2.60 / 2.62 with the scalar 4 x 2; 1 x 4 2.51 / 2.67, 3 x
 # 4 2.49 / 2.62, 4 x 4 2.53 / 2.57, 5 x 4 2.55 / 2.69; kept out of it (runtime_c/kernel.c): 1 x 4 2.37 / 2.44, 2 x
 # 4 2.38 / 2.45, 3 x 4 2.37 / 2.47, 4 x 4 2.39 / 2.48.
-DSP_INT8 = Tiles(2, 2, Tiles(1, 4), scalar=True, dual_mac=True)
+DSP_INT8 = Tiles(2, 2, Tiles(1, 4), scalar=True, dual_mac=True, panel=Tiles(3, 2, scalar=True, dual_mac=True))
 VECTOR, SCALAR = Tiles(4, 16), Tiles(6, 4, Tiles(8, 2), scalar=True, integer=SCALAR_INT8)
 ARM_DSP = Tiles(6, 4, Tiles(8, 2), scalar=True, integer=DSP_INT8)
 # The Cortex-M4F's fused (VFMA) and chained (VMLA) multiply-accumulates take 3 cycles, a multiply and an add 1 each

@@ -1,4 +1,4 @@
-/* Four 8-bit input values widened to 16 bits for cglow_dot16, with their offset (minus the zero point) added:
+/* Four 8-bit input values widened to 16 bits for cglow_dot2, with their offset (minus the zero point) added:
  * x is four consecutive int8 read as one word (memcpy; an uint8 input read with each byte's top bit flipped,
  * its offset 128 more, as for cglow_dot4), byte i value i. panel[0] holds values 0 and 2 (low and high half),
  * panel[1] values 1 and 3: what SXTAB16 makes of x and of x rotated by a byte, two instructions with the
