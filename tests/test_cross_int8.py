@@ -90,10 +90,14 @@ def test_widened_inputs_under_qemu_match_the_integer_reference(target_name):
 
 
 def test_hand_scheduled_steps_at_every_level():
-    """The assembly steps need 13 registers at most, so they build where r7 is the frame pointer (-O0,
-    -fno-omit-frame-pointer), and give the reference's integers at every level."""
-    check_uint8_chain("cortex-m4", PANEL_CHAIN[:3], (1, 16, 6, 7), seed=24, x_zero=131,
-                      opts=(("-O0",), ("-O1",), ("-Os",), ("-O3",), ("-O2", "-fno-omit-frame-pointer")))
+    """The assembly steps need 13 registers at most, so they build where r7 is the frame pointer
+    (-fno-omit-frame-pointer; at -O0 the kernels take their C, runtime_c/dsp_asm.c), and give the reference's
+    integers at every level: over panels (pair_step), and in a last layer whose panel would not fit under the
+    arena's peak, over 8-bit words (dot_step)."""
+    chain = PANEL_CHAIN[:3] + [dict(m=64, kernel=(3, 3), pads=[1, 1, 1, 1], y_dtype=UINT8, y_zero=124)]
+    source = check_uint8_chain("cortex-m4", chain, (1, 16, 6, 7), seed=24, x_zero=131,
+                               opts=(("-O0",), ("-O1",), ("-Os",), ("-O3",), ("-O2", "-fno-omit-frame-pointer")))
+    assert "sxtab16 %[x" in source and source.count("int32_t *restrict panel)") == 2
 
 
 # windows gathered into the panel (im2col) where the dot products would run over short runs: a planar

@@ -411,14 +411,6 @@ def taps_contiguous(c: Conv) -> bool:
     return c.win.dilations[1] == 1 and (kw == 1 or c.x.strides[3] == c.w.strides[3] == cg)
 
 
-def _dot_run(c: Conv) -> int:
-    """The longest run of a convolution's inputs that the dot path sums over at once: a kernel row, one tap's
-    channels, or one value."""
-    if not channels_contiguous(c):
-        return 1
-    return c.w.shape[1] * (c.win.kernel[1] if taps_contiguous(c) else 1)
-
-
 def _panel_weights(buffers: list[Buffer], w: View, k4: int) -> View:
     """Packed weights [M, KH, KW, C] with each output channel's row padded with zeros to k4 values, a
     multiple of 4: a panel's dot products run over whole words."""
@@ -452,7 +444,7 @@ def pair_weights(buffers: list[Buffer], w: View, rows: int, k: int) -> View:
 
 def _conv_panel(c: Conv, buffers: list[Buffer]) -> int:
     """The values a row of a convolution's panel holds, or 0 where it takes none: the channels of a 1x1
-    convolution, contiguous; or a whole window (im2col) where the dot path's runs are short."""
+    convolution, contiguous; or a whole window (im2col)."""
     x, w, (kh, kw) = c.x, c.w, c.win.kernel
     if not channels_innermost(c) or c.group != 1 or not dot_operands(buffers[x.buf].dtype, buffers[w.buf].dtype) \
             or w.strides[1] != 1:
@@ -463,18 +455,18 @@ def _conv_panel(c: Conv, buffers: list[Buffer]) -> int:
     cg, k = w.shape[1], w.size // w.shape[0]
     packed = _same_layout(w, View(w.buf, w.offset, w.shape, (k, 1, kw * cg, cg)))  # [M, KH, KW, C] (pack_weights)
     k4 = -(-k // 4) * 4
-    return k4 if packed and buffers[w.buf].kind == "const" and _dot_run(c) < PANEL_MIN_K and not c.ring else 0
+    return k4 if packed and buffers[w.buf].kind == "const" and not c.ring else 0
 
 
 def widen_inputs(prog: Program, rows: int) -> Program:
     """The 8-bit convolutions and matrix products that run as dot products (pack_weights' `dot_products`)
     and sum over a long run of inputs contiguous in memory (a 1x1 convolution's channels, a row of a)
     widen each register tile's `rows` input runs to 16-bit pairs in a scratch panel first, so that each
-    value is widened once, not once per tile of output channels (CMSIS-NN's idea): on a Cortex-M4, 19
-    instructions per 16 multiply-accumulates against 24. So do the convolutions whose windows the dot path
-    would sum in short runs (a planar input; few channels, as in a first layer): each tile of output columns
-    gathers its windows into the panel (im2col), their values in the weights' order, the weights padded to a
-    multiple of 4. The panel, a tile's rows (`rows`, fewer for a narrower output) x K 16-bit values as int32
+    value is widened once, not once per tile of output channels (CMSIS-NN's idea). So do the other
+    convolutions, unless they run in place: each tile of output columns gathers its windows into the panel
+    (im2col), their values in the weights' order, the weights padded to a multiple of 4 (a planar input, or few
+    channels as in a first layer, would else be summed in short runs; int8 resnet8 on a Cortex-M4, where the
+    dot path's runs are 48 values or more: 1.58 -> 1.55 estimated cycles per MAC). The panel, a tile's rows (`rows`, fewer for a narrower output) x K 16-bit values as int32
     words, lives in the arena while the instruction runs, and only where it fits under the most bytes alive at
     one time without it: it costs no RAM. A 1x1 convolution running in place (convolve_in_place) drops its ring
     of output rows for it. The weights, constant, are laid out in channel pairs to match the panel's words

@@ -10,9 +10,10 @@ is one statement that does a register tile's work for a few values of its sums (
 its loads grouped so that all but the first of a group pipeline. The kernel's loops, pointers and accumulators
 stay C; the step takes the pointers and immediate offsets, and leaves the pointers as they were.
 
-A step uses at most 13 registers: r7 is the frame pointer at -O0 and with -fno-omit-frame-pointer (gcc then
-refuses an asm that needs it), sp and pc are not allocatable. A tile that does not fit, or whose offsets
-exceed an immediate's 4095 bytes, keeps the C.
+A step uses at most 13 registers: r7 is the frame pointer with -fno-omit-frame-pointer (gcc then refuses an asm
+that needs it), sp and pc are not allocatable; at -O0, where gcc may need one more to store the accumulators
+back into a large frame, the kernels take their C (runtime_c/dsp_asm.c). A tile that does not fit, or whose
+offsets exceed an immediate's 4095 bytes, keeps the C.
 
 pair_step is a tile's step over a panel of widened inputs, with the weights in channel pairs (its docstring).
 dot_step is for the kernels that read both operands as 8-bit words (runtime_c/dot4.c): each row's word is
