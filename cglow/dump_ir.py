@@ -93,7 +93,8 @@ def field_text(value: Any) -> str:
     if isinstance(value, View):
         return f"b{value.buf}+{value.offset}{shape_text(value.shape)}/{','.join(map(str, value.strides))}"
     if isinstance(value, Epilogue):
-        return f"({value.expr!r} {field_text(value.ins)})"
+        init = "" if value.init is None else f" init={{{value.init}}}"
+        return f"({value.expr!r} {field_text(value.ins)}{init})"
     if isinstance(value, Value):
         return f"{quoted(value.name)}@{field_text(value.view)}"
     if isinstance(value, tuple) and all(isinstance(v, View) for v in value):

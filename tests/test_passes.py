@@ -7,7 +7,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 import cglow
-from cglow.instr.ir import Conv, Gemm, Map
+from cglow.instr.ir import Conv, Epilogue, Gemm, Map, View
 
 from .util import cglow_run, ort_run, random_feeds, rel_error
 
@@ -78,6 +78,14 @@ def test_a_map_reading_a_buffer_renamed_earlier_in_the_same_pass():
              helper.make_node("Tanh", ["e"], ["t"]), helper.make_node("Add", ["t", "e"], ["a"]),
              helper.make_node("MaxPool", ["a"], ["y"], kernel_shape=[2, 2])]
     compile_and_check(model(nodes, {"x": [1, 2, 8, 8]}, "y", {}))
+
+
+def test_an_epilogue_folds_its_initial_value_into_its_expression():
+    """A kernel that starts its accumulators at zero adds Epilogue.init's input in the expression instead."""
+    bias = View.of(3, (4,))
+    epi = Epilogue("f({acc}, {0})", (bias,), init=0)
+    assert epi.folded() == Epilogue("f(({acc} + {0}), {0})", (bias,))
+    assert Epilogue("g({acc})").folded() == Epilogue("g({acc})")
 
 
 def test_fused_integer_result_keeps_its_wrap_around():

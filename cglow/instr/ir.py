@@ -137,9 +137,18 @@ class Value:
 
 @dataclass(frozen=True)
 class Epilogue:
-    """What a reducing kernel does with its accumulator before the store: expr over {acc} and inputs."""
+    """What a reducing kernel does with its accumulator before the store: expr over {acc} and inputs. With
+    `init`, the accumulator starts at that input's value (a bias) instead of zero, so that expr need not add
+    it: the kernels whose tiles run along an output's channels load it once per channel of a tile."""
     expr: str = "{acc}"
     ins: tuple[View, ...] = ()   # each in the output's shape
+    init: int | None = None      # the index in ins of the accumulator's first value
+
+    def folded(self) -> Epilogue:
+        """The same with the accumulator starting at zero: the initial value added in expr."""
+        if self.init is None:
+            return self
+        return Epilogue(substitute(self.expr, {"acc": "({acc} + {%d})" % self.init}), self.ins)
 
 
 @dataclass(frozen=True)

@@ -114,7 +114,7 @@ def _fuse_epilogue(prog: Program, a: Instr, b: Map, k: int) -> Instr | None:
     base = len(a.epi.ins)
     values = {str(i): "{%d}" % (base + n) for n, i in enumerate(others)}
     values[str(k)] = _grouped(a.epi.expr)
-    return replace(a, out=out, epi=Epilogue(substitute(b.expr, values), a.epi.ins + extra), value=b.value)
+    return replace(a, out=out, epi=Epilogue(substitute(b.expr, values), a.epi.ins + extra, a.epi.init), value=b.value)
 
 
 def _transport(prog: Program, a: Instr, b: Map, k: int) -> Instr | None:
@@ -198,7 +198,7 @@ def _rename(instr: Instr, old: int, dest: View) -> Instr:
         if isinstance(value, tuple) and value and isinstance(value[0], View):
             changes[f.name] = tuple(move(v) for v in value)
         elif isinstance(value, Epilogue):
-            changes[f.name] = Epilogue(value.expr, tuple(move(v) for v in value.ins))
+            changes[f.name] = replace(value, ins=tuple(move(v) for v in value.ins))
         elif isinstance(value, Value):
             changes[f.name] = Value(value.name, move(value.view))
     return replace(instr, **changes)
@@ -320,7 +320,7 @@ def pointwise_as_gemm(prog: Program) -> Program:
         if any(v is None for v in (out, a, b, ins)):
             continue
         zeros = (c.x_zero, 0) if channels_innermost(c) else (0, c.x_zero)
-        instrs[j] = Gemm(out, a, b, Epilogue(c.epi.expr, ins), c.node, zeros, value=c.value)
+        instrs[j] = Gemm(out, a, b, replace(c.epi, ins=ins), c.node, zeros, value=c.value)
     return replace(prog, instrs=tuple(instrs))
 
 

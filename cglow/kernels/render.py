@@ -292,6 +292,11 @@ def _gemm(fn: str, g: Gemm, dtypes, tiles: Tiles) -> Kernel:
         values = {"acc": f"acc[{i}][j]"}
         values.update({str(e): f"e{e}[{idx(v, batched[3 + e], (m_at(i), cols))}]" for e, v in enumerate(g.epi.ins)})
         return substitute(g.epi.expr, values)
+
+    def init(i: int) -> str:
+        """Row i's first value of its accumulators (Epilogue.init: a bias per column), else zero."""
+        k = g.epi.init
+        return c_literal(0, acc_t) if k is None else f"e{k}[{idx(g.epi.ins[k], batched[3 + k], (m_at(i), cols))}]"
     names = ["y", "a", "b"] + [f"e{i}" for i in range(len(g.epi.ins))] + (["panel"] if g.panel else [])
     right = f"row[{linear([('j', g.b.strides[-1])])}]"
     if g.zeros[1]:
@@ -314,7 +319,7 @@ def _gemm(fn: str, g: Gemm, dtypes, tiles: Tiles) -> Kernel:
     return _kernel(
         "gemm.c.j2", fn, g, names, dtypes, scratch=1 if g.panel else 0, loops=loops, nests=nests,
         K=g.a.shape[-1], panel=panel, y_t=c_type(dtypes[g.out.buf]),
-        acc_t=c_type(acc_t), zero=c_literal(0, acc_t), mac=mac, b_t=c_type(dtypes[g.b.buf]),
+        acc_t=c_type(acc_t), init=init, mac=mac, b_t=c_type(dtypes[g.b.buf]),
         a_minus=minus(g.zeros[0]), a=a_at, dot_products=dot and dot_products,
         float_asm=tiles.float_mac == "mul_add" and is_float and not g.zeros[1] and g.a.strides[-1] == 1 and (
             lambda mr, nr: float_loop(mr, nr, [(i, i * a_step * 4) for i in range(mr)], g.a.shape[-1], 4,
@@ -494,6 +499,11 @@ def _conv_nhwc(fn: str, c: Conv, dtypes, tiles: Tiles) -> Kernel:
 
     def epilogue(j: int) -> str:
         return _epilogue(Epilogue(substitute(c.epi.expr, {"acc": f"acc[{j}][i]"}), c.epi.ins), out_vars(j))
+
+    def init(j: int) -> str:
+        """Row j's first value of its accumulators (Epilogue.init: a bias per channel), else zero."""
+        k = c.epi.init
+        return c_literal(0, acc_t) if k is None else f"e{k}[{index(c.epi.ins[k], out_vars(j))}]"
     scratch = [name for name, v in (("ring", c.ring), ("panel", c.panel)) if v]
     names = ["y", "x", "w"] + [f"e{i}" for i in range(len(c.epi.ins))] + scratch
     runs = _column_runs(c.win, w, tiles.rows, c.x.strides[3] if depthwise else None)
@@ -532,7 +542,7 @@ def _conv_nhwc(fn: str, c: Conv, dtypes, tiles: Tiles) -> Kernel:
         KH=c.win.kernel[0], KW=c.win.kernel[1], H=h, DELAY=delay, ring=bool(c.ring), oc_tiles=oc_tiles,
         runs=runs, c0=c0, depthwise=depthwise, dot_products=dot, lanes=lanes, w_kw=ws[3], panel=panel, im2col=im2col,
         reads_iw=c.x.strides[3] != 0, reads_x=reads_x,
-        acc_t=c_type(acc_t), zero=c_literal(0, acc_t), mac=mac, tile_loop=TILE_LOOP,
+        acc_t=c_type(acc_t), init=init, mac=mac, tile_loop=TILE_LOOP,
         x_t=c_type(dtypes[c.x.buf]), w_t=c_type(dtypes[c.w.buf]), y_t=c_type(dtypes[c.out.buf]),
         x_minus=minus(c.x_zero),
         ih=linear([("oh", c.win.strides[0]), ("kh", c.win.dilations[0])], -c.win.pads_begin[0]), iw=iw,
@@ -570,7 +580,7 @@ def _conv_tiles(fn: str, c: Conv, dtypes) -> Kernel:
 
     row = index(c.x, ("n", channel, "ih"))
     out_vars = ("n", "(oc0 + i)", "oh", "(ow0 + j)")
-    epi = _epilogue(Epilogue(substitute(c.epi.expr, {"acc": "acc[i][j]"}), c.epi.ins), out_vars)
+    epi = _epilogue(Epilogue(substitute(c.epi.folded().expr, {"acc": "acc[i][j]"}), c.epi.ins), out_vars)
     names = ["y", "x", "w"] + [f"e{i}" for i in range(len(c.epi.ins))]
     acc_t = accumulator(dtypes[c.x.buf], dtypes[c.out.buf])
     return _kernel(
@@ -594,7 +604,7 @@ def _conv_rows(fn: str, c: Conv, dtypes) -> Kernel:
     lo, hi = _columns(c.win, w)
     iw = linear([("ow", c.win.strides[1]), ("kw", c.win.dilations[1])], -c.win.pads_begin[1])
     out_vars = ("n", "oc", "oh", "ow")
-    epi = _epilogue(Epilogue(substitute(c.epi.expr, {"acc": f"row[{row_at}]"}), c.epi.ins), out_vars)
+    epi = _epilogue(Epilogue(substitute(c.epi.folded().expr, {"acc": f"row[{row_at}]"}), c.epi.ins), out_vars)
     return _kernel(
         "conv_in_place.c.j2", fn, c, names, dtypes, scratch=1, N=n, M=m, CG=cg, H=h, W=w, c0=first,
         x=join(index(c.x, ("n", channel, "ih")), f"({iw}) * {c.x.strides[3]}" if c.x.strides[3] != 1 else iw),

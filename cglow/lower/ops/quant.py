@@ -84,8 +84,14 @@ def _reach(dtype: np.dtype, zero: int) -> int:
     return max(abs(int(info.min) - zero), abs(int(info.max) - zero))
 
 
-def _with_bias(acc: str, bias: np.ndarray, c: _Operands, label: str) -> str:
-    return acc if not np.any(bias) else f"{acc} + {c(bias, label)}"
+def _with_bias(bias: np.ndarray, c: _Operands, label: str) -> tuple[str, int | None]:
+    """The accumulator in an epilogue's expression, and the epilogue input it starts at (Epilogue.init): a
+    bias per channel is that input; one for every channel, a literal added in the expression."""
+    if not np.any(bias):
+        return "{acc}", None
+    views = len(c.views)
+    term = c(bias, label)
+    return ("{acc}", c.first + views) if len(c.views) > views else (f"{{acc}} + {term}", None)
 
 
 def _int_weights(ctx: Context, name: str, zero: np.ndarray, axis: int) -> tuple[View, np.ndarray | None]:
@@ -119,11 +125,11 @@ def _conv(ctx: Context, node: Node, x_name: str, w: View, w_values, bias: np.nda
     out = ctx.new(node.outputs[0], CHANNELS_LAST.get(len(w_shape)))
     x, out, win = _pixel_rows(as_2d(ctx.view(x_name)), as_2d(out), _window_2d(win))
     c = _Operands(ctx, out.shape, 1)
-    acc = _with_bias("{acc}", bias, c, f"{node.name} bias")
+    acc, init = _with_bias(bias, c, f"{node.name} bias")
     bound = None if raw or w_values is None else np.abs(bias) + _reach(ctx.dtype(x_name), x_zero) * \
         np.abs(w_values.astype(np.int64)).reshape(w_shape[0], -1).sum(axis=1)
     expr = acc if raw else requantized(node, ctx.dtype(node.outputs[0]), acc, c, bound)
-    ctx.emit(Conv(out, x, as_2d(w), win, node.attr("group", 1), Epilogue(expr, tuple(c.views)), node.name,
+    ctx.emit(Conv(out, x, as_2d(w), win, node.attr("group", 1), Epilogue(expr, tuple(c.views), init), node.name,
                   x_zero=x_zero))
 
 
@@ -163,12 +169,12 @@ def _gemm(ctx: Context, node: Node, a: View, b: View, b_values, bias: np.ndarray
     batch = ctx.shape(node.outputs[0])[:max(len(a.shape), len(b.shape)) - 2]
     out = ctx.new(node.outputs[0]).reshape(batch + (a.shape[-2], b.shape[-1]))
     c = _Operands(ctx, out.shape, len(out.shape) - 1)
-    acc = _with_bias("{acc}", bias, c, f"{node.name} bias")
+    acc, init = _with_bias(bias, c, f"{node.name} bias")
     bound = None if raw or b_values is None else np.abs(bias) + _reach(a_dtype, zeros[0]) * np.abs(
         b_values.astype(np.int64) - zeros[1]).reshape((-1,) + b.shape[-2:]).sum(axis=1).max(axis=0)
     expr = acc if raw else requantized(node, ctx.dtype(node.outputs[0]), acc, c, bound)
     ctx.emit(Gemm(out, a.broadcast_to(batch + a.shape[-2:]), b.broadcast_to(batch + b.shape[-2:]),
-                  Epilogue(expr, tuple(c.views)), node.name, zeros=zeros))
+                  Epilogue(expr, tuple(c.views), init), node.name, zeros=zeros))
 
 
 @lowering("IntGemm")
