@@ -50,7 +50,7 @@ def _conv(ctx: Context, node: Node) -> None:
     epi = Epilogue()
     if len(node.inputs) > 2 and node.inputs[2]:
         bias = ctx.view(node.inputs[2]).reshape((w[0], 1, 1)).broadcast_to(out.shape)
-        epi = Epilogue("({acc} + {0})", (bias,))
+        epi = Epilogue("{acc}", (bias,), init=0)
     w4 = as_2d(ctx.view(node.inputs[1]))
     ctx.emit(Conv(out, x, w4, win, node.attr("group", 1), epi, node.name))
 
