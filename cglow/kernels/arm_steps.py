@@ -109,6 +109,7 @@ def dot_step(lefts: list[tuple[int, int]], rights: list[tuple[int, int]], offset
 FLOAT_REGISTERS = 32
 MAX_VLDR = 1020     # VLDR's immediate offset
 MAX_ADD = 4095      # ADD's 12-bit immediate
+MAX_STRING = 4095   # the longest string literal C99 asks a compiler to take (clang -pedantic warns beyond)
 
 
 def float_loop(rows: int, columns: int, lefts: list[tuple[int, int]], count: int, x_step: int, w_step: int,
@@ -118,13 +119,23 @@ def float_loop(rows: int, columns: int, lefts: list[tuple[int, int]], count: int
     what runtime_c/mul_add.c computes, 1 cycle each on a Cortex-M4F where VFMA and VMLA take 3). x[i] is at xp
     plus its offset, w[j] at wp + j * w_stride bytes; a step moves xp by x_step and wp by w_step bytes. Rows
     beyond VLDR's reach of xp (1020 bytes) are read through more pointers, set from xp at the start. The tile's
-    accumulators are loaded into s0... (VLDM) and stored back (VSTM) around the loop, which runs two steps an
-    iteration when count is even; in each step the rows' values and a group of weights are loaded in one run
+    accumulators are loaded into s0... (VLDM) and stored back (VSTM) around the loop, which runs four steps an
+    iteration where count and the immediates allow, else two, else one; in each step the rows' values and a group of weights are loaded in one run
     (VLDR pipelines like LDR) and then multiplied and added. The float registers are all the asm's (declared
     clobbered: gcc takes 30 operands at most, and a tile has up to 20 accumulators); volatile, as its results
     are in memory, not in outputs. Its counter is qn, apart from the kernel's names. None when the tile does not
     fit the 32 registers or a step or a weight's offset does not fit its immediate."""
-    unroll = 2 if count % 2 == 0 else 1
+    for unroll in (4, 2, 1):  # four where the immediates and C99's longest string literal allow
+        text = count % unroll == 0 and _float_loop(rows, columns, lefts, count, x_step, w_step, w_stride, unroll)
+        if text:
+            return text
+    return None
+
+
+def _float_loop(rows: int, columns: int, lefts: list[tuple[int, int]], count: int, x_step: int, w_step: int,
+                w_stride: int, unroll: int) -> str | None:
+    """float_loop's statement with `unroll` steps an iteration, or None where its offsets or its text do not
+    fit."""
     accs = rows * columns
     group = min(columns, FLOAT_REGISTERS - accs - len(lefts) - 1)
     reach = MAX_VLDR - (unroll - 1) * x_step
@@ -156,6 +167,8 @@ def float_loop(rows: int, columns: int, lefts: list[tuple[int, int]], count: int
     lines += [f"add %[{name}], %[{name}], #{x_step * unroll}" for name in pointers]
     lines += [f"add %[wp], %[wp], #{w_step * unroll}", "subs %[n], %[n], #1", "bne 1b",
               f"vstm %[acc], {{s0-s{accs - 1}}}" if accs > 1 else "vstr s0, [%[acc]]"]
+    if sum(len(line) + 2 for line in lines) > MAX_STRING:
+        return None
     body = _body(lines)
     clobbers = ", ".join(f'"s{r}"' for r in range(accs + len(lefts) + group + 1))
     more = "".join(f', [{name}] "=&r"(q{name})' for name in pointers[1:])
