@@ -507,6 +507,19 @@ def test_conv_kernels_are_integer_only_and_build_warning_free(case, tmp_path):
             assert result.returncode == 0 and result.stderr == "", f"{cc} {opt}: {result.stderr}"
 
 
+def test_a_layers_channels_share_one_literal_shift():
+    """Per-channel weight scales within a factor 10 (shifts 4 apart at most): the convolution requantizes with
+    one shift, a literal of its kernel (no array of shifts among the weights); this one, its output planar,
+    adds its bias in the expression (Epilogue.folded), and gives the reference's integers."""
+    model, reference = conv_case(np.random.default_rng(31), **CONV_CASES["stride 2"])
+    compiled = cglow.compile_model(model, name="net", options=Options(target="cortex-m4"))
+    source = compiled.c_source
+    assert re.search(r"cglow_requant_high\(\(acc\[i\]\[j\] \+ e\d+\[[^\]]+\]\), e\d+\[[^\]]+\], \d+, ", source)
+    assert "shifts less 33" not in source
+    x = rand_q(np.random.default_rng(32), (1, 3, 9, 8), INT8)
+    assert np.array_equal(cglow.build(compiled)(x)[0], reference(x))
+
+
 # --- Gemm and MatMul --------------------------------------------------------------------------------
 
 def check_outputs(model, reference, shapes_dtypes, rng, count: int = 2):
