@@ -40,7 +40,7 @@ from onnx import TensorProto, helper, numpy_helper
 import cglow
 from cglow.graph import passes as graph_passes
 from cglow.graph.onnx_import import import_model
-from cglow.graph.quant.params import NUDGE, SHARED_BITS, float32_multipliers, multipliers
+from cglow.graph.quant.params import NUDGE, SHARED_BITS, SHIFT_STEP, float32_multipliers, multipliers
 from cglow.host import STRICT_FLAGS
 from cglow.options import Options
 
@@ -222,13 +222,17 @@ def test_multipliers():
 
 
 def test_multipliers_share_a_layers_shift():
-    """A layer's factors take one shift, the smallest of theirs, where every multiplier keeps SHARED_BITS
-    significant bits (the requantization's shift is then a literal): each multiplier is its factor times
-    2**shift, rounded. Factors 2**7 or more apart keep a shift each; one factor is as multipliers() makes it."""
+    """A layer's factors take one shift where every multiplier keeps SHARED_BITS significant bits (the
+    requantization's shift is then a literal): the smallest of theirs, rounded down to a multiple of SHIFT_STEP
+    where the bits allow; each multiplier is its factor times 2**shift, rounded. Factors 2**7 or more apart
+    keep a shift each; one factor is as multipliers() makes it."""
     rng = np.random.default_rng(3)
     near = 2.0 ** rng.uniform(-12, -12 + 31 - SHARED_BITS, 64)
     mult, shift = multipliers(near, shared=True)
-    assert len(set(shift.tolist())) == 1 and shift[0] == multipliers(near)[1].min()
+    assert len(set(shift.tolist())) == 1 and shift[0] == multipliers(near)[1].min()  # no bit to spare
+    close = near[near < 2.0 ** -10]
+    least = int(multipliers(close)[1].min())
+    assert least % SHIFT_STEP and set(multipliers(close, shared=True)[1].tolist()) == {least - least % SHIFT_STEP}
     assert mult.min() >= 1 << (SHARED_BITS - 1) and mult.astype(np.int64).max() < 1 << 31
     assert all(abs(m - r * 2.0 ** shift[0]) <= 0.5 for m, r in zip(mult.tolist(), near.tolist()))
     far = np.array([2.0 ** -12, 2.0 ** -20])
