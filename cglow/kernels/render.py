@@ -463,7 +463,7 @@ def _conv_nhwc(fn: str, c: Conv, dtypes, tiles: Tiles) -> Kernel:
     xs, ws = c.x.strides, c.w.strides
     operands = dot_operands(dtypes[c.x.buf], dtypes[c.w.buf]) and \
         _dot_operands(dtypes[c.x.buf], dtypes[c.w.buf], c.x_zero)
-    # depthwise on a dual-MAC target: four channels a word, one 16-bit multiply-accumulate each (mac4.c)
+    # depthwise on a dual-MAC target: four channels a word, one 16-bit multiply-accumulate each (mac2.c)
     lanes = operands if tiles.dual_mac and depthwise and xs[1] == ws[0] == 1 else None
     tiles = tiles.for_depthwise if depthwise else _oriented(tiles, c.win.out[1], m) if c.group == 1 else tiles
     nr = tiles.columns if c.group == 1 or depthwise else \
@@ -488,22 +488,25 @@ def _conv_nhwc(fn: str, c: Conv, dtypes, tiles: Tiles) -> Kernel:
     oh_, ow_ = c.win.out
     delay = c.win.pads_begin[0] if c.ring else 0
 
-    def out_vars(j: int) -> tuple[str, ...]:
-        return "n", "(oc0 + i)", "oh", f"(ow0 + {j})" if j else "ow0"
+    def out_vars(j: int, half: int | None = None) -> tuple[str, ...]:
+        """The output's index variables of a tile's column j, channel i (of a depthwise tile's `half` of its
+        lanes: half + 2 i)."""
+        channel = "(oc0 + i)" if half is None else f"(oc0 + {linear([('i', 2)], half)})"
+        return "n", channel, "oh", f"(ow0 + {j})" if j else "ow0"
 
-    def store(j: int) -> str:
-        return f"out[{linear([('i', 1)], j * m)}]" if c.ring else \
-            f"out[{linear([('i', c.out.strides[1])], j * c.out.strides[3])}]"
+    def store(j: int, half: int | None = None) -> str:
+        step, at = (1, j * m) if c.ring else (c.out.strides[1], j * c.out.strides[3])
+        return f"out[{linear([('i', step)], at)}]" if half is None else f"out[{linear([('i', 2 * step)], at + half * step)}]"
     out_tile = f"ring + (oh % {delay + 1}) * {ow_ * m} + ow0 * {m} + oc0" if c.ring else \
         f"y + {index(c.out, ('n', 'oc0', 'oh', 'ow0'))}"
 
-    def epilogue(j: int) -> str:
-        return _epilogue(Epilogue(substitute(c.epi.expr, {"acc": f"acc[{j}][i]"}), c.epi.ins), out_vars(j))
+    def epilogue(j: int, half: int | None = None) -> str:
+        return _epilogue(Epilogue(substitute(c.epi.expr, {"acc": f"acc[{j}][i]"}), c.epi.ins), out_vars(j, half))
 
-    def init(j: int) -> str:
+    def init(j: int, half: int | None = None) -> str:
         """Row j's first value of its accumulators (Epilogue.init: a bias per channel), else zero."""
         k = c.epi.init
-        return c_literal(0, acc_t) if k is None else f"e{k}[{index(c.epi.ins[k], out_vars(j))}]"
+        return c_literal(0, acc_t) if k is None else f"e{k}[{index(c.epi.ins[k], out_vars(j, half))}]"
     scratch = [name for name, v in (("ring", c.ring), ("panel", c.panel)) if v]
     names = ["y", "x", "w"] + [f"e{i}" for i in range(len(c.epi.ins))] + scratch
     runs = _column_runs(c.win, w, tiles.rows, c.x.strides[3] if depthwise else None)

@@ -63,14 +63,16 @@ SCALAR_INT8 = Tiles(3, 2, Tiles(4, 2), scalar=True)
 # steps per iteration (21 with one; fully unrolled, it spills); with the weights in channel pairs (pair_weights) a
 # step is one panel word, and a 3 x 2 tile fits the 13 registers: 13 cycles per 12 MACs where the 2 x 2 tile over
 # 4 values took 19 per 16 (kernels/arm_steps.py pair_step). Estimated cycles per MAC, int8 kws / vww / resnet8
-# (quantized by cglow): 2.06 / 2.09 / 1.59 -> 1.91 / 1.98 / 1.58. Depthwise convolutions take 2 columns x 4 channels:
-# four channels a word, one 16-bit multiply-accumulate each (runtime_c/mac4.c). kws / vww (onnxruntime-quantized),
+# (quantized by cglow): 2.06 / 2.09 / 1.59 -> 1.91 / 1.98 / 1.58. Depthwise convolutions take 3 columns x 4 channels:
+# four channels a word, one 16-bit multiply-accumulate each, the even lanes and then the odd ones (runtime_c/mac2.c,
+# kernels/conv_direct.j2), so that 6 accumulators are live at a time. kws / vww (onnxruntime-quantized),
 # kernels inlined into net_run: 2 x 4 2.49 / 2.60 against 2.60 / 2.62 with the scalar 4 x 2; 1 x 4 2.51 / 2.67, 3 x
 # 4 2.49 / 2.62, 4 x 4 2.53 / 2.57, 5 x 4 2.55 / 2.69; kept out of it (runtime_c/kernel.c): 1 x 4 2.37 / 2.44, 2 x
 # 4 2.38 / 2.45, 3 x 4 2.37 / 2.47, 4 x 4 2.39 / 2.48. In estimated cycles per MAC (cglow-quantized kws / vww), once
 # the bias started the accumulators and the shift was a literal: 1 x 4 1.86 / 1.94, 2 x 4 1.80 / 1.90, 3 x 4 1.80 /
-# 1.95, 4 x 4 1.86 / 1.99.
-DSP_INT8 = Tiles(2, 2, Tiles(2, 4), scalar=True, dual_mac=True, panel=Tiles(3, 2, scalar=True, dual_mac=True))
+# 1.95, 4 x 4 1.86 / 1.99; summed in halves of two lanes: 2 x 4 1.76 / 1.85, 3 x 4 1.71 / 1.83, 4 x 4 1.74 / 1.83,
+# 5 x 4 1.73 / 1.87.
+DSP_INT8 = Tiles(2, 2, Tiles(3, 4), scalar=True, dual_mac=True, panel=Tiles(3, 2, scalar=True, dual_mac=True))
 VECTOR, SCALAR = Tiles(4, 16), Tiles(6, 4, Tiles(8, 2), scalar=True, integer=SCALAR_INT8)
 ARM_DSP = Tiles(6, 4, Tiles(8, 2), scalar=True, integer=DSP_INT8)
 # The Cortex-M4F's fused (VFMA) and chained (VMLA) multiply-accumulates take 3 cycles, a multiply and an add 1 each
