@@ -249,7 +249,9 @@ def _starting(epi: Epilogue, is_float: bool, scalar: bool) -> Epilogue:
 
 
 def _gemm(fn: str, g: Gemm, dtypes, tiles: Tiles) -> Kernel:
-    if accumulator(dtypes[g.a.buf], dtypes[g.out.buf]) == np.int32:
+    acc_t = accumulator(dtypes[g.a.buf], dtypes[g.out.buf])
+    is_float = acc_t == np.float32
+    if acc_t == np.int32:
         tiles = tiles.for_integer.for_panel if g.panel else tiles.for_integer
     else:
         tiles = _oriented(tiles, g.out.shape[-2], g.out.shape[-1])
@@ -297,19 +299,18 @@ def _gemm(fn: str, g: Gemm, dtypes, tiles: Tiles) -> Kernel:
                       widen=panel and panel["widen"](mr))
                  for lo, hi, mr in row_runs]
 
-    acc_t = accumulator(dtypes[g.a.buf], dtypes[g.out.buf])
-    is_float = acc_t == np.float32
     epi = _starting(g.epi, is_float, tiles.scalar)
 
+    def inputs(i: int) -> dict[str, str]:
+        """The epilogue's inputs at row i of a tile, column j."""
+        return {str(e): f"e{e}[{idx(v, batched[3 + e], (m_at(i), cols))}]" for e, v in enumerate(epi.ins)}
+
     def epilogue(i: int) -> str:
-        values = {"acc": f"acc[{i}][j]"}
-        values.update({str(e): f"e{e}[{idx(v, batched[3 + e], (m_at(i), cols))}]" for e, v in enumerate(epi.ins)})
-        return substitute(epi.expr, values)
+        return substitute(epi.expr, {"acc": f"acc[{i}][j]", **inputs(i)})
 
     def init(i: int) -> str:
         """Row i's first value of its accumulators (Epilogue.init: a bias per column), else zero."""
-        k = epi.init
-        return c_literal(0, acc_t) if k is None else f"e{k}[{idx(epi.ins[k], batched[3 + k], (m_at(i), cols))}]"
+        return c_literal(0, acc_t) if epi.init is None else inputs(i)[str(epi.init)]
     names = ["y", "a", "b"] + [f"e{i}" for i in range(len(g.epi.ins))] + (["panel"] if g.panel else [])
     right = f"row[{linear([('j', g.b.strides[-1])])}]"
     if g.zeros[1]:
@@ -470,7 +471,9 @@ def _conv_nhwc(fn: str, c: Conv, dtypes, tiles: Tiles) -> Kernel:
     mg = m // c.group
     depthwise = cg == 1 and mg == 1
     scalar = tiles.scalar  # the target's, whichever tile this kernel takes
-    if accumulator(dtypes[c.x.buf], dtypes[c.out.buf]) == np.int32:
+    acc_t = accumulator(dtypes[c.x.buf], dtypes[c.out.buf])
+    is_float = acc_t == np.float32
+    if acc_t == np.int32:
         tiles = tiles.for_integer.for_panel if c.panel else tiles.for_integer
     xs, ws = c.x.strides, c.w.strides
     operands = dot_operands(dtypes[c.x.buf], dtypes[c.w.buf]) and \
@@ -484,8 +487,6 @@ def _conv_nhwc(fn: str, c: Conv, dtypes, tiles: Tiles) -> Kernel:
     # a grouped tile's first input channel, unless no input channel is read (one, or a broadcast view)
     c0 = None if c.group == 1 or depthwise or c.x.strides[1] == 0 or c.x.shape[1] == 1 else f"(oc0 / {mg}) * {cg}"
     channel = "c" if c0 is None else "(c0 + c)"
-    acc_t = accumulator(dtypes[c.x.buf], dtypes[c.out.buf])
-    is_float = acc_t == np.float32
 
     def mac(value: str, j: int, kw: int = 0) -> str:
         weight = f"tap[{linear([('i', c.w.strides[0])], kw * c.w.strides[3])}]"
@@ -508,7 +509,9 @@ def _conv_nhwc(fn: str, c: Conv, dtypes, tiles: Tiles) -> Kernel:
 
     def store(j: int, half: int | None = None) -> str:
         step, at = (1, j * m) if c.ring else (c.out.strides[1], j * c.out.strides[3])
-        return f"out[{linear([('i', step)], at)}]" if half is None else f"out[{linear([('i', 2 * step)], at + half * step)}]"
+        if half is not None:  # channel half + 2 i
+            step, at = 2 * step, at + half * step
+        return f"out[{linear([('i', step)], at)}]"
     out_tile = f"ring + (oh % {delay + 1}) * {ow_ * m} + ow0 * {m} + oc0" if c.ring else \
         f"y + {index(c.out, ('n', 'oc0', 'oh', 'ow0'))}"
 
@@ -519,8 +522,8 @@ def _conv_nhwc(fn: str, c: Conv, dtypes, tiles: Tiles) -> Kernel:
 
     def init(j: int, half: int | None = None) -> str:
         """Row j's first value of its accumulators (Epilogue.init: a bias per channel), else zero."""
-        k = epi.init
-        return c_literal(0, acc_t) if k is None else f"e{k}[{index(epi.ins[k], out_vars(j, half))}]"
+        return c_literal(0, acc_t) if epi.init is None else \
+            _epilogue(Epilogue("{%d}" % epi.init, epi.ins), out_vars(j, half))
     scratch = [name for name, v in (("ring", c.ring), ("panel", c.panel)) if v]
     names = ["y", "x", "w"] + [f"e{i}" for i in range(len(c.epi.ins))] + scratch
     runs = _column_runs(c.win, w, tiles.rows, c.x.strides[3] if depthwise else None)
