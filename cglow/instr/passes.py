@@ -411,35 +411,21 @@ def taps_contiguous(c: Conv) -> bool:
     return c.win.dilations[1] == 1 and (kw == 1 or c.x.strides[3] == c.w.strides[3] == cg)
 
 
-def _panel_weights(buffers: list[Buffer], w: View, k4: int) -> View:
-    """Packed weights [M, KH, KW, C] with each output channel's row padded with zeros to k4 values, a
-    multiple of 4: a panel's dot products run over whole words."""
-    k = w.size // w.shape[0]
-    if k4 == k:
-        return w
+def pair_weights(buffers: list[Buffer], w: View, rows: int, k: int, k4: int) -> int:
+    """The buffer of a panel kernel's weights (`rows` output channels of k values, row r at w.offset + r * k),
+    each row padded with zeros to k4 values, a multiple of 4 (a panel's sums run over whole words), in channel
+    pairs as kernels/arm_steps.py pair_step reads them: pair p (channels 2p and 2p + 1, the second zero where
+    rows is odd) is k4 / 2 words from 2p * k4, its word 2g + a the weights of the values 4g + a and 4g + 2 + a,
+    which the panel's word 2g + a holds (runtime_c/widen4.c): the first channel's in bytes 0 and 2, the
+    second's in 1 and 3. One SXTB16 of the word, and one of it rotated by a byte, make each channel's 16-bit
+    pair."""
     old = buffers[w.buf]
-    data = np.zeros((w.shape[0], k4), old.dtype)
-    data[:, :k] = old.data[w.offset:w.offset + w.size].reshape(w.shape[0], k)
-    buffers.append(Buffer(len(buffers), "const", data.size, f"{old.label} padded", data=data.reshape(-1),
-                          dtype=old.dtype))
-    return View(len(buffers) - 1, 0, w.shape, (k4,) + w.strides[1:])
-
-
-def pair_weights(buffers: list[Buffer], w: View, rows: int, k: int) -> View:
-    """The weights of a kernel over a panel (`rows` output channels of k values, a multiple of 4, row r at
-    w.offset + r * k) in channel pairs, as kernels/arm_steps.py pair_step reads them: pair p (channels 2p and
-    2p + 1, the second zero where rows is odd) is k / 2 words, its word 2g + a the weights of the values
-    4g + a and 4g + 2 + a, which the panel's word 2g + a holds (runtime_c/widen4.c): the first channel's in
-    bytes 0 and 2, the second's in 1 and 3. One SXTB16 of the word, and one of it rotated by a byte, make each
-    channel's 16-bit pair. The view keeps its shape and strides, which give each pair's start (an even
-    channel's row)."""
-    old = buffers[w.buf]
-    data = np.zeros((rows + rows % 2, k), old.dtype)
-    data[:rows] = old.data[w.offset:w.offset + rows * k].reshape(rows, k)
-    paired = data.reshape(-1, 2, k // 4, 2, 2).transpose(0, 2, 4, 3, 1)  # [pair, channel, g, half, a] -> [p, g, a, half, c]
-    buffers.append(Buffer(len(buffers), "const", data.size, f"{old.label} in channel pairs", data=paired.reshape(-1),
-                          dtype=old.dtype))
-    return View(len(buffers) - 1, 0, w.shape, w.strides)
+    data = np.zeros((rows + rows % 2, k4), old.dtype)
+    data[:rows, :k] = old.data[w.offset:w.offset + rows * k].reshape(rows, k)
+    paired = data.reshape(-1, 2, k4 // 4, 2, 2).transpose(0, 2, 4, 3, 1)  # [p, c, g, half, a] -> [p, g, a, half, c]
+    label = f"{old.label}{' padded' if k4 != k else ''} in channel pairs"
+    buffers.append(Buffer(len(buffers), "const", data.size, label, data=paired.reshape(-1), dtype=old.dtype))
+    return len(buffers) - 1
 
 
 def _conv_panel(c: Conv, buffers: list[Buffer]) -> int:
@@ -497,11 +483,11 @@ def widen_inputs(prog: Program, rows: int) -> Program:
         panel = Buffer(len(buffers), "arena", tile * k // 2, f"{g.node} widened inputs", dtype=np.dtype(np.int32))
         buffers.append(panel)
         more = {"ring": None} if ring else {}
-        if isinstance(g, Conv):
-            w = _panel_weights(buffers, g.w, k) if g.win.kernel != (1, 1) else g.w
-            more["w"] = pair_weights(buffers, w, w.shape[0], k)
+        if isinstance(g, Conv):  # a channel pair every 2 k values
+            paired = pair_weights(buffers, g.w, g.w.shape[0], g.w.size // g.w.shape[0], k)
+            more["w"] = View(paired, 0, g.w.shape, (k,) + g.w.strides[1:])
         else:
-            more["b"] = pair_weights(buffers, g.b, g.b.shape[-1], k)
+            more["b"] = View(pair_weights(buffers, g.b, g.b.shape[-1], k, k), 0, g.b.shape, g.b.strides)
         instrs[j] = replace(g, panel=View.of(panel.id, (tile, k // 2)), **more)
     return replace(prog, buffers=tuple(buffers), instrs=tuple(instrs))
 
