@@ -452,9 +452,10 @@ def widen_inputs(prog: Program, rows: int) -> Program:
     convolutions, unless they run in place: each tile of output columns gathers its windows into the panel
     (im2col), their values in the weights' order, the weights padded to a multiple of 4 (a planar input, or few
     channels as in a first layer, would else be summed in short runs; int8 resnet8 on a Cortex-M4, where the
-    dot path's runs are 48 values or more: 1.58 -> 1.55 estimated cycles per MAC). The panel, a tile's rows (`rows`, fewer for a narrower output) x K 16-bit values as int32
-    words, lives in the arena while the instruction runs, and only where it fits under the most bytes alive at
-    one time without it: it costs no RAM. A 1x1 convolution running in place (convolve_in_place) drops its ring
+    dot path's runs are 48 values or more: 1.58 -> 1.55 estimated cycles per MAC). The panel, a tile's rows
+    (`rows`, fewer for a narrower output) x K 16-bit values as int32 words, lives in the arena while the
+    instruction runs, and only where it fits under the most bytes alive at one time without it: it costs no
+    RAM. A 1x1 convolution running in place (convolve_in_place) drops its ring
     of output rows for it. The weights, constant, are laid out in channel pairs to match the panel's words
     (pair_weights)."""
     instrs, buffers = list(prog.instrs), list(prog.buffers)

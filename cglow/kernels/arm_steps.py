@@ -120,11 +120,12 @@ def float_loop(rows: int, columns: int, lefts: list[tuple[int, int]], count: int
     plus its offset, w[j] at wp + j * w_stride bytes; a step moves xp by x_step and wp by w_step bytes. Rows
     beyond VLDR's reach of xp (1020 bytes) are read through more pointers, set from xp at the start. The tile's
     accumulators are loaded into s0... (VLDM) and stored back (VSTM) around the loop, which runs four steps an
-    iteration where count and the immediates allow, else two, else one; in each step the rows' values and a group of weights are loaded in one run
-    (VLDR pipelines like LDR) and then multiplied and added. The float registers are all the asm's (declared
-    clobbered: gcc takes 30 operands at most, and a tile has up to 20 accumulators); volatile, as its results
-    are in memory, not in outputs. Its counter is qn, apart from the kernel's names. None when the tile does not
-    fit the 32 registers or a step or a weight's offset does not fit its immediate."""
+    iteration where count and the immediates allow, else two, else one; in each step the rows' values and a
+    group of weights are loaded in one run (VLDR pipelines like LDR) and then multiplied and added. The float
+    registers are all the asm's (declared clobbered: gcc takes 30 operands at most, and a tile has up to 20
+    accumulators); volatile, as its results are in memory, not in outputs. Its counter is qn, apart from the
+    kernel's names. None when the tile does not fit the 32 registers or a step or a weight's offset does not
+    fit its immediate."""
     for unroll in (4, 2, 1):  # four where the immediates and C99's longest string literal allow
         text = count % unroll == 0 and _float_loop(rows, columns, lefts, count, x_step, w_step, w_stride, unroll)
         if text:

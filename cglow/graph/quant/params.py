@@ -93,10 +93,12 @@ def _multipliers(real: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 NUDGE = 2.0 ** -22  # the largest relative change of a multiplier that makes it round as float32 does
 
 
-def float32_multipliers(factors: np.ndarray, lo: int, hi: int, shared: bool = False) -> tuple[np.ndarray, np.ndarray]:
-    """multipliers() of float32 factors (sharing their shift as it says, `shared`), each nudged (by at most NUDGE of itself) so that the rounding of
-    acc * multiplier / 2**shift equals onnxruntime's in float32, rint(float32(acc) * factor), for as many as
-    can be of the accumulators whose result lies in [lo, hi] (before the zero point). The float32 product
+def float32_multipliers(factors: np.ndarray, lo: int, hi: int,
+                        shared: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """multipliers() of float32 factors (sharing their shift as it says, `shared`), each nudged (by at most
+    NUDGE of itself) so that the rounding of acc * multiplier / 2**shift equals onnxruntime's in float32,
+    rint(float32(acc) * factor), for as many as can be of the accumulators whose result lies in [lo, hi]
+    (before the zero point). The float32 product
     rounds onto a half that the exact one is only near, one result in about 2**24, and then to even; those
     accumulators lie within the nudge of a half. Each of them rounds as float32 does for an interval of
     multipliers: the one chosen lies in all of them, or where one factor's halves round both ways (which no
