@@ -102,7 +102,7 @@ def runtime_helpers(kernels: list[str]) -> list[str]:
 
     def used(text: str) -> list[str]:
         return sorted(set(re.findall(r"\bcglow_(\w+)\(", text)) |
-                      {m.lower() for m in re.findall(r"\bCGLOW_(TILE_LOOP|KERNEL|DSP_ASM|FP_ASM|ROW_LOOP)\b", text)})
+                      {m.lower() for m in re.findall(r"\bCGLOW_(TILE_LOOP|KERNEL|DSP|DSP_ASM|FP_ASM|ROW_LOOP)\b", text)})
     texts: dict[str, str] = {}
 
     def add(name: str) -> None:

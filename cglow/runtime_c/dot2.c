@@ -4,15 +4,12 @@
  * of w rotated by a byte for the second channel) and one dual 16-bit multiply-accumulate (SMLAD), the
  * unpack shared by a tile's rows; the inputs were unpacked once per panel, not once per tile of output
  * channels (cglow_dot4). Elsewhere it is plain C. */
-#if defined(__ARM_FEATURE_DSP) && __ARM_FEATURE_DSP && defined(__GNUC__)
-#include <arm_acle.h>
-#endif
 #if defined(__GNUC__)
 __attribute__((unused)) /* where every step is the assembly of kernels/arm_steps.py (CGLOW_DSP_ASM) */
 #endif
 static int32_t cglow_dot2(int32_t acc, int32_t x, uint32_t w, int32_t lane)
 {
-#if defined(__ARM_FEATURE_DSP) && __ARM_FEATURE_DSP && defined(__GNUC__)
+#if CGLOW_DSP
     if (lane) {
         uint32_t w13;
         __asm__("sxtb16 %0, %1, ror #8" : "=r"(w13) : "r"(w));

@@ -6,15 +6,12 @@
  * dual 16-bit multiply-accumulates (SMLAD); a register tile calling it with one x and several w (and one w and
  * several x) shares the unpacks, which the compilers common away (the intrinsics and the asm are pure). The
  * 16-bit lanes cannot overflow: |x + offset| <= 255. Elsewhere it is plain C. */
-#if defined(__ARM_FEATURE_DSP) && __ARM_FEATURE_DSP && defined(__GNUC__)
-#include <arm_acle.h>
-#endif
 #if defined(__GNUC__)
 __attribute__((unused)) /* where every step is the assembly of kernels/arm_steps.py (CGLOW_DSP_ASM) */
 #endif
 static int32_t cglow_dot4(int32_t acc, uint32_t x, uint32_t w, int32_t offset)
 {
-#if defined(__ARM_FEATURE_DSP) && __ARM_FEATURE_DSP && defined(__GNUC__)
+#if CGLOW_DSP
     const uint32_t pairs = ((uint32_t)offset & 0xffffu) * 0x10001u;
     uint32_t x13, w13;
     __asm__("sxtab16 %0, %1, %2, ror #8" : "=r"(x13) : "r"(pairs), "r"(x));

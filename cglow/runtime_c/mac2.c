@@ -7,13 +7,9 @@
  * bytes 0 and 2, or 1 and 3 through a rotation) and each lane is one 16 x 16 multiply-accumulate of a half
  * (SMLABB, SMLATT): four instructions for two MACs, the unpacks shared by a register tile. Elsewhere it is
  * plain C. */
-#if defined(__ARM_FEATURE_DSP) && __ARM_FEATURE_DSP && defined(__GNUC__) && !defined(__ARM_BIG_ENDIAN)
-#include <arm_acle.h>
-#define CGLOW_MAC2_DSP 1
-#endif
 static void cglow_mac2(int32_t *acc, uint32_t x, uint32_t w, int32_t offset, int32_t half)
 {
-#ifdef CGLOW_MAC2_DSP
+#if CGLOW_DSP
     const uint32_t pairs = ((uint32_t)offset & 0xffffu) * 0x10001u;
     uint32_t xh, wh;
     if (half) {

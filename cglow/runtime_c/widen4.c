@@ -4,12 +4,9 @@
  * panel[1] values 1 and 3: what SXTAB16 makes of x and of x rotated by a byte, two instructions with the
  * Arm DSP extension. The halves are arithmetic (low = bits 0-15), so the plain C elsewhere writes the same
  * words. |value + offset| <= 255 fits a half. */
-#if defined(__ARM_FEATURE_DSP) && __ARM_FEATURE_DSP && defined(__GNUC__)
-#include <arm_acle.h>
-#endif
 static void cglow_widen4(int32_t *panel, uint32_t x, int32_t offset)
 {
-#if defined(__ARM_FEATURE_DSP) && __ARM_FEATURE_DSP && defined(__GNUC__)
+#if CGLOW_DSP
     const uint32_t pairs = ((uint32_t)offset & 0xffffu) * 0x10001u;
     uint32_t x13;
     __asm__("sxtab16 %0, %1, %2, ror #8" : "=r"(x13) : "r"(pairs), "r"(x));
