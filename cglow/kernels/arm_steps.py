@@ -43,23 +43,6 @@ def _statement(lines: list[str], accs: list[tuple[int, int]], scratch: list[str]
             f"    : {outputs},\n      {temps}\n    : {inputs}\n    : \"memory\");\n}}")
 
 
-def _inputs_first(lefts, rights, group: int, x_lines: list[str], x_scratch: list[str], inputs: str) -> str:
-    """Rows' words loaded by x_lines (into x{i}a and x{i}b, after the group's weight loads are appended), then
-    the weights a group at a time: each unpacked and multiplied into every row's accumulator."""
-    scratch = x_scratch + [f"w{g}" for g in range(group)] + ["t"]
-    lines = list(x_lines[0])
-    for first in range(0, len(rights), group):
-        chunk = rights[first:first + group]
-        lines += [f"ldr %[w{g}], [%[rp], #{at}]" for g, (_, at) in enumerate(chunk)]
-        if first == 0:
-            lines += x_lines[1]
-        for g, (j, _) in enumerate(chunk):
-            lines += [f"sxtb16 %[t], %[w{g}], ror #8", f"sxtb16 %[w{g}], %[w{g}]"]
-            for i, _ in lefts:
-                lines += [SMLAD.format(i=i, j=j, x=f"x{i}a", w=f"w{g}"), SMLAD.format(i=i, j=j, x=f"x{i}b", w="t")]
-    return _statement(lines, [(i, j) for i, _ in lefts for j, _ in rights], scratch, inputs)
-
-
 def pair_step(lefts: list[tuple[int, int]], pairs: list[tuple[int, int, int]]) -> str | None:
     """The asm statement adding to acc[i][2q + lane], for each (i, at) of lefts and (q, at, lanes) of pairs, the
     products of the panel row's word at lp + at bytes (two widened values, as runtime_c/widen4.c writes them)
@@ -97,13 +80,21 @@ def dot_step(lefts: list[tuple[int, int]], rights: list[tuple[int, int]], offset
     group = min(columns, REGISTERS - rows * columns - 2 * rows - 3 - (offset != 0))
     if group < 1 or max(at for _, at in lefts + rights) + 4 > MAX_OFFSET:
         return None
-    loads = [f"ldr %[x{i}a], [%[lp], #{at}]" for i, at in lefts]
     unpack = "sxtab16 %[x{i}{h}], %[off], %[x{i}a]{ror}" if offset else "sxtb16 %[x{i}{h}], %[x{i}a]{ror}"
     widen = [line for i, _ in lefts for line in (
         *([f"eor %[x{i}a], %[x{i}a], #0x80808080"] if flip else []),
         unpack.format(i=i, h="b", ror=", ror #8"), unpack.format(i=i, h="a", ror=""))]
+    lines = [f"ldr %[x{i}a], [%[lp], #{at}]" for i, at in lefts]
+    for first in range(0, columns, group):  # the rows' words unpacked after the first group's loads
+        chunk = rights[first:first + group]
+        lines += [f"ldr %[w{g}], [%[rp], #{at}]" for g, (_, at) in enumerate(chunk)] + (widen if first == 0 else [])
+        for g, (j, _) in enumerate(chunk):
+            lines += [f"sxtb16 %[t], %[w{g}], ror #8", f"sxtb16 %[w{g}], %[w{g}]"]
+            for i, _ in lefts:
+                lines += [SMLAD.format(i=i, j=j, x=f"x{i}a", w=f"w{g}"), SMLAD.format(i=i, j=j, x=f"x{i}b", w="t")]
+    scratch = [f"x{i}{h}" for i, _ in lefts for h in "ab"] + [f"w{g}" for g in range(group)] + ["t"]
     inputs = '[lp] "r"(lp), [rp] "r"(rp)' + (f', [off] "r"({(offset & 0xffff) * 0x10001}u)' if offset else "")
-    return _inputs_first(lefts, rights, group, (loads, widen), [f"x{i}{h}" for i, _ in lefts for h in "ab"], inputs)
+    return _statement(lines, [(i, j) for i, _ in lefts for j, _ in rights], scratch, inputs)
 
 
 FLOAT_REGISTERS = 32
