@@ -35,8 +35,16 @@ def compiler_version(cc: str) -> str:
     return subprocess.run([cc, "--version"], capture_output=True, text=True, check=True).stdout
 
 
+def _written(sources: dict[str, str], folder: str) -> list[str]:
+    """The sources (file name -> text) written into folder; the paths of those a compiler takes (C, and
+    assembly to preprocess), in name order."""
+    for file, text in sources.items():
+        Path(folder, file).write_text(text)
+    return [str(Path(folder, f)) for f in sorted(sources) if f.endswith((".c", ".S"))]
+
+
 def build_cached(sources: dict[str, str], cc: str, flags, name: str, salt: str = "", quiet: bool = False) -> Path:
-    """Compile the .c files among `sources` (file name -> text) with cc and flags into the cache, keyed by a
+    """Compile the .c and .S files among `sources` (file name -> text) with cc and flags into the cache, keyed by a
     hash of the sources, the compiler's version, the flags and `salt`; return the file's path. Any compiler
     message fails the build when `quiet`."""
     flags = list(flags)
@@ -46,9 +54,7 @@ def build_cached(sources: dict[str, str], cc: str, flags, name: str, salt: str =
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
-        for file, text in sources.items():
-            Path(tmp, file).write_text(text)
-        c_files = [str(Path(tmp, f)) for f in sorted(sources) if f.endswith((".c", ".S"))]
+        c_files = _written(sources, tmp)
         out = Path(tmp, "out")
         result = subprocess.run([cc, *flags, "-o", str(out), *c_files, "-lm"], capture_output=True, text=True)
         if result.returncode or quiet and result.stderr:
@@ -65,7 +71,7 @@ def build_shared(sources: dict[str, str], cc: str = "cc", cflags=HOST_FLAGS) -> 
 
 
 def check_warnings(sources: dict[str, str], cc: str, cflags=STRICT_FLAGS) -> None:
-    """Compile the .c files among `sources` with `cc -fsyntax-only` under cflags (warnings are errors by
+    """Compile the .c and .S files among `sources` with `cc -fsyntax-only` under cflags (warnings are errors by
     default); a pass is remembered in the cache by the same kind of hash as built libraries."""
     flags = list(cflags) + ["-fsyntax-only"]
     digest = hashlib.sha256(repr((compiler_version(cc), flags, sorted(sources.items()))).encode()).hexdigest()
@@ -73,9 +79,7 @@ def check_warnings(sources: dict[str, str], cc: str, cflags=STRICT_FLAGS) -> Non
     if marker.exists():
         return
     with tempfile.TemporaryDirectory() as tmp:
-        for file, text in sources.items():
-            Path(tmp, file).write_text(text)
-        c_files = [str(Path(tmp, f)) for f in sorted(sources) if f.endswith((".c", ".S"))]
+        c_files = _written(sources, tmp)
         result = subprocess.run([cc, *flags, *c_files], capture_output=True, text=True)
         if result.returncode or result.stderr:
             raise RuntimeError(f"{cc} rejects or warns about generated code:\n{result.stderr}")
