@@ -12,6 +12,8 @@ from .graph import passes as graph_passes
 from .graph.limits import check_bytes
 from .graph.onnx_import import import_model, load
 from .graph.quant.io import quantized_io
+from .graph.tflite.importer import import_tflite
+from .graph.tflite.reader import is_tflite
 from .instr import passes as instr_passes
 from .instr.ir import Program
 from .kernels.tiles import tiles_for
@@ -64,15 +66,20 @@ def check_memory(prog: Program, plan: Plan, options: Options) -> None:
 def compile_model(model: str | Path | onnx.ModelProto, name: str = "net",
                   shapes: dict[str, tuple[int, ...]] | None = None, options: Options = Options(),
                   header: str = "", stages: Stages = Stages()) -> CompiledModel:
-    """Compile an ONNX model (a path or a ModelProto) to C source and header text; the C file includes
+    """Compile an ONNX model (a path or a ModelProto) or a TFLite file (a path) to C source and header text; the C file includes
     `header` (default: the C symbol prefix made of `name`, plus .h); `stages` runs each pass and step, for
     observers (progress, IR dumps)."""
     source = Path(model).name if isinstance(model, (str, Path)) else "ModelProto"
-    graph = stages.run("import", lambda: import_model(load(model, options.max_memory), shapes, source,
-                                                      options.max_memory))
+    tflite = isinstance(model, (str, Path)) and is_tflite(model)
+    if tflite:  # its 8-bit inputs and outputs are the file's own (io_quant), or float ones with float_io
+        graph = stages.run("import", lambda: import_tflite(model, shapes, source, options.max_memory,
+                                                           options.float_io))
+    else:
+        graph = stages.run("import", lambda: import_model(load(model, options.max_memory), shapes, source,
+                                                          options.max_memory))
     for rewrite in graph_passes.PIPELINE:
         graph = stages.run(stage_name(rewrite), rewrite, graph)
-    if not options.float_io:
+    if not options.float_io and not tflite:
         graph = stages.run("quantized_io", quantized_io, graph)
     inputs = [TensorInfo(n, graph.types[n].shape, graph.types[n].dtype, *graph.io_quant.get(n, ())) for n in graph.inputs]
     outputs = [TensorInfo(n, graph.types[n].shape, graph.types[n].dtype, *graph.io_quant.get(n, ()))

@@ -48,8 +48,13 @@ class _Operands:
 def requantized(node: Node, out_dtype: np.dtype, acc: str, c: _Operands, bound=None) -> str:
     """The expression storing a requantized accumulator `acc` (int32) as the output's type. `bound`: the
     largest magnitude the accumulator can reach (per channel, or one for all), where known: it may allow the
-    cheaper cglow_requant_high, which takes each shift less 33. Shifts (1 to 62) are stored as int8."""
+    cheaper cglow_requant_high, which takes each shift less 33. Shifts (1 to 62) are stored as int8. An op
+    from a .tflite file (rounding "tflite") requantizes as TFLite does, its shifts TFLite's exponents."""
     mults, shifts = np.asarray(node.attr("mult")), np.asarray(node.attr("shift"))
+    if node.attr("rounding") == "tflite":
+        return f"(({c_type(out_dtype)})cglow_requant_tfl({acc}, {c(mults, f'{node.name} multipliers')}, " \
+               f"{c(shifts, f'{node.name} shifts', np.int8)}, {node.attr('y_zero')}, {node.attr('lo')}, " \
+               f"{node.attr('hi')}))"
     high = bound is not None and never_halfway(mults, shifts, bound) and offset_fits(node.attr("y_zero"), shifts)
     helper = "cglow_requant_high" if high else "cglow_requant"
     mult = c(mults, f"{node.name} multipliers")
@@ -200,9 +205,16 @@ def _matmul_integer(ctx: Context, node: Node) -> None:
 
 @lowering("IntAdd", "IntMul")
 def _binary(ctx: Context, node: Node) -> None:
-    """Add: (a - za) fa + (b - zb) fb, Mul: (a - za)(b - zb), each requantized (per tensor)."""
+    """Add: (a - za) fa + (b - zb) fb, Mul: (a - za)(b - zb), each requantized (per tensor). TFLite's Add (or
+    Sub) scales each input, times 2^left, by its own fixed-point factor before the sum is requantized."""
     a, b = f"({{0}} - {node.attr('a_zero')})", f"({{1}} - {node.attr('b_zero')})"
-    acc = f"{a} * {node.attr('a_factor')} + {b} * {node.attr('b_factor')}" if node.op == "IntAdd" else f"{a} * {b}"
+    if node.attr("rounding") == "tflite":
+        a, b = (f"cglow_scale_tfl({x} * {1 << node.attr('left')}, {node.attr(f'{k}_mult')}, {node.attr(f'{k}_shift')})"
+                for x, k in ((a, "a"), (b, "b"))) if node.op == "IntAdd" else (a, b)
+        acc = f"{a} {'-' if node.attr('subtract') else '+'} {b}" if node.op == "IntAdd" else f"{a} * {b}"
+    else:
+        acc = f"{a} * {node.attr('a_factor')} + {b} * {node.attr('b_factor')}" if node.op == "IntAdd" \
+            else f"{a} * {b}"
     c = _Operands(ctx, ctx.shape(node.outputs[0]), 0)
     expr = requantized(node, ctx.dtype(node.outputs[0]), acc, c)
     assert not c.views, "an elementwise requantization is per tensor"
@@ -220,7 +232,12 @@ def _average(ctx: Context, node: Node) -> None:
                    x.strides[:2] + tuple(st * s for st, s in zip(x.strides[2:], strides)) + x.strides[2:])
     out = ctx.new(node.outputs[0], x.order() if len(x.shape) == len(ctx.shape(node.outputs[0])) else None)
     c = _Operands(ctx, out.shape, 1)
-    post = requantized(node, ctx.dtype(node.outputs[0]), "{acc}", c)
+    if node.attr("rounding") == "tflite":  # the sum divided by the count, rounded half away from zero
+        half, count = int(np.prod(kernel)) // 2, int(np.prod(kernel))
+        post = f"(({c_type(ctx.dtype(node.outputs[0]))})cglow_clamp(({{acc}} > 0 ? {{acc}} + {half} : " \
+               f"{{acc}} - {half}) / {count}, {node.attr('lo')}, {node.attr('hi')}))"
+    else:
+        post = requantized(node, ctx.dtype(node.outputs[0]), "{acc}", c)
     ctx.emit(Reduce(out, (windows,), "sum", f"({{0}} - {node.attr('x_zero')})", post, node.name))
 
 
@@ -248,12 +265,14 @@ def _per_axis(ctx: Context, node: Node) -> tuple[tuple[View, ...], str, str]:
 
 @lowering("QuantizeLinear")
 def _quantize(ctx: Context, node: Node) -> None:
-    """saturate(round half to even(x / scale) + zero point)."""
+    """saturate(round half to even(x / scale) + zero point); TFLite's QUANTIZE (rounding "tflite") rounds
+    halves away from zero."""
     views, scale, zero = _per_axis(ctx, node)
     info = np.iinfo(ctx.dtype(node.outputs[0]))
     x = ctx.view(node.inputs[0])
+    helper = "cglow_quantize_tfl" if node.attr("rounding") == "tflite" else "cglow_quantize"
     ctx.emit(Map(ctx.new_like(node.outputs[0], [x]), (x,) + views,
-                 f"(({c_type(ctx.dtype(node.outputs[0]))})cglow_quantize({{0}} / {scale}, {zero}, {info.min}, "
+                 f"(({c_type(ctx.dtype(node.outputs[0]))}){helper}({{0}} / {scale}, {zero}, {info.min}, "
                  f"{info.max}))", node.name))
 
 

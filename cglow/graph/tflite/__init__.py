@@ -1,0 +1,1 @@
+"""TensorFlow Lite input: a .tflite file (identifier TFL3) into the typed graph (importer.py)."""

@@ -1,0 +1,186 @@
+"""What the translation of a TFLite model builds: graph nodes (ONNX ops, and cglow's integer ops for the
+quantized ones), constants and types, under fresh value names. Each operator's translation registers here
+(`translator`); the ops live in conv.py, elementwise.py and tensor.py.
+
+TFLite lays images out NHWC; cglow's Conv and pooling ops take NCHW. Their translations read the input
+through a Transpose and give the result back through one: both are views when lowered (a convolution writes
+its output channels innermost), and cancel_transposes removes the pairs between two of them, so a TFLite
+model runs with the RAM and speed of the same network from ONNX."""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+import tflite
+
+from ...errors import CglowError
+from ..ir import Node, TensorType
+from ..registry import SHAPE_RULES, Args
+from .reader import Model, Operator, Quant, Tensor
+
+OPSET = 17  # the ONNX semantics of the nodes built (Clip bounds, Pad, Split and Squeeze operands as inputs)
+TO_NCHW, TO_NHWC = (0, 3, 1, 2), (0, 2, 3, 1)
+Translator = Callable[["Build", Operator], None]
+TRANSLATORS: dict[str, Translator] = {}
+_ACTIVATIONS = {v: k for k, v in vars(tflite.ActivationFunctionType).items() if not k.startswith("_")}
+_PADDINGS = {v: k for k, v in vars(tflite.Padding).items() if not k.startswith("_")}
+
+
+def translator(*ops: str):
+    def register(fn: Translator) -> Translator:
+        for op in ops:
+            TRANSLATORS[op] = fn
+        return fn
+    return register
+
+
+class Build:
+    def __init__(self, model: Model):
+        self.model = model
+        self.nodes: list[Node] = []
+        self.types: dict[str, TensorType] = {}
+        self.consts: dict[str, np.ndarray] = {}
+        self.taken: set[str] = set()
+        self.names = [self._fresh(t.name) for t in model.tensors]
+        self.op: Operator | None = None  # the operator being translated, for node names and messages
+
+    def _fresh(self, base: str) -> str:
+        name, k = base, 1
+        while name in self.taken:
+            name, k = f"{base}_{k}", k + 1
+        self.taken.add(name)
+        return name
+
+    # --- the operator's tensors -------------------------------------------------------------------------
+    def tensor(self, i: int) -> Tensor:
+        """The operator's input i (or -1 - i: its output i)."""
+        index = self.op.inputs[i] if i >= 0 else self.op.outputs[-1 - i]
+        return self.model.tensors[index]
+
+    def has(self, i: int) -> bool:
+        return len(self.op.inputs) > i and self.op.inputs[i] >= 0
+
+    def value(self, i: int) -> str:
+        """The graph value of the operator's input i, a constant's read in."""
+        t = self.tensor(i)
+        name = self.names[t.index]
+        if name not in self.types:
+            if t.data is None:
+                raise CglowError(f"{self.op.describe()}: input {i} ('{t.name}') is read before any operator "
+                                 f"writes it")
+            self.consts[name] = t.data
+            self.types[name] = TensorType(t.dtype, t.shape)
+        return name
+
+    def out(self, i: int = 0) -> str:
+        return self.names[self.op.outputs[i]]
+
+    def weights(self, i: int) -> np.ndarray:
+        t = self.tensor(i)
+        if t.data is None:
+            raise CglowError(f"{self.op.describe()}: cglow takes its {('filter', 'weights')[i > 1]} input "
+                             f"'{t.name}' as a constant, and the file computes it")
+        return t.data
+
+    def quant(self, i: int) -> Quant:
+        t = self.tensor(i)
+        if t.quant is None:
+            raise CglowError(f"{self.op.describe()}: the {t.dtype.name} tensor '{t.name}' has no scale and zero "
+                             f"point")
+        return t.quant
+
+    def quantized(self) -> bool:
+        """Whether the operator computes on 8-bit integers (its output is int8 or uint8)."""
+        return self.tensor(-1).dtype.itemsize == 1 and self.tensor(-1).dtype.kind in "iu"
+
+    def option(self, name: str):
+        value = getattr(self.op.options, name)() if self.op.options is not None else None
+        return value
+
+    # --- nodes ------------------------------------------------------------------------------------------
+    def const(self, base: str, data: np.ndarray) -> str:
+        name = self._fresh(f"{self.op.op.lower()}{self.op.index}/{base}")
+        self.consts[name] = np.asarray(data)
+        self.types[name] = TensorType(self.consts[name].dtype, self.consts[name].shape)
+        return name
+
+    def add(self, op: str, inputs, attrs: dict | None = None, out: str | None = None,
+            out_type: TensorType | None = None) -> str:
+        """A node of one output (`out`, or a fresh name) whose type is `out_type` or its shape rule's."""
+        node_name = self._fresh(f"{self.op.op.lower()}{self.op.index}/{op}")
+        name = out or self._fresh(node_name)
+        node = Node(op, node_name, tuple(inputs), (name,), dict(attrs or {}))
+        if out_type is None:
+            args = Args(node, tuple(self.types.get(n) for n in node.inputs),
+                        tuple(self.consts.get(n) for n in node.inputs), OPSET)
+            out_type = SHAPE_RULES[op](args)[0]
+        self.nodes.append(node)
+        self.types[name] = out_type
+        return name
+
+    def transpose(self, value: str, perm: tuple[int, ...], out: str | None = None) -> str:
+        return self.add("Transpose", [value], {"perm": perm}, out)
+
+    def finish(self, value: str, i: int = 0) -> None:
+        """The operator's output i is `value`: checked against the file's shape and type, and named."""
+        t = self.tensor(-1 - i)
+        got = self.types[value]
+        if got.shape != t.shape or got.dtype != t.dtype:
+            raise CglowError(f"{self.op.describe()}: the file declares its output '{t.name}' "
+                             f"{TensorType(t.dtype, t.shape)}, the operator computes {got}")
+        last = self.nodes[-1] if self.nodes else None
+        if last is not None and last.outputs == (value,) and value not in self.names:
+            self.nodes[-1] = Node(last.op, last.name, last.inputs, (self.out(i),), last.attrs)
+            self.types[self.out(i)] = self.types.pop(value)
+        else:
+            self.add("Identity", [value], out=self.out(i), out_type=got)
+
+    # --- options shared by several operators --------------------------------------------------------------
+    def activation(self) -> str:
+        return _ACTIVATIONS.get(self.option("FusedActivationFunction") or 0, "NONE")
+
+    def padding(self) -> str:
+        return _PADDINGS.get(self.option("Padding"), "SAME")
+
+
+def window_pads(sizes, kernel, strides, dilations, padding: str) -> tuple[int, ...]:
+    """ONNX pads (begins, then ends) of TFLite's SAME padding: the total split with the odd one at the end."""
+    if padding == "VALID":
+        return (0,) * (2 * len(sizes))
+    totals = [max((-(-n // s) - 1) * s + (k - 1) * d + 1 - n, 0)
+              for n, k, s, d in zip(sizes, kernel, strides, dilations)]
+    return tuple(t // 2 for t in totals) + tuple(t - t // 2 for t in totals)
+
+
+def float_activation(b: Build, value: str) -> str:
+    """The fused activation of a float operator applied to value."""
+    kind = b.activation()
+    if kind == "NONE":
+        return value
+    if kind == "RELU":
+        return b.add("Relu", [value])
+    if kind == "TANH":
+        return b.add("Tanh", [value])
+    bounds = {"RELU6": (0.0, 6.0), "RELU_N1_TO_1": (-1.0, 1.0)}.get(kind)
+    if bounds is None:
+        raise CglowError(f"{b.op.describe()}: the fused activation {kind} is not supported")
+    lo, hi = (b.const(n, np.array(v, np.float32)) for n, v in zip(("min", "max"), bounds))
+    return b.add("Clip", [value, lo, hi])
+
+
+def activation_bounds(b: Build, q: Quant, dtype: np.dtype) -> tuple[int, int]:
+    """CalculateActivationRangeQuantized: the fused activation as the output's integer bounds."""
+    from .arith import quantize
+    info = np.iinfo(dtype)
+    lo, hi = int(info.min), int(info.max)
+    kind = b.activation()
+    s, z = float(q.scale[0]), int(q.zero[0])
+    reals = {"NONE": (None, None), "RELU": (0.0, None), "RELU6": (0.0, 6.0), "RELU_N1_TO_1": (-1.0, 1.0)}
+    if kind not in reals:
+        raise CglowError(f"{b.op.describe()}: the fused activation {kind} is not supported on 8-bit integers")
+    low, high = reals[kind]
+    if low is not None:
+        lo = max(lo, quantize(low, s, z))
+    if high is not None:
+        hi = min(hi, quantize(high, s, z))
+    return lo, hi

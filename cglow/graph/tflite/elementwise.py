@@ -1,0 +1,117 @@
+"""Elementwise operators: arithmetic, activations, QUANTIZE and DEQUANTIZE. Float32 ones become the ONNX op;
+8-bit ones cglow's integer ops with TFLite's arithmetic: IntAdd and IntMul (rounding "tflite"), and for a
+function of one 8-bit input, a table of its 256 results computed here as TFLite's reference kernel computes
+each (IntTable)."""
+from __future__ import annotations
+
+import numpy as np
+
+from ...errors import CglowError
+from ..ir import TensorType
+from . import arith
+from .build import Build, activation_bounds, float_activation, translator
+
+_FLOAT_OPS = {"ADD": "Add", "SUB": "Sub", "MUL": "Mul", "LOGISTIC": "Sigmoid", "TANH": "Tanh", "RELU": "Relu"}
+LEFT_SHIFT = 20  # ADD and SUB scale 8-bit inputs by 2^20 before their factors
+
+
+def _same_params(b: Build, i: int) -> tuple[float, int]:
+    q = b.quant(i)
+    if q.axis is not None:
+        raise CglowError(f"{b.op.describe()}: input {i} is quantized per channel; the operator takes one scale")
+    return float(q.scale[0]), int(q.zero[0])
+
+
+@translator("ADD", "SUB", "MUL")
+def _binary(b: Build, op) -> None:
+    if not b.quantized():
+        out = float_activation(b, b.add(_FLOAT_OPS[op.op], [b.value(0), b.value(1)]))
+        return b.finish(out)
+    (sa, za), (sb, zb), (sy, zy) = _same_params(b, 0), _same_params(b, 1), _same_params(b, -1)
+    lo, hi = activation_bounds(b, b.quant(-1), b.tensor(-1).dtype)
+    attrs = dict(a_zero=za, b_zero=zb, y_zero=zy, lo=lo, hi=hi, rounding="tflite")
+    f32 = np.float32
+    if op.op == "MUL":
+        mult, shift = arith.quantize_multiplier(float(np.float64(sa) * np.float64(sb) / np.float64(sy)))
+        attrs.update(mult=mult, shift=shift)
+    else:  # LiteRT's Prepare: the scales' ratios to twice the larger one (float32 arithmetic where it has it)
+        twice = float(f32(2) * max(f32(sa), f32(sb)))
+        for key, s in (("a", sa), ("b", sb)):
+            attrs[f"{key}_mult"], attrs[f"{key}_shift"] = arith.quantize_multiplier(float(f32(s)) / twice)
+        mult, shift = arith.quantize_multiplier(twice / float(f32(1 << LEFT_SHIFT) * f32(sy)))
+        attrs.update(mult=mult, shift=shift, left=LEFT_SHIFT, subtract=op.op == "SUB")
+    out_type = TensorType(b.tensor(-1).dtype, b.tensor(-1).shape)
+    b.finish(b.add("IntAdd" if op.op != "MUL" else "IntMul", [b.value(0), b.value(1)], attrs, out_type=out_type))
+
+
+def _table(b: Build, values: np.ndarray) -> None:
+    """The output as a table of the input's 256 values (indexed by the input's bits, as IntTable reads it)."""
+    dtype = b.tensor(-1).dtype
+    x = np.arange(256).astype(np.uint8).view(b.tensor(0).dtype).astype(np.int64)
+    table = b.const("table", values(x).astype(dtype))
+    b.finish(b.add("IntTable", [b.value(0), table], out_type=TensorType(dtype, b.tensor(-1).shape)))
+
+
+def _requantized(b: Build, lo: int, hi: int):
+    """x -> TFLite's Requantize / ReluX: the output's zero point plus x less the input's, times the ratio of
+    the scales as a fixed-point factor, clamped to [lo, hi]."""
+    (sx, zx), (sy, zy) = _same_params(b, 0), _same_params(b, -1)
+    mult, shift = arith.quantize_multiplier(float(np.float64(sx) / np.float64(sy)))
+    return lambda x: np.clip(zy + arith.scale(x - zx, mult, shift), lo, hi)
+
+
+@translator("RELU", "RELU6", "RELU_N1_TO_1")
+def _relu(b: Build, op) -> None:
+    reals = {"RELU": (0.0, None), "RELU6": (0.0, 6.0), "RELU_N1_TO_1": (-1.0, 1.0)}[op.op]
+    if not b.quantized():
+        if op.op == "RELU":
+            return b.finish(b.add("Relu", [b.value(0)]))
+        bounds = [b.const(n, np.array(v, np.float32)) for n, v in zip(("min", "max"), reals)]
+        return b.finish(b.add("Clip", [b.value(0)] + bounds))
+    sy, zy = _same_params(b, -1)
+    info = np.iinfo(b.tensor(-1).dtype)
+    lo = max(int(info.min), arith.quantize(reals[0], sy, zy))
+    hi = int(info.max) if reals[1] is None else min(int(info.max), arith.quantize(reals[1], sy, zy))
+    _table(b, _requantized(b, lo, hi))
+
+
+@translator("LOGISTIC", "TANH")
+def _float_unary(b: Build, op) -> None:
+    if b.quantized():
+        raise CglowError(f"{op.describe()}: 8-bit {op.op} is not supported yet")
+    b.finish(b.add(_FLOAT_OPS[op.op], [b.value(0)]))
+
+
+@translator("SOFTMAX")
+def _softmax(b: Build, op) -> None:
+    if b.quantized():
+        raise CglowError(f"{op.describe()}: 8-bit SOFTMAX is not supported yet")
+    x = b.value(0)
+    beta = b.option("Beta")
+    if beta is not None and beta != 1.0:
+        x = b.add("Mul", [x, b.const("beta", np.array(beta, np.float32))])
+    b.finish(b.add("Softmax", [x], {"axis": -1}))
+
+
+@translator("QUANTIZE")
+def _quantize(b: Build, op) -> None:
+    dtype = b.tensor(-1).dtype
+    info = np.iinfo(dtype)
+    if b.tensor(0).dtype == np.float32:
+        s, z = _same_params(b, -1)
+        scale, zero = b.const("scale", np.array(s, np.float32)), b.const("zero", np.array(z, dtype))
+        return b.finish(b.add("QuantizeLinear", [b.value(0), scale, zero], {"rounding": "tflite"},
+                              out_type=TensorType(dtype, b.tensor(-1).shape)))
+    if b.tensor(0).dtype.itemsize != 1:
+        raise CglowError(f"{op.describe()}: requantizing {b.tensor(0).dtype.name} is not supported")
+    _table(b, _requantized(b, int(info.min), int(info.max)))
+
+
+@translator("DEQUANTIZE")
+def _dequantize(b: Build, op) -> None:
+    q = b.quant(0)
+    axis = {} if q.axis is None else {"axis": q.axis}
+    scale = b.const("scale", q.scale.astype(np.float32) if q.axis is not None else np.array(q.scale[0], np.float32))
+    zero_data = q.zero if q.axis is not None else np.array(q.zero[0])
+    zero = b.const("zero", zero_data.astype(b.tensor(0).dtype))
+    b.finish(b.add("DequantizeLinear", [b.value(0), scale, zero], axis))

@@ -1,0 +1,106 @@
+"""TFLite import: a .tflite file becomes the typed graph an ONNX model becomes (graph/ir.py). Every
+operator is translated by its builtin's translator (build.py registers them); the file's shapes and types are
+checked against what the translation computes. 8-bit graph inputs and outputs keep their integers, and their
+scale and zero point go to the header, as for an ONNX model with QuantizeLinear at its inputs."""
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+from ...errors import CglowError, ModelProblems
+from ...options import MAX_MEMORY
+from ..ir import Graph, Node, TensorType
+from ..limits import checked_type
+from . import conv, elementwise, tensor  # noqa: F401  (register their translators)
+from .build import OPSET, TRANSLATORS, Build
+from .reader import Model, read
+
+MAX_LISTED = 10  # operators named per unsupported builtin
+
+
+def unsupported(model: Model) -> str | None:
+    """One line naming every builtin cglow cannot translate, with its operators' indices."""
+    missing: dict[str, list[int]] = {}
+    for op in model.operators:
+        if op.op not in TRANSLATORS:
+            missing.setdefault(op.op, []).append(op.index)
+    if not missing:
+        return None
+    listed = "; ".join(f"{name} (operator{'s' if len(ix) > 1 else ''} {', '.join(map(str, ix[:MAX_LISTED]))}"
+                       f"{f' and {len(ix) - MAX_LISTED} more' if len(ix) > MAX_LISTED else ''})"
+                       for name, ix in sorted(missing.items()))
+    return f"unsupported TFLite operators: {listed} (docs/ops.md lists the supported ones)"
+
+
+def _input_type(model: Model, index: int, shapes: dict, max_memory: int) -> TensorType:
+    t = model.tensors[index]
+    shape = shapes.pop(t.name, None)
+    if shape is None:
+        if any(d < 0 for d in t.signature[1:]):
+            raise CglowError(f"input '{t.name}' has the dynamic shape {list(t.signature)}; give it with "
+                             f"--shape {t.name}=...")
+        shape = tuple(max(d, 1) for d in t.shape)
+    return checked_type(f"input '{t.name}'", TensorType(t.dtype, tuple(shape)), max_memory)
+
+
+def import_tflite(path: str | Path, shapes: dict[str, tuple[int, ...]] | None = None, source: str = "",
+                  max_memory: int = MAX_MEMORY, float_io: bool = False) -> Graph:
+    """The typed graph of a .tflite file. `float_io`: its 8-bit inputs and outputs become float32 ones,
+    quantized (as TFLite's QUANTIZE rounds) and dequantized inside."""
+    model = read(path)
+    problem = unsupported(model)
+    if problem:
+        raise CglowError(problem)
+    b = Build(model)
+    shapes = dict(shapes or {})
+    for index in model.inputs:
+        b.types[b.names[index]] = _input_type(model, index, shapes, max_memory)
+    if shapes:
+        raise CglowError(f"--shape names no graph input: {', '.join(sorted(shapes))} "
+                         f"(inputs: {', '.join(b.names[i] for i in model.inputs)})")
+    problems = []
+    for op in model.operators:
+        b.op = op
+        try:
+            TRANSLATORS[op.op](b, op)
+        except CglowError as exc:
+            problems.append(str(exc))
+    if problems:
+        raise ModelProblems(problems)
+    io_quant = {}
+    for index in model.inputs + model.outputs:
+        t = model.tensors[index]
+        if t.quant is not None and t.dtype.itemsize == 1 and t.dtype.kind in "iu" and t.quant.axis is None:
+            io_quant[b.names[index]] = (float(t.quant.scale[0]), int(t.quant.zero[0]))
+    for index in model.outputs:
+        if b.names[index] not in b.types:
+            raise CglowError(f"output '{model.tensors[index].name}' is written by no operator")
+    consts = {k: np.ascontiguousarray(v) for k, v in b.consts.items()}
+    graph = Graph(name=Path(path).stem, opset=OPSET, inputs=tuple(b.names[i] for i in model.inputs),
+                 outputs=tuple(b.names[i] for i in model.outputs), types=b.types, consts=consts,
+                 nodes=tuple(b.nodes), source=source, io_quant=io_quant)
+    return _float_io(graph) if float_io else graph
+
+
+def _float_io(graph: Graph) -> Graph:
+    """The 8-bit inputs and outputs of io_quant as float32 ones, converted inside: each keeps its name, and
+    its integers are renamed."""
+    nodes, types, consts = list(graph.nodes), dict(graph.types), dict(graph.consts)
+    for name, (s, z) in graph.io_quant.items():
+        inner = f"{name}/quantized"
+        dtype = types[name].dtype
+        scale, zero = f"{name}/scale", f"{name}/zero_point"
+        consts[scale], consts[zero] = np.array(s, np.float32), np.array(z, dtype)
+        types[scale], types[zero] = TensorType(np.dtype(np.float32), ()), TensorType(dtype, ())
+        types[inner] = types[name]
+        types[name] = TensorType(np.dtype(np.float32), types[name].shape)
+        nodes = [replace(n, inputs=tuple(inner if i == name else i for i in n.inputs),
+                         outputs=tuple(inner if o == name else o for o in n.outputs)) for n in nodes]
+        if name in graph.inputs:
+            nodes.insert(0, Node("QuantizeLinear", f"{name}/quantize", (name, scale, zero), (inner,),
+                                 {"rounding": "tflite"}))
+        else:
+            nodes.append(Node("DequantizeLinear", f"{name}/dequantize", (inner, scale, zero), (name,), {}))
+    return replace(graph, nodes=tuple(nodes), types=types, consts=consts, io_quant={})

@@ -1,0 +1,101 @@
+"""Operators that move values or pool them: RESHAPE, SQUEEZE, EXPAND_DIMS, CONCATENATION, PAD, PADV2,
+TRANSPOSE, MAX_POOL_2D, AVERAGE_POOL_2D and MEAN. On 8-bit values those that only move them need the
+output's scale and zero point to be the input's, as TFLite's converter writes them."""
+from __future__ import annotations
+
+import numpy as np
+
+from ...errors import CglowError
+from ..ir import TensorType
+from .build import TO_NCHW, TO_NHWC, Build, activation_bounds, float_activation, translator, window_pads
+
+
+def _same_quant(b: Build, inputs=(0,)) -> None:
+    """8-bit values move unchanged: every input shares the output's scale and zero point."""
+    out = b.tensor(-1).quant
+    if out is None:
+        return
+    for i in inputs:
+        q = b.tensor(i).quant
+        if q is None or q.axis is not None or not np.array_equal(q.scale, out.scale) or \
+                not np.array_equal(q.zero, out.zero):
+            raise CglowError(f"{b.op.describe()}: input {i} and the output have different scales or zero points "
+                             f"(TFLite's converter gives them the same)")
+
+
+def _shape_const(b: Build) -> str:
+    return b.const("shape", np.array(b.tensor(-1).shape, np.int64))
+
+
+@translator("RESHAPE", "SQUEEZE", "EXPAND_DIMS")
+def _reshape(b: Build, op) -> None:
+    _same_quant(b)
+    b.finish(b.add("Reshape", [b.value(0), _shape_const(b)]))
+
+
+@translator("CONCATENATION")
+def _concat(b: Build, op) -> None:
+    _same_quant(b, range(len(op.inputs)))
+    y = b.add("Concat", [b.value(i) for i in range(len(op.inputs))], {"axis": b.option("Axis")})
+    if b.quantized():
+        if b.activation() != "NONE":
+            raise CglowError(f"{op.describe()}: a fused activation on 8-bit values is not supported")
+        return b.finish(y)
+    b.finish(float_activation(b, y))
+
+
+@translator("PAD", "PADV2")
+def _pad(b: Build, op) -> None:
+    _same_quant(b)
+    widths = b.weights(1).astype(np.int64)
+    pads = np.concatenate([widths[:, 0], widths[:, 1]])
+    inputs = [b.value(0), b.const("pads", pads)]
+    if b.has(2):
+        inputs.append(b.value(2))
+    elif b.quantized():  # TFLite pads 8-bit values with the zero point
+        inputs.append(b.const("value", np.array(b.quant(0).zero[0], b.tensor(0).dtype)))
+    b.finish(b.add("Pad", inputs))
+
+
+@translator("TRANSPOSE")
+def _transpose(b: Build, op) -> None:
+    _same_quant(b)
+    b.finish(b.transpose(b.value(0), tuple(int(p) for p in b.weights(1))))
+
+
+@translator("MAX_POOL_2D", "AVERAGE_POOL_2D")
+def _pool(b: Build, op) -> None:
+    x = b.tensor(0)
+    _same_quant(b)
+    kernel = (b.option("FilterHeight"), b.option("FilterWidth"))
+    strides = (b.option("StrideH"), b.option("StrideW"))
+    pads = window_pads(x.shape[1:3], kernel, strides, (1, 1), b.padding())
+    attrs = {"kernel_shape": kernel, "strides": strides, "pads": pads}
+    xt = b.transpose(b.value(0), TO_NCHW)
+    out = b.tensor(-1)
+    nchw = TensorType(out.dtype, (out.shape[0], out.shape[3]) + out.shape[1:3])
+    if not b.quantized():
+        kind = "MaxPool" if op.op == "MAX_POOL_2D" else "AveragePool"
+        y = float_activation(b, b.add(kind, [xt], attrs if kind == "MaxPool" else {**attrs, "count_include_pad": 0}))
+        return b.finish(b.transpose(y, TO_NHWC))
+    lo, hi = activation_bounds(b, b.quant(-1), out.dtype)
+    if op.op == "MAX_POOL_2D":
+        y = b.add("MaxPool", [xt], attrs)
+        if (lo, hi) != tuple(int(v) for v in (np.iinfo(out.dtype).min, np.iinfo(out.dtype).max)):
+            y = b.add("Clip", [y, b.const("min", np.array(lo, out.dtype)), b.const("max", np.array(hi, out.dtype))])
+    else:
+        if any(pads):
+            raise CglowError(f"{op.describe()}: 8-bit average pooling over windows that reach past the input "
+                             f"(SAME padding) is not supported yet")
+        y = b.add("IntAvgPool", [xt], {"kernel_shape": kernel, "strides": strides, "x_zero": 0, "lo": lo, "hi": hi,
+                                       "rounding": "tflite"}, out_type=nchw)
+    b.finish(b.transpose(y, TO_NHWC))
+
+
+@translator("MEAN")
+def _mean(b: Build, op) -> None:
+    if b.quantized():
+        raise CglowError(f"{op.describe()}: 8-bit MEAN is not supported yet")
+    rank = len(b.tensor(0).shape)
+    axes = sorted({int(a) % rank for a in b.weights(1).reshape(-1)})
+    b.finish(b.add("ReduceMean", [b.value(0)], {"axes": tuple(axes), "keepdims": int(bool(b.option("KeepDims")))}))

@@ -1,0 +1,248 @@
+"""Each TFLite operator cglow reads, float32 and 8-bit (per-tensor and per-channel), against LiteRT's reference
+kernels: 8-bit results to the bit, float ones within 1e-5."""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+if os.environ.get("CI") == "true":
+    import ai_edge_litert  # noqa: F401  (in CI a missing LiteRT is a failure, not a skip)
+else:
+    pytest.importorskip("ai_edge_litert")
+
+import cglow
+from cglow import host
+from tests.tflite_file import TFLiteWriter, run_litert
+
+
+class Net:
+    """A small model under construction: float32 tensors, or int8 ones with random scales and zero points."""
+
+    def __init__(self, int8: bool, seed: int = 0):
+        self.w, self.int8 = TFLiteWriter(), int8
+        self.rng = np.random.default_rng(seed)
+        self.inputs: list[tuple[int, tuple]] = []
+        self.scales: dict[int, float] = {}
+
+    def value(self, name: str, shape, scale: float | None = None, zero: int | None = None) -> int:
+        if not self.int8:
+            return self.w.tensor(name, shape, np.float32)
+        scale = float(self.rng.uniform(0.02, 0.2)) if scale is None else scale
+        zero = int(self.rng.integers(-20, 20)) if zero is None else zero
+        t = self.w.tensor(name, shape, np.int8, scale=scale, zero_point=zero)
+        self.scales[t] = scale
+        return t
+
+    def input(self, name: str, shape, **quant) -> int:
+        t = self.value(name, shape, **quant)
+        self.inputs.append((t, tuple(shape)))
+        return t
+
+    def weights(self, name: str, shape, axis: int | None = 0) -> tuple[int, np.ndarray]:
+        """Weights (int8 symmetric, per channel along axis or per tensor) and their scales."""
+        if not self.int8:
+            return self.w.tensor(name, shape, np.float32, self.rng.standard_normal(shape).astype(np.float32)), None
+        n = shape[axis] if axis is not None else 1
+        scales = self.rng.uniform(0.002, 0.02, n)
+        data = self.rng.integers(-127, 128, shape).astype(np.int8)
+        quant = dict(scale=list(scales), zero_point=[0] * n, axis=axis) if axis is not None else \
+            dict(scale=float(scales[0]), zero_point=0)
+        return self.w.tensor(name, shape, np.int8, data, **quant), scales
+
+    def bias(self, name: str, n: int, in_scale: float | None, w_scales) -> int:
+        if not self.int8:
+            return self.w.tensor(name, [n], np.float32, self.rng.standard_normal(n).astype(np.float32))
+        scales = in_scale * np.broadcast_to(w_scales, (n,))
+        return self.w.tensor(name, [n], np.int32, self.rng.integers(-3000, 3000, n).astype(np.int32),
+                             scale=list(scales), zero_point=[0] * n)
+
+    def scale(self, t: int) -> float | None:
+        return self.scales.get(t)
+
+    def data(self):
+        for t, shape in self.inputs:
+            if self.int8:
+                yield self.rng.integers(-128, 128, shape).astype(np.int8)
+            else:
+                yield self.rng.standard_normal(shape).astype(np.float32)
+
+
+def check(net: Net, outputs, tmp_path) -> None:
+    model = net.w.build([t for t, _ in net.inputs], outputs)
+    inputs = list(net.data())
+    expected = run_litert(model, inputs)
+    path = tmp_path / "model.tflite"
+    path.write_bytes(model)
+    got = host.build(cglow.compile_model(path)).run(*inputs)
+    for e, g in zip(expected, got):
+        assert g.dtype == e.dtype and g.shape == e.shape
+        if net.int8:
+            np.testing.assert_array_equal(g, e)
+        else:
+            np.testing.assert_allclose(g, e, rtol=1e-5, atol=1e-5)
+
+
+KINDS = [pytest.param(False, id="float"), pytest.param(True, id="int8")]
+ACTIVATIONS = ["NONE", "RELU", "RELU6", "RELU_N1_TO_1"]
+
+
+@pytest.mark.parametrize("int8", KINDS)
+@pytest.mark.parametrize("padding,stride,dilation,act", [
+    ("SAME", 1, 1, "NONE"), ("SAME", 2, 1, "RELU"), ("VALID", 1, 2, "RELU6"), ("VALID", 2, 1, "RELU_N1_TO_1")])
+def test_conv_2d(int8, padding, stride, dilation, act, tmp_path):
+    net = Net(int8)
+    x = net.input("x", [1, 11, 10, 5])
+    w, scales = net.weights("w", [7, 3, 3, 5])
+    b = net.bias("b", 7, net.scale(x), scales)
+    out = -(-11 // stride) if padding == "SAME" else (10 - 2 * dilation) // stride + 1
+    out_w = -(-10 // stride) if padding == "SAME" else (9 - 2 * dilation) // stride + 1
+    y = net.value("y", [1, out, out_w, 7], scale=0.3 if int8 else None)
+    net.w.op("CONV_2D", [x, w, b], [y], {"padding": padding, "stride_w": stride, "stride_h": stride,
+                                         "dilation_w_factor": dilation, "dilation_h_factor": dilation,
+                                         "fused_activation_function": act})
+    check(net, [y], tmp_path)
+
+
+@pytest.mark.parametrize("int8", KINDS)
+@pytest.mark.parametrize("multiplier,stride", [(1, 1), (2, 2)])
+def test_depthwise_conv_2d(int8, multiplier, stride, tmp_path):
+    net = Net(int8, seed=1)
+    x = net.input("x", [1, 9, 9, 6])
+    c = 6 * multiplier
+    w, scales = net.weights("w", [1, 3, 3, c], axis=3)
+    b = net.bias("b", c, net.scale(x), scales)
+    n = -(-9 // stride)
+    y = net.value("y", [1, n, n, c], scale=0.1 if int8 else None)
+    net.w.op("DEPTHWISE_CONV_2D", [x, w, b], [y], {"padding": "SAME", "stride_w": stride, "stride_h": stride,
+                                                   "depth_multiplier": multiplier, "fused_activation_function": "RELU6"})
+    check(net, [y], tmp_path)
+
+
+@pytest.mark.parametrize("int8", KINDS)
+@pytest.mark.parametrize("per_channel", [False, True])
+def test_fully_connected(int8, per_channel, tmp_path):
+    net = Net(int8, seed=2)
+    x = net.input("x", [2, 3, 1, 16])  # flattened to rows of 16
+    w, scales = net.weights("w", [10, 16], axis=0 if per_channel else None)
+    b = net.bias("b", 10, net.scale(x), scales)
+    y = net.value("y", [6, 10], scale=0.5 if int8 else None)
+    net.w.op("FULLY_CONNECTED", [x, w, b], [y], {"fused_activation_function": "RELU"})
+    check(net, [y], tmp_path)
+
+
+@pytest.mark.parametrize("int8", KINDS)
+@pytest.mark.parametrize("op,padding", [("MAX_POOL_2D", "SAME"), ("MAX_POOL_2D", "VALID"),
+                                        ("AVERAGE_POOL_2D", "VALID")])
+def test_pool_2d(int8, op, padding, tmp_path):
+    net = Net(int8, seed=3)
+    x = net.input("x", [1, 9, 8, 4], scale=0.1, zero=3)
+    n, m = (5, 4) if padding == "SAME" else (4, 3)
+    y = net.value("y", [1, n, m, 4], scale=0.1, zero=3)
+    net.w.op(op, [x], [y], {"padding": padding, "stride_w": 2, "stride_h": 2, "filter_width": 3, "filter_height": 3,
+                            "fused_activation_function": "RELU"})
+    check(net, [y], tmp_path)
+
+
+def test_average_pool_2d_same_padding(tmp_path):
+    net = Net(False, seed=4)
+    x = net.input("x", [1, 7, 7, 3])
+    y = net.value("y", [1, 4, 4, 3])
+    net.w.op("AVERAGE_POOL_2D", [x], [y], {"padding": "SAME", "stride_w": 2, "stride_h": 2, "filter_width": 3,
+                                           "filter_height": 3})
+    check(net, [y], tmp_path)
+
+
+@pytest.mark.parametrize("int8", KINDS)
+@pytest.mark.parametrize("op", ["ADD", "SUB", "MUL"])
+@pytest.mark.parametrize("act", ["NONE", "RELU6"])
+def test_binary(int8, op, act, tmp_path):
+    net = Net(int8, seed=5)
+    a = net.input("a", [1, 6, 5, 8])
+    b = net.input("b", [1, 1, 5, 8])  # broadcast along H
+    y = net.value("y", [1, 6, 5, 8])
+    net.w.op(op, [a, b], [y], {"fused_activation_function": act})
+    check(net, [y], tmp_path)
+
+
+@pytest.mark.parametrize("int8", KINDS)
+@pytest.mark.parametrize("op", ["RELU", "RELU6", "RELU_N1_TO_1"])
+def test_relu(int8, op, tmp_path):
+    net = Net(int8, seed=6)
+    x = net.input("x", [1, 4, 4, 16], scale=0.05, zero=-4)
+    y = net.value("y", [1, 4, 4, 16], scale=0.03, zero=-128 if op == "RELU" else 2)
+    net.w.op(op, [x], [y])
+    check(net, [y], tmp_path)
+
+
+@pytest.mark.parametrize("op", ["LOGISTIC", "TANH"])
+def test_float_unary(op, tmp_path):
+    net = Net(False, seed=7)
+    x = net.input("x", [2, 50])
+    y = net.value("y", [2, 50])
+    net.w.op(op, [x], [y])
+    check(net, [y], tmp_path)
+
+
+@pytest.mark.parametrize("beta", [1.0, 0.5])
+def test_float_softmax(beta, tmp_path):
+    net = Net(False, seed=8)
+    x = net.input("x", [3, 12])
+    y = net.value("y", [3, 12])
+    net.w.op("SOFTMAX", [x], [y], {"beta": beta})
+    check(net, [y], tmp_path)
+
+
+def test_quantize_and_dequantize(tmp_path):
+    """float -> int8 rounds halves away from zero (the inputs are placed on halves), int8 -> int8 requantizes,
+    int8 -> float."""
+    w = TFLiteWriter()
+    x = w.tensor("x", [1, 64], np.float32)
+    q = w.tensor("q", [1, 64], np.int8, scale=0.25, zero_point=3)
+    r = w.tensor("r", [1, 64], np.int8, scale=0.37, zero_point=-9)
+    y = w.tensor("y", [1, 64], np.float32)
+    w.op("QUANTIZE", [x], [q])
+    w.op("QUANTIZE", [q], [r])
+    w.op("DEQUANTIZE", [r], [y])
+    model = w.build([x], [q, y])
+    data = (np.arange(64, dtype=np.float32) - 32) * 0.125 + 0.0625 * (np.arange(64) % 3 - 1)
+    inputs = [data.reshape(1, 64).astype(np.float32)]
+    path = tmp_path / "q.tflite"
+    path.write_bytes(model)
+    got = host.build(cglow.compile_model(path)).run(*inputs)
+    for e, g in zip(run_litert(model, inputs), got):
+        np.testing.assert_array_equal(g, e)
+
+
+@pytest.mark.parametrize("int8", KINDS)
+def test_movement(int8, tmp_path):
+    """RESHAPE, EXPAND_DIMS, SQUEEZE, TRANSPOSE, PAD, CONCATENATION in one chain (8-bit: one scale)."""
+    net = Net(int8, seed=9)
+    quant = dict(scale=0.1, zero=-5)
+    x = net.input("x", [1, 4, 6, 3], **quant)
+    r = net.value("r", [1, 4, 18], **quant)
+    net.w.op("RESHAPE", [x], [r], {"new_shape": [1, 4, 18]})
+    axis = net.w.tensor("axis", [], np.int32, np.array(2, np.int32))
+    e = net.value("e", [1, 4, 1, 18], **quant)
+    net.w.op("EXPAND_DIMS", [r, axis], [e])
+    s = net.value("s", [4, 18], **quant)
+    net.w.op("SQUEEZE", [e], [s], {"squeeze_dims": [0, 2]})
+    perm = net.w.tensor("perm", [2], np.int32, np.array([1, 0], np.int32))
+    t = net.value("t", [18, 4], **quant)
+    net.w.op("TRANSPOSE", [s, perm], [t])
+    pads = net.w.tensor("pads", [2, 2], np.int32, np.array([[1, 0], [2, 3]], np.int32))
+    p = net.value("p", [19, 9], **quant)
+    net.w.op("PAD", [t, pads], [p])
+    y = net.value("y", [19, 18], **quant)
+    net.w.op("CONCATENATION", [p, p], [y], {"axis": 1})
+    check(net, [y], tmp_path)
+
+
+def test_float_mean(tmp_path):
+    net = Net(False, seed=10)
+    x = net.input("x", [1, 5, 6, 7])
+    axes = net.w.tensor("axes", [2], np.int32, np.array([1, 2], np.int32))
+    y = net.value("y", [1, 1, 1, 7])
+    net.w.op("MEAN", [x, axes], [y], {"keep_dims": True})
+    check(net, [y], tmp_path)
