@@ -25,10 +25,10 @@ import numpy as np
 from .compiler import CompiledModel, compile_model
 from .emit_c.harness import harness_source, parse_outputs, parse_samples_us, parse_time_us, run_harness
 from .errors import CglowError
-from .graph.onnx_import import load
 from .host import STRICT_FLAGS, build_cached, need_compiler, sources
 from .kernels.tiles import host_target
 from .macs import macs
+from .model_file import TFLiteFile, litert_feeds, litert_real_outputs, open_model
 from .options import Options
 from .reference import MAX_STEPS, difference, ort_reason, ort_session, real_values, seeded_inputs
 
@@ -74,67 +74,97 @@ def time_cglow(exe: Path, compiled: CompiledModel) -> tuple[float, list[float], 
     return parse_time_us(stdout) * 1e-6, samples, parse_outputs(stdout, compiled)
 
 
-def time_onnxruntime(model: onnx.ModelProto, compiled: CompiledModel, inputs: list[np.ndarray], samples: int,
-                     sample_s: float, warmup_s: float,
-                     warmup_runs: int = 3) -> tuple[float, list[float], list[np.ndarray]]:
-    """Time onnxruntime the way the C harness times cglow: (median seconds per run, sample seconds, outputs in
-    the graph's output order)."""
-    session = ort_session(model)
-    binding = session.io_binding()
-    for info, x in zip(compiled.inputs, inputs):
-        binding.bind_cpu_input(info.name, real_values(info, x))
-    for out in session.get_outputs():
-        binding.bind_output(out.name, "cpu")
-    run = session.run_with_iobinding
+def _timed(run, samples: int, sample_s: float, warmup_s: float, warmup_runs: int = 3) -> tuple[float, list[float]]:
+    """Time run() the way the C harness times cglow: (median seconds per run, sample seconds)."""
     clock = time.perf_counter
     start, n = clock(), 0
     while n < warmup_runs or clock() - start < warmup_s:
-        run(binding)
+        run()
         n += 1
     runs = max(1, int(sample_s / ((clock() - start) / n)))
     times = []
     for _ in range(samples):
         start = clock()
         for _ in range(runs):
-            run(binding)
+            run()
         times.append((clock() - start) / runs)
+    return statistics.median(times), times
+
+
+def time_onnxruntime(model: onnx.ModelProto, compiled: CompiledModel, inputs: list[np.ndarray], samples: int,
+                     sample_s: float, warmup_s: float) -> tuple[float, list[float], list[np.ndarray]]:
+    """Time onnxruntime: (median seconds per run, sample seconds, outputs in the graph's output order)."""
+    session = ort_session(model)
+    binding = session.io_binding()
+    for info, x in zip(compiled.inputs, inputs):
+        binding.bind_cpu_input(info.name, real_values(info, x))
+    for out in session.get_outputs():
+        binding.bind_output(out.name, "cpu")
+    median, times = _timed(lambda: session.run_with_iobinding(binding), samples, sample_s, warmup_s)
     outputs = [np.array(o) for o in binding.copy_outputs_to_cpu()]
     names = [o.name for o in session.get_outputs()]
     order = [names.index(t.name) for t in compiled.outputs]
-    return statistics.median(times), times, [outputs[i] for i in order]
+    return median, times, [outputs[i] for i in order]
+
+
+def time_litert(model: TFLiteFile, inputs: list[np.ndarray], samples: int, sample_s: float,
+                warmup_s: float) -> tuple[float, list[float], list[np.ndarray]]:
+    """Time LiteRT's interpreter (its default, optimized kernels, one thread) on net_run's inputs (quantized
+    as the file's where --float-io made them float): (median seconds per run, sample seconds, real outputs)."""
+    from ai_edge_litert import interpreter as litert
+    runner = litert.Interpreter(model_path=str(model.path), num_threads=1)
+    runner.allocate_tensors()
+    for detail, x in zip(runner.get_input_details(), litert_feeds(model, inputs)):
+        runner.set_tensor(detail["index"], x)
+    median, times = _timed(runner.invoke, samples, sample_s, warmup_s)
+    outputs = [np.array(runner.get_tensor(d["index"])) for d in runner.get_output_details()]
+    return median, times, litert_real_outputs(model, outputs)
+
+
+def _runtime(model) -> str:
+    """The runtime bench compares with, by name and version: LiteRT for a TFLite file, else onnxruntime."""
+    from importlib.metadata import PackageNotFoundError, version
+    package = "ai-edge-litert" if isinstance(model, TFLiteFile) else "onnxruntime"
+    try:
+        return f"{'LiteRT' if isinstance(model, TFLiteFile) else 'onnxruntime'} {version(package)}"
+    except PackageNotFoundError:
+        raise CglowError(f"cglow bench compares with {package}: pip install {package}") from None
 
 
 def bench_model(path: str, shapes: dict[str, tuple[int, ...]], options: Options, cc: str, opt_flags: tuple[str, ...],
                 samples: int, sample_ms: float, warmup_ms: float, tolerance: float) -> int:
-    """`cglow bench`: time the model's C and onnxruntime on the same seeded inputs and print both, their ratio
-    and how far the outputs are apart; 1 when they are further than `tolerance` (quantized outputs: 2 steps)."""
-    try:
-        import onnxruntime
-    except ImportError:
-        raise CglowError("cglow bench compares with onnxruntime: pip install onnxruntime") from None
+    """`cglow bench`: time the model's C and onnxruntime (LiteRT for a .tflite file) on the same seeded inputs
+    and print both, their ratio and how far the outputs are apart; 1 when they are further than `tolerance`
+    (quantized outputs: 2 steps)."""
     if samples < 1 or sample_ms <= 0 or warmup_ms < 0:
         raise CglowError("--samples must be at least 1, --sample-ms above 0 and --warmup-ms at least 0")
-    model = load(path, options.max_memory)
+    model = open_model(path, options.max_memory)
+    runtime = _runtime(model)
     compiled = compile_model(model, "net", shapes, options)
     inputs = seeded_inputs(compiled)
     main = harness_source(compiled, inputs, samples=samples, sample_ms=sample_ms, warmup_ms=warmup_ms)
     flags = (*STRICT_FLAGS, *opt_flags)  # after the strict flags: -Wno-... can relax them
     exe = build_executable({**sources(compiled), f"{compiled.name}_main.c": main}, cc, flags)
     cglow_s, _, got = time_cglow(exe, compiled)
+    timing = (samples, sample_ms / 1e3, warmup_ms / 1e3)
     try:
-        ort_s, _, want = time_onnxruntime(model, compiled, inputs, samples, sample_ms / 1e3, warmup_ms / 1e3)
+        if isinstance(model, TFLiteFile):
+            ref_s, _, want = time_litert(model, inputs, *timing)
+        else:
+            ref_s, _, want = time_onnxruntime(model, compiled, inputs, *timing)
     except Exception as exc:  # noqa: BLE001 - the runtime's own errors, of many types
-        raise CglowError(f"onnxruntime {onnxruntime.__version__} cannot run the model: {ort_reason(exc)}") from None
+        raise CglowError(f"{runtime} cannot run the model: {ort_reason(exc)}") from None
     count = macs(compiled.program)
     target = f"host = {host_target()}" if options.target == "host" else options.target
-    print(f"cglow bench {path}: --target {target}, {cc} {' '.join(flags)}; onnxruntime {onnxruntime.__version__}, "
+    name = runtime.split()[0]
+    print(f"cglow bench {path}: --target {target}, {cc} {' '.join(flags)}; {runtime}, "
           f"1 thread; median of {samples} samples of ~{sample_ms:g} ms, seeded random inputs")
     print(f"cglow C:     {cglow_s * 1e3:10.4f} ms per inference ({count / 1e6:.2f} M MACs, "
           f"{2 * count / cglow_s / 1e9:.2f} GFLOP/s)")
-    print(f"onnxruntime: {ort_s * 1e3:10.4f} ms per inference")
-    print(f"cglow C / onnxruntime: {cglow_s / ort_s:.3f} (below 1: cglow's C is faster)")
+    print(f"{name + ':':12} {ref_s * 1e3:10.4f} ms per inference")
+    print(f"cglow C / {name}: {cglow_s / ref_s:.3f} (below 1: cglow's C is faster)")
     differences = [difference(t, g, w) for t, g, w in zip(compiled.outputs, got, want)]
     ok = all(d.ok(tolerance, MAX_STEPS) for d in differences)
     print(f"outputs: max relative error {max((d.relative for d in differences), default=0.0):.2e} against "
-          f"onnxruntime ({'ok' if ok else 'MISMATCH'})")
+          f"{name} ({'ok' if ok else 'MISMATCH'})")
     return 0 if ok else 1

@@ -19,8 +19,8 @@ from .compiler import CompiledModel, compile_model
 from .emit_c.harness import harness_source, parse_outputs, run_harness
 from .errors import CglowError, reason
 from .graph.ir import shape_text
-from .graph.onnx_import import load
 from .host import STRICT_FLAGS, sources
+from .model_file import TFLiteFile, litert_reals, open_model
 from .options import Options
 from .reference import difference, real_values, reference_outputs, seeded_inputs
 from .targets import TARGETS
@@ -117,11 +117,13 @@ def check_model(path: str, shapes: dict[str, tuple[int, ...]], options: Options,
     than `tolerance` (of its scale) or, for a quantized output, `max_steps` quantization steps. With
     `all_tensors`, every graph value that a kernel writes whole is compared too (cglow.trace), and the first
     that departs is named."""
-    model = load(path, options.max_memory)
+    model = open_model(path, options.max_memory)
+    if all_tensors and isinstance(model, TFLiteFile):
+        raise CglowError("--all-tensors compares the tensors of ONNX models only; check the .tflite file without it")
     compiled = compile_model(model, "net", shapes, options)
     inputs = read_inputs(input_files, compiled) if input_files else seeded_inputs(compiled, seed)
     feeds = {t.name: real_values(t, x) for t, x in zip(compiled.inputs, inputs)}
-    runtime, want = reference_outputs(model, feeds)
+    runtime, want = litert_reals(model, inputs) if isinstance(model, TFLiteFile) else reference_outputs(model, feeds)
     how, got = (target_outputs(compiled, inputs, options.target, opt_flags) if options.target in TARGETS
                 else host_outputs(compiled, inputs, cc, opt_flags or HOST_OPT_FLAGS))
     source = f"inputs from {', '.join(input_files)}" if input_files else f"seeded random inputs (seed {seed})"

@@ -103,7 +103,7 @@ def cmd_emit(args: argparse.Namespace) -> None:
     model, quantized = args.model, None
     if args.int8:
         from .graph.onnx_import import load
-        model, quantized = quantize_with_options(args, load(args.model, options.max_memory))
+        model, quantized = quantize_with_options(args, lambda: load(args.model, options.max_memory))
     elif any(getattr(args, key) for key in CALIBRATION_OPTIONS):
         raise CglowError("--calib, --method, --percentile, --per-tensor and --keep-float apply only with --int8")
     lowered, dump = LoweredGraph(), IRDump()
@@ -142,15 +142,20 @@ CALIBRATION_OPTIONS = ("calib", "method", "percentile", "per_tensor", "keep_floa
 
 def cmd_quantize(args: argparse.Namespace) -> None:
     from .graph.onnx_import import load
-    model, summary = quantize_with_options(args, load(args.model))
+    model, summary = quantize_with_options(args, lambda: load(args.model))
     write_files({Path(args.output): model.SerializeToString()})
     print(f"cglow: wrote {args.output}: {summary}")
 
 
-def quantize_with_options(args: argparse.Namespace, model: onnx.ModelProto) -> tuple[onnx.ModelProto, str]:
-    """The QDQ model of `model` per the calibration options, and a summary of what was quantized."""
+def quantize_with_options(args: argparse.Namespace, loaded) -> tuple[onnx.ModelProto, str]:
+    """The QDQ model of the model `loaded()` reads per the calibration options, and a summary of what was
+    quantized."""
     from collections import Counter
+    from .graph.tflite.reader import is_tflite
     from .quantize import load_calibration, quantize, weight_bytes
+    if is_tflite(args.model):
+        raise CglowError(f"{args.model}: a .tflite file keeps the quantization it was converted with; cglow "
+                         f"quantizes ONNX models")
     if not args.calib:
         raise CglowError("quantizing needs calibration inputs: --calib INPUTS.npz (one array per model input, "
                          "samples stacked on a new leading axis)")
@@ -160,6 +165,7 @@ def quantize_with_options(args: argparse.Namespace, model: onnx.ModelProto) -> t
         percentile = float(args.percentile or 99.99)
     except ValueError:
         raise CglowError(f"--percentile {args.percentile}: expected a number above 0 and at most 100") from None
+    model = loaded()
     result = quantize(model, load_calibration(args.calib, model), args.method or "minmax", percentile,
                       not args.per_tensor, args.keep_float or ())
     kept = ", ".join(op if n == 1 else f"{op} x{n}" for op, n in sorted(Counter(result.float_ops).items()))

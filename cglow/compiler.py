@@ -13,12 +13,13 @@ from .graph.limits import check_bytes
 from .graph.onnx_import import import_model, load
 from .graph.quant.io import quantized_io
 from .graph.tflite.importer import import_tflite
-from .graph.tflite.reader import is_tflite
+from .graph.ir import Graph
+from .model_file import TFLiteFile, as_model
+from .options import MAX_MEMORY, Options
 from .instr import passes as instr_passes
 from .instr.ir import Program
 from .kernels.tiles import tiles_for
 from .lower.context import lower
-from .options import Options
 from .stages import Stages, stage_name
 
 
@@ -63,26 +64,32 @@ def check_memory(prog: Program, plan: Plan, options: Options) -> None:
                 weights + plan.size + io, options.max_memory)
 
 
-def compile_model(model: str | Path | onnx.ModelProto, name: str = "net",
+def import_graph(model: str | Path | onnx.ModelProto | TFLiteFile, shapes: dict[str, tuple[int, ...]] | None = None,
+                 max_memory: int = MAX_MEMORY, float_io: bool = False) -> Graph:
+    """The model's typed graph as imported: an ONNX model's (a path or a ModelProto), or a TFLite file's (a
+    path with its identifier, or a TFLiteFile), which takes `float_io` at once: its 8-bit inputs and outputs
+    are the file's own (io_quant), or float ones converted inside."""
+    model = as_model(model)
+    if isinstance(model, TFLiteFile):
+        return import_tflite(model.model, shapes, model.path.name, max_memory, float_io)
+    source = Path(model).name if isinstance(model, (str, Path)) else "ModelProto"
+    return import_model(load(model, max_memory), shapes, source, max_memory)
+
+
+def compile_model(model: str | Path | onnx.ModelProto | TFLiteFile, name: str = "net",
                   shapes: dict[str, tuple[int, ...]] | None = None, options: Options = Options(),
                   header: str = "", stages: Stages = Stages()) -> CompiledModel:
-    """Compile an ONNX model (a path or a ModelProto) or a TFLite file (a path) to C source and header text; the C file includes
+    """Compile an ONNX model or a TFLite file (import_graph) to C source and header text; the C file includes
     `header` (default: the C symbol prefix made of `name`, plus .h); `stages` runs each pass and step, for
     observers (progress, IR dumps)."""
-    source = Path(model).name if isinstance(model, (str, Path)) else "ModelProto"
-    tflite = isinstance(model, (str, Path)) and is_tflite(model)
-    if tflite:  # its 8-bit inputs and outputs are the file's own (io_quant), or float ones with float_io
-        graph = stages.run("import", lambda: import_tflite(model, shapes, source, options.max_memory,
-                                                           options.float_io))
-    else:
-        graph = stages.run("import", lambda: import_model(load(model, options.max_memory), shapes, source,
-                                                          options.max_memory))
+    model = as_model(model)
+    graph = stages.run("import", lambda: import_graph(model, shapes, options.max_memory, options.float_io))
     for rewrite in graph_passes.PIPELINE:
         graph = stages.run(stage_name(rewrite), rewrite, graph)
-    if not options.float_io and not tflite:
+    if not options.float_io and not isinstance(model, TFLiteFile):
         graph = stages.run("quantized_io", quantized_io, graph)
     inputs = [TensorInfo(n, graph.types[n].shape, graph.types[n].dtype, *graph.io_quant.get(n, ())) for n in graph.inputs]
     outputs = [TensorInfo(n, graph.types[n].shape, graph.types[n].dtype, *graph.io_quant.get(n, ()))
                for n in graph.outputs]
-    return compile_program(stages.run("lower", lower, graph), name, inputs, outputs, source, graph.opset, options,
+    return compile_program(stages.run("lower", lower, graph), name, inputs, outputs, graph.source, graph.opset, options,
                            header, stages)

@@ -1,7 +1,8 @@
 """`cglow info`: what a model holds and what its C needs, and every problem that keeps cglow from compiling it.
 
-What the ONNX file says is always reported: the inputs and outputs, the op histogram (the file's nodes;
-op types of other domains as domain.op) and the parameters (the elements of its initializers). What the
+What the file says is always reported: the inputs and outputs, the op histogram (an ONNX file's nodes, op
+types of other domains as domain.op; a TFLite file's operators by builtin) and the parameters (the elements of
+its initializers or constant tensors). What the
 compiled model needs only when it compiles: MACs (cglow.macs), kernels, weights (flash), arena and RAM, the
 memory floors (cglow.memory) and an estimate of the code size (cglow.code_size). For a model that compiles,
 the inputs and outputs are those of net_run (a quantized model's 8-bit ones with their scale and zero point);
@@ -16,9 +17,9 @@ import onnx
 from .code_size import code_size
 from .errors import CglowError, ModelProblems, one_line
 from .graph.ir import shape_text
-from .graph.onnx_import import load
 from .macs import macs
 from .memory import analyze_model
+from .model_file import TFLiteFile, open_model
 from .options import Options
 
 COMPILED_KEYS = ("macs", "kernels", "weights_bytes", "arena_bytes", "io_bytes", "ram_bytes", "code_statements",
@@ -66,15 +67,8 @@ def compiled_tensors(infos) -> list[dict]:
 def model_info(path: str, shapes: dict[str, tuple[int, ...]], options: Options = Options()) -> dict:
     """Every fact `cglow info --json` prints. A file that is not a readable model raises CglowError; a model
     cglow cannot compile has "supported" false, its problems listed and the compiled model's facts None."""
-    model = load(path, options.max_memory)
-    constants = {t.name for t in model.graph.initializer}
-    names = [v.name for v in model.graph.input if v.name not in constants]
-    unknown = sorted(set(shapes) - set(names))
-    if unknown:
-        raise CglowError(f"--shape names no graph input: {', '.join(unknown)}; the inputs are {', '.join(names)}")
-    info = dict(supported=True, problems=[], inputs=declared(model.graph.input, shapes, constants),
-                outputs=declared(model.graph.output, {}, set()), ops=op_counts(model),
-                parameters=parameters(model)) | dict.fromkeys(COMPILED_KEYS)
+    model = open_model(path, options.max_memory)
+    info = dict(supported=True, problems=[]) | _declared(model, shapes) | dict.fromkeys(COMPILED_KEYS)
     try:
         compiled, _, report = analyze_model(model, shapes=shapes, options=options)
     except CglowError as exc:
@@ -88,6 +82,25 @@ def model_info(path: str, shapes: dict[str, tuple[int, ...]], options: Options =
         code_bytes_estimate=code.estimate, schedule_floor=report.schedule_floor,
         naive_floor=report.naive_floor,
         arena_over_naive_floor=round(report.arena_bytes / report.naive_floor, 3) if report.naive_floor else None)
+
+
+def _declared(model: onnx.ModelProto | TFLiteFile, shapes: dict[str, tuple[int, ...]]) -> dict:
+    """What the file says: its inputs and outputs, op histogram and parameters."""
+    if isinstance(model, TFLiteFile):
+        m = model.model
+        names = [m.tensors[i].name for i in m.inputs]
+        facts = dict(inputs=model.declared(m.inputs), outputs=model.declared(m.outputs), ops=model.op_counts(),
+                     parameters=model.parameters())
+    else:
+        constants = {t.name for t in model.graph.initializer}
+        names = [v.name for v in model.graph.input if v.name not in constants]
+        facts = dict(inputs=declared(model.graph.input, shapes, constants),
+                     outputs=declared(model.graph.output, {}, set()), ops=op_counts(model),
+                     parameters=parameters(model))
+    unknown = sorted(set(shapes) - set(names))
+    if unknown:
+        raise CglowError(f"--shape names no graph input: {', '.join(unknown)}; the inputs are {', '.join(names)}")
+    return facts
 
 
 def _tensor_line(t: dict) -> str:

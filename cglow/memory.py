@@ -14,10 +14,9 @@ from pathlib import Path
 import onnx
 
 from .options import MAX_MEMORY, Options
-from .compiler import CompiledModel, compile_model
+from .compiler import CompiledModel, compile_model, import_graph as imported_graph
 from .graph import passes as graph_passes
 from .graph.ir import Graph
-from .graph.onnx_import import import_model, load
 from .alloc.arena import floor, lifetimes
 from .kernels.render import PRIMITIVE_NAMES
 
@@ -99,7 +98,7 @@ def import_graph(model: str | Path | onnx.ModelProto, shapes: dict[str, tuple[in
     """The model's own graph (imported, constants folded, dead nodes dropped), before the graph
     optimizations: its ops are the model's, and its naive floor is the one of the ONNX node order with
     BatchNorm unfused."""
-    return graph_passes.eliminate_dead(import_model(load(model, max_memory), shapes, max_memory=max_memory))
+    return graph_passes.eliminate_dead(imported_graph(model, shapes, max_memory))
 
 
 def analyze_model(model: str | Path | onnx.ModelProto, name: str = "net",

@@ -15,7 +15,7 @@ from ..ir import Graph, Node, TensorType
 from ..limits import checked_type
 from . import conv, elementwise, tensor  # noqa: F401  (register their translators)
 from .build import OPSET, TRANSLATORS, Build
-from .reader import Model, read
+from .reader import Model
 
 MAX_LISTED = 10  # operators named per unsupported builtin
 
@@ -45,11 +45,10 @@ def _input_type(model: Model, index: int, shapes: dict, max_memory: int) -> Tens
     return checked_type(f"input '{t.name}'", TensorType(t.dtype, tuple(shape)), max_memory)
 
 
-def import_tflite(path: str | Path, shapes: dict[str, tuple[int, ...]] | None = None, source: str = "",
+def import_tflite(model: Model, shapes: dict[str, tuple[int, ...]] | None = None, source: str = "",
                   max_memory: int = MAX_MEMORY, float_io: bool = False) -> Graph:
-    """The typed graph of a .tflite file. `float_io`: its 8-bit inputs and outputs become float32 ones,
-    quantized (as TFLite's QUANTIZE rounds) and dequantized inside."""
-    model = read(path)
+    """The typed graph of a .tflite file's model (reader.read). `float_io`: its 8-bit inputs and outputs
+    become float32 ones, quantized (as TFLite's QUANTIZE rounds) and dequantized inside."""
     problem = unsupported(model)
     if problem:
         raise CglowError(problem)
@@ -78,7 +77,7 @@ def import_tflite(path: str | Path, shapes: dict[str, tuple[int, ...]] | None = 
         if b.names[index] not in b.types:
             raise CglowError(f"output '{model.tensors[index].name}' is written by no operator")
     consts = {k: np.ascontiguousarray(v) for k, v in b.consts.items()}
-    graph = Graph(name=Path(path).stem, opset=OPSET, inputs=tuple(b.names[i] for i in model.inputs),
+    graph = Graph(name=Path(source).stem or "model", opset=OPSET, inputs=tuple(b.names[i] for i in model.inputs),
                  outputs=tuple(b.names[i] for i in model.outputs), types=b.types, consts=consts,
                  nodes=tuple(b.nodes), source=source, io_quant=io_quant)
     return _float_io(graph) if float_io else graph

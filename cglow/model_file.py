@@ -1,0 +1,105 @@
+"""A model as the commands take it: an ONNX ModelProto, or a TFLite file, recognized by its identifier
+(TFL3) whatever its name. Both compile the same way (compiler.compile_model); what differs is how `info`
+describes the file and which runtime `check` and `bench` compare with (onnxruntime, or LiteRT)."""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+
+import numpy as np
+import onnx
+
+from .errors import CglowError
+from .graph.onnx_import import load
+from .graph.tflite.reader import Model, is_tflite, read
+from .options import MAX_MEMORY
+
+
+@dataclass(frozen=True)
+class TFLiteFile:
+    path: Path
+
+    @cached_property
+    def model(self) -> Model:
+        return read(self.path)
+
+    def op_counts(self) -> dict[str, int]:
+        return dict(sorted(Counter(op.op for op in self.model.operators).items()))
+
+    def parameters(self) -> int:
+        return sum(int(np.prod(t.shape)) for t in self.model.tensors if t.data is not None)
+
+    def declared(self, indices) -> list[dict]:
+        tensors = [self.model.tensors[i] for i in indices]
+        return [dict(name=t.name, dtype=t.dtype.name, shape=[d if d >= 0 else "?" for d in t.signature])
+                for t in tensors]
+
+
+def open_model(path: str | Path, max_memory: int = MAX_MEMORY) -> onnx.ModelProto | TFLiteFile:
+    """The model in the file: a TFLiteFile (read when first used) or the ONNX model (onnx_import.load)."""
+    if is_tflite(path):
+        return TFLiteFile(Path(path))
+    return load(path, max_memory)
+
+
+def as_model(model):
+    """A path to a TFLite file as a TFLiteFile; anything else (an ONNX path or ModelProto) as it is."""
+    return TFLiteFile(Path(model)) if isinstance(model, (str, Path)) and is_tflite(model) else model
+
+
+def litert_feeds(model: TFLiteFile, inputs: list[np.ndarray]) -> list[np.ndarray]:
+    """net_run's inputs as the file takes them: float ones quantized where the file's are 8-bit (--float-io),
+    as TFLite's QUANTIZE rounds (halves away from zero)."""
+    feeds = []
+    for index, x in zip(model.model.inputs, inputs):
+        t = model.model.tensors[index]
+        if t.quant is not None and x.dtype != t.dtype:
+            q = (np.float32(x) / np.float32(t.quant.scale[0])).astype(np.float64)
+            info = np.iinfo(t.dtype)
+            x = np.clip(np.sign(q) * np.floor(np.abs(q) + 0.5) + t.quant.zero[0], info.min, info.max)
+        feeds.append(np.asarray(x).astype(t.dtype))
+    return feeds
+
+
+def litert_real_outputs(model: TFLiteFile, outputs: list[np.ndarray]) -> list[np.ndarray]:
+    """The file's outputs as real values (8-bit ones dequantized), as check and bench compare them."""
+    reals = []
+    for index, y in zip(model.model.outputs, outputs):
+        q = model.model.tensors[index].quant
+        reals.append(y if q is None or y.dtype.kind == "f" else
+                     ((y.astype(np.float64) - q.zero[0]) * q.scale[0]).astype(np.float32))
+    return reals
+
+
+def litert_reals(model: TFLiteFile, inputs: list[np.ndarray]) -> tuple[str, list[np.ndarray]]:
+    """litert_outputs of net_run's inputs, as real values."""
+    runtime, outputs = litert_outputs(model, litert_feeds(model, inputs))
+    return runtime, litert_real_outputs(model, outputs)
+
+
+def litert_outputs(model: TFLiteFile, inputs: list[np.ndarray]) -> tuple[str, list[np.ndarray]]:
+    """LiteRT's name and the model's outputs, computed by its reference kernels (TFLite Micro's arithmetic),
+    the inputs given in the file's order."""
+    try:
+        from ai_edge_litert import interpreter as litert
+    except ImportError:
+        raise CglowError("comparing a .tflite model runs LiteRT: pip install ai-edge-litert") from None
+    try:
+        runner = litert.Interpreter(model_path=str(model.path),
+                                    experimental_op_resolver_type=litert.OpResolverType.BUILTIN_REF)
+        runner.allocate_tensors()
+        for detail, x in zip(runner.get_input_details(), inputs):
+            runner.set_tensor(detail["index"], x)
+        runner.invoke()
+        outputs = [np.array(runner.get_tensor(d["index"])) for d in runner.get_output_details()]
+    except Exception as exc:  # noqa: BLE001 - the interpreter's own errors, of many types
+        raise CglowError(f"LiteRT cannot run the model ({str(exc).strip().splitlines()[0][:200]})") from None
+    version = getattr(litert, "__version__", "") or _litert_version()
+    return f"LiteRT {version} (reference kernels)", outputs
+
+
+def _litert_version() -> str:
+    from importlib.metadata import version
+    return version("ai-edge-litert")
