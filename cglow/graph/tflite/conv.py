@@ -12,10 +12,15 @@ from .arith import quantize_multipliers
 from .build import TO_NCHW, TO_NHWC, Build, activation_bounds, float_activation, translator, window_pads
 
 
-def _requant(b: Build, real: np.ndarray) -> dict:
+def _requant(b: Build, real: np.ndarray, single: bool = False) -> dict:
+    """The requantization by TFLite's quantized multipliers of `real`: rounded twice, as its convolutions
+    round (MultiplyByQuantizedMultiplier), or once, halves up, as LiteRT's fully-connected kernels do
+    (`single`; measured: their ties round so): then as cglow's multipliers, acc * mult / 2^(31 - shift)."""
     out = b.quant(-1)
     mult, shift = quantize_multipliers(real)
     lo, hi = activation_bounds(b, out, b.tensor(-1).dtype)
+    if single:
+        return dict(mult=mult, shift=31 - shift, y_zero=int(out.zero[0]), lo=lo, hi=hi, rounding="half_up")
     return dict(mult=mult, shift=shift, y_zero=int(out.zero[0]), lo=lo, hi=hi, rounding="tflite")
 
 
@@ -87,7 +92,7 @@ def _dense(b: Build, op) -> None:
         scales = np.float64(np.float32(b.quant(0).scale[0]) * w.scale.astype(np.float32)) \
             if w.axis is None else float(b.quant(0).scale[0]) * _filter_scales(b, 1, n, 0)
         attrs = {"transA": 0, "transB": 1, "a_zero": int(b.quant(0).zero[0]), "b_zero": 0,
-                 **_requant(b, np.broadcast_to(scales / float(b.quant(-1).scale[0]), (n,)))}
+                 **_requant(b, np.broadcast_to(scales / float(b.quant(-1).scale[0]), (n,)), single=True)}
         weights = narrow(data.astype(np.int64) - (w.zero.reshape(-1, 1) if w.axis is not None else int(w.zero[0])))
         y = b.add("IntGemm", [rows, b.const("weights", weights), _bias(b, 2, n, np.int32)], attrs,
                   out_type=TensorType(b.tensor(-1).dtype, (size // k, n)))

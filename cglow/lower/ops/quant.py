@@ -48,14 +48,21 @@ class _Operands:
 def requantized(node: Node, out_dtype: np.dtype, acc: str, c: _Operands, bound=None) -> str:
     """The expression storing a requantized accumulator `acc` (int32) as the output's type. `bound`: the
     largest magnitude the accumulator can reach (per channel, or one for all), where known: it may allow the
-    cheaper cglow_requant_high, which takes each shift less 33. Shifts (1 to 62) are stored as int8. An op
-    from a .tflite file (rounding "tflite") requantizes as TFLite does, its shifts TFLite's exponents."""
+    cheaper cglow_requant_high, which takes each shift less 33. Shifts (1 to 62) are stored as int8. Ops from
+    a .tflite file requantize as LiteRT's kernels do: with rounding "tflite", MultiplyByQuantizedMultiplier's
+    two roundings (the shifts are TFLite's exponents); with "half_up", one rounding with halves up, which
+    cglow_requant_high computes exactly wherever it applies (it rounds halves up)."""
     mults, shifts = np.asarray(node.attr("mult")), np.asarray(node.attr("shift"))
+    if node.attr("rounding") == "half_up" and not (np.all(shifts > 32) and offset_fits(node.attr("y_zero"), shifts)):
+        return f"(({c_type(out_dtype)})cglow_requant_up({acc}, {c(mults, f'{node.name} multipliers')}, " \
+               f"{c(shifts, f'{node.name} shifts', np.int8)}, {node.attr('y_zero')}, {node.attr('lo')}, " \
+               f"{node.attr('hi')}))"
     if node.attr("rounding") == "tflite":
         return f"(({c_type(out_dtype)})cglow_requant_tfl({acc}, {c(mults, f'{node.name} multipliers')}, " \
                f"{c(shifts, f'{node.name} shifts', np.int8)}, {node.attr('y_zero')}, {node.attr('lo')}, " \
                f"{node.attr('hi')}))"
-    high = bound is not None and never_halfway(mults, shifts, bound) and offset_fits(node.attr("y_zero"), shifts)
+    high = node.attr("rounding") == "half_up" or \
+        bound is not None and never_halfway(mults, shifts, bound) and offset_fits(node.attr("y_zero"), shifts)
     helper = "cglow_requant_high" if high else "cglow_requant"
     mult = c(mults, f"{node.name} multipliers")
     shift = c(shifts - 33, f"{node.name} shifts less 33", np.int8) if high else \
