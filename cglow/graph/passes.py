@@ -51,27 +51,30 @@ def cancel_transposes(graph: Graph) -> Graph:
     return rewrite_each(graph, _transpose)
 
 
-def _takes_pads(node: Node, name: str) -> bool:
-    """Whether zero padding of the node's input `name` can be the node's own: a Conv, or an AveragePool that
-    counts its padding in the divisor, without ceil_mode (then every window lies inside the pads, and divides
-    by its full size whichever pads it covers)."""
+def _takes_pads(node: Node, name: str, value) -> bool:
+    """Whether padding of the node's input `name` with `value` can be the node's own: zero padding by a Conv,
+    or by an AveragePool that counts its padding in the divisor, without ceil_mode (then every window lies
+    inside the pads, and divides by its full size whichever pads it covers); an IntConv's by its input's zero
+    point (the real zero it pads with)."""
     if node.inputs[0] != name or node.inputs.count(name) != 1 or node.attr("auto_pad", "NOTSET") != "NOTSET":
         return False
-    return node.op == "Conv" or \
+    if node.op == "IntConv":
+        return value == node.attr("x_zero")
+    return value == 0 and node.op == "Conv" or value == 0 and \
         node.op == "AveragePool" and node.attr("count_include_pad", 0) == 1 and node.attr("ceil_mode", 0) == 0
 
 
 def _pad(site: Site, pad: Node) -> Graph | None:
-    """A constant zero Pad of the spatial axes, read only by nodes that pad their input themselves, goes
-    into their `pads`."""
+    """A constant Pad of the spatial axes, read only by nodes that pad their input themselves with its value,
+    goes into their `pads`."""
     if pad.op != "Pad" or pad.attr("mode", "constant") != "constant":
         return None
     value_name = pad.inputs[2] if len(pad.inputs) > 2 else ""
-    value = site.const(value_name)
+    value = site.const(value_name) if value_name else np.zeros(1)
     out = pad.outputs[0]
     readers = site.readers.get(out, [])
-    if (value_name and (value is None or np.any(value != 0))) or out in site.graph.outputs or not readers or \
-            not all(_takes_pads(r, out) for r in readers):
+    if value is None or value.size != 1 or out in site.graph.outputs or not readers or \
+            not all(_takes_pads(r, out, value.reshape(-1)[0]) for r in readers):
         return None
     g = site.graph
     widths = pad_widths(Args(pad, tuple(g.types.get(n) for n in pad.inputs), tuple(site.const(n) for n in pad.inputs),
@@ -92,4 +95,6 @@ def fold_pads(graph: Graph) -> Graph:
     return rewrite_each(graph, _pad)
 
 
-PIPELINE = (eliminate_dead, fold_qdq, eliminate_dead, fold_dequantized_consts, cancel_transposes, fold_pads, fold_batchnorm, eliminate_dead)
+# a transpose pair that cancels leaves its first one dead, which would keep a Pad before it from folding
+PIPELINE = (eliminate_dead, fold_qdq, eliminate_dead, fold_dequantized_consts, cancel_transposes, eliminate_dead,
+            fold_pads, fold_batchnorm, eliminate_dead)

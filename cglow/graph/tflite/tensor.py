@@ -48,13 +48,17 @@ def _concat(b: Build, op) -> None:
 def _pad(b: Build, op) -> None:
     _same_quant(b)
     widths = b.weights(1).astype(np.int64)
-    pads = np.concatenate([widths[:, 0], widths[:, 1]])
-    inputs = [b.value(0), b.const("pads", pads)]
+    image = widths.shape[0] == 4  # an NHWC image is padded as NCHW, so that a convolution after takes the pads
+    if image:
+        widths = widths[list(TO_NCHW)]
+    x = b.transpose(b.value(0), TO_NCHW) if image else b.value(0)
+    inputs = [x, b.const("pads", np.concatenate([widths[:, 0], widths[:, 1]]))]
     if b.has(2):
         inputs.append(b.value(2))
     elif b.quantized():  # TFLite pads 8-bit values with the zero point
         inputs.append(b.const("value", np.array(b.quant(0).zero[0], b.tensor(0).dtype)))
-    b.finish(b.add("Pad", inputs))
+    y = b.add("Pad", inputs)
+    b.finish(b.transpose(y, TO_NHWC) if image else y)
 
 
 @translator("TRANSPOSE")
