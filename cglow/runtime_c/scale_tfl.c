@@ -1,17 +1,23 @@
 /* TFLite's fixed-point product (MultiplyByQuantizedMultiplier, as LiteRT's and TFLite Micro's reference
-   kernels compute it): x times 2^shift when shift > 0, times the Q31 multiplier with the high word rounded
-   half up, then divided by 2^-shift when shift < 0, rounded half away from zero. Two roundings, where
-   cglow_requant rounds once: a model from a .tflite file gets its results to the bit. x shifted left wraps
-   as the reference's int32 arithmetic does; the multiplier is below 2^31, so the product fits in int64. A
-   division by a power of two is written without shifting a negative number (implementation-defined in C99). */
+   kernels compute it): x times 2^shift when shift > 0, times the Q31 multiplier with the product's high word
+   rounded half up, h = floor((P + 2^30) / 2^31), then for shift < 0 divided by 2^r (r = -shift) rounded half
+   away from zero: floor((h + 2^(r-1) - [h < 0]) / 2^r). Two roundings, where cglow_requant rounds once: a
+   model from a .tflite file gets its results to the bit. The two floors nest into one,
+   floor((P + 2^30 + 2^(30+r) - [h < 0] 2^31) / 2^(31+r)), and [h < 0] may be read as [x < 0] (they differ
+   only where h = 0, whose result is 0 either way): on a Cortex-M4 a multiply-accumulate of the constants and
+   a shift of the high word. x shifted left wraps as the reference's int32 arithmetic does; the multiplier is
+   below 2^31, so every sum fits in int64. A division by a power of two is written without shifting a
+   negative number (implementation-defined in C99). */
 static int32_t cglow_scale_tfl(int32_t x, int32_t multiplier, int32_t shift)
 {
-    const int32_t left = shift > 0 ? shift : 0;
-    const int32_t right = shift > 0 ? 0 : -shift;
-    const int64_t product = (int64_t)(int32_t)((uint32_t)x << left) * multiplier;
-    const int64_t nudged = product + (product >= 0 ? ((int64_t)1 << 30) : 1 - ((int64_t)1 << 30));
-    const int32_t high = (int32_t)(nudged / ((int64_t)1 << 31));
-    const int32_t mask = (int32_t)(((int64_t)1 << right) - 1);
-    const int32_t floor = high < 0 ? ~(~high >> right) : high >> right;
-    return floor + ((high & mask) > (mask >> 1) + (high < 0));
+    int32_t total;
+    int64_t sum;
+    if (shift < 0) {
+        total = 31 - shift;
+        sum = (int64_t)x * multiplier + ((int64_t)1 << 30) + ((int64_t)1 << (total - 1)) - ((int64_t)(x < 0) << 31);
+    } else {
+        total = 31;
+        sum = (int64_t)(int32_t)((uint32_t)x << shift) * multiplier + ((int64_t)1 << 30);
+    }
+    return (int32_t)(sum < 0 ? ~(~sum >> total) : sum >> total);
 }

@@ -50,7 +50,8 @@ def requantized(node: Node, out_dtype: np.dtype, acc: str, c: _Operands, bound=N
     largest magnitude the accumulator can reach (per channel, or one for all), where known: it may allow the
     cheaper cglow_requant_high, which takes each shift less 33. Shifts (1 to 62) are stored as int8. Ops from
     a .tflite file requantize as LiteRT's kernels do: with rounding "tflite", MultiplyByQuantizedMultiplier's
-    two roundings (the shifts are TFLite's exponents); with "half_up", one rounding with halves up, which
+    two roundings (the shifts are TFLite's exponents; all -2 or below, cglow_requant_tfl_high takes them
+    negated less 2); with "half_up", one rounding with halves up, which
     cglow_requant_high computes exactly wherever it applies (it rounds halves up)."""
     mults, shifts = np.asarray(node.attr("mult")), np.asarray(node.attr("shift"))
     if node.attr("rounding") == "half_up" and not (np.all(shifts > 32) and offset_fits(node.attr("y_zero"), shifts)):
@@ -58,8 +59,11 @@ def requantized(node: Node, out_dtype: np.dtype, acc: str, c: _Operands, bound=N
                f"{c(shifts, f'{node.name} shifts', np.int8)}, {node.attr('y_zero')}, {node.attr('lo')}, " \
                f"{node.attr('hi')}))"
     if node.attr("rounding") == "tflite":
-        return f"(({c_type(out_dtype)})cglow_requant_tfl({acc}, {c(mults, f'{node.name} multipliers')}, " \
-               f"{c(shifts, f'{node.name} shifts', np.int8)}, {node.attr('y_zero')}, {node.attr('lo')}, " \
+        high = np.all(shifts <= -2)
+        shift = c(-2 - shifts, f"{node.name} shifts negated less 2", np.int8) if high else \
+            c(shifts, f"{node.name} shifts", np.int8)
+        return f"(({c_type(out_dtype)})cglow_requant_tfl{'_high' if high else ''}({acc}, " \
+               f"{c(mults, f'{node.name} multipliers')}, {shift}, {node.attr('y_zero')}, {node.attr('lo')}, " \
                f"{node.attr('hi')}))"
     high = node.attr("rounding") == "half_up" or \
         bound is not None and never_halfway(mults, shifts, bound) and offset_fits(node.attr("y_zero"), shifts)
