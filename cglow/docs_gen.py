@@ -145,7 +145,28 @@ def render_ops() -> str:
                 INT8_FORMS[BUILDERS[op].__name__] if op in BUILDERS else "float"
             notes = _limitations(rule)
         lines.append(f"| {op} | {domain or 'ai.onnx'} | {opsets} | {types} | {int8} | {'; '.join(notes)} |")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + _tflite_builtins()) + "\n"
+
+
+def _tflite_builtins() -> list[str]:
+    """The TFLite builtins cglow translates (graph/tflite/build.py's registry), each with what its translator
+    refuses by name."""
+    from .graph.tflite import importer  # noqa: F401  (fills TRANSLATORS)
+    from .graph.tflite.build import TRANSLATORS
+    lines = ["\n## TFLite builtins\n",
+             ("A .tflite file (recognized by its TFL3 identifier) is translated into the same graph, NHWC kept "
+              "(the transposes around convolutions are views, and cancel between them). float32 and 8-bit "
+              "operators, per-tensor and per-channel, compute as LiteRT's reference kernels do (TFLite Micro's "
+              "arithmetic): 8-bit results to the bit. Any other builtin is named, with its operator indices, in "
+              "one error line.\n"),
+             "| builtin | translated in | limitations |", "|---|---|---|"]
+    for op in sorted(TRANSLATORS):
+        fn = TRANSLATORS[op]
+        notes = [n for f in _called_functions(fn) for n in ast.walk(f) if isinstance(n, ast.Raise)
+                 and isinstance(n.exc, ast.Call) and n.exc.args and "not supported" in (_text(n.exc.args[0]) or "")]
+        text = "; ".join(dict.fromkeys((_text(n.exc.args[0]) or "").split(": ", 1)[-1] for n in notes))
+        lines.append(f"| {op} | {fn.__module__.rsplit('.', 1)[-1]}.py | {text} |")
+    return lines
 
 
 def _value(action: argparse.Action, formatter: argparse.HelpFormatter) -> str:

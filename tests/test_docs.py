@@ -16,6 +16,7 @@ import cglow
 from cglow import cli, docs_gen
 from cglow.graph.quant.qoperator import QOPERATORS
 from cglow.graph.registry import SHAPE_RULES
+from cglow.graph.tflite.build import TRANSLATORS
 from cglow.host import STRICT_FLAGS
 from cglow.options import Options
 from cglow.quantize import load_calibration, quantize_model
@@ -40,9 +41,12 @@ def test_generated_page_is_current(page):
 
 
 def test_ops_page_rows():
-    rows = {line.split(" | ")[0][2:]: line.split(" | ")[1:] for line in docs_gen.render_ops().splitlines()
+    onnx_part, tflite_part = docs_gen.render_ops().split("## TFLite builtins")
+    rows = {line.split(" | ")[0][2:]: line.split(" | ")[1:] for line in onnx_part.splitlines()
             if re.match(r"\| [A-Z]", line)}
     assert set(rows) == set(SHAPE_RULES) | set(QOPERATORS)
+    builtins = {line.split(" | ")[0][2:] for line in tflite_part.splitlines() if re.match(r"\| [A-Z]", line)}
+    assert builtins == set(TRANSLATORS) and "CONV_2D" in builtins
     assert rows["Conv"][:3] == ["ai.onnx", "11-28", "float32"] and rows["Conv"][3].startswith("integer kernel")
     assert rows["Gelu"][1] == "20-28" and "table" in rows["Gelu"][3]
     assert rows["Add"][2] == "as ONNX"
