@@ -90,8 +90,8 @@ def test_unsupported_model_lists_every_problem(tmp_path, capsys):
 
 def test_problems_of_several_kinds_each_on_a_line(tmp_path, capsys):
     """Unsupported ops, inputs without static shapes and an unsupported element type, all listed."""
-    inputs = [helper.make_tensor_value_info("a", TensorProto.FLOAT, ["n", 4]),
-              helper.make_tensor_value_info("b", TensorProto.FLOAT, ["m", 4]),
+    inputs = [helper.make_tensor_value_info("a", TensorProto.FLOAT, [4, "n"]),
+              helper.make_tensor_value_info("b", TensorProto.FLOAT, [4, "m"]),
               helper.make_tensor_value_info("h", TensorProto.FLOAT16, [4])]
     nodes = [helper.make_node("Det", ["a"], ["d"], name="det"), helper.make_node("Abs", ["h"], ["e"], name="abs")]
     graph = helper.make_graph(nodes, "g", inputs, [helper.make_tensor_value_info("e", TensorProto.FLOAT16, [4])])
@@ -101,9 +101,9 @@ def test_problems_of_several_kinds_each_on_a_line(tmp_path, capsys):
     assert status == 1 and len(info["problems"]) >= 4
     for part in ("Det ('det')", "pass --shape a=", "pass --shape b=", "float16 ('h')"):
         assert sum(part in problem for problem in info["problems"]) == 1, part
-    assert info["inputs"][0] == {"name": "a", "dtype": "float32", "shape": ["n", 4]}
-    status, out = info_of(capsys, path, "--json", "--shape", "a=2,4")
-    assert json.loads(out)["inputs"][0]["shape"] == [2, 4] and "--shape a=" not in out
+    assert info["inputs"][0] == {"name": "a", "dtype": "float32", "shape": [4, "n"]}
+    status, out = info_of(capsys, path, "--json", "--shape", "a=4,2")
+    assert json.loads(out)["inputs"][0]["shape"] == [4, 2] and "--shape a=" not in out
 
 
 def test_bad_options_and_files_exit_2(tmp_path, capsys):
