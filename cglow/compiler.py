@@ -11,7 +11,7 @@ from .emit_c.emit import TensorInfo, c_identifier, emit
 from .graph import passes as graph_passes
 from .graph.limits import check_bytes
 from .graph.onnx_import import import_model, load
-from .graph.quant.io import quantized_io
+from .graph.quant.io import float_io, integer_io, quantized_io
 from .graph.tflite.importer import import_tflite
 from .graph.tflite.reader import is_tflite
 from .instr import passes as instr_passes
@@ -77,6 +77,10 @@ def compile_model(model: str | Path | onnx.ModelProto, name: str = "net",
     else:
         graph = stages.run("import", lambda: import_model(load(model, options.max_memory), shapes, source,
                                                           options.max_memory))
+    if not tflite:  # 8-bit inputs and outputs quantized by their neighbours; float ones with float_io
+        graph = stages.run("integer_io", integer_io, graph)
+        if options.float_io:
+            graph = stages.run("float_io", float_io, graph)
     for rewrite in graph_passes.PIPELINE:
         graph = stages.run(stage_name(rewrite), rewrite, graph)
     if not options.float_io and not tflite:
