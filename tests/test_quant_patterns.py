@@ -8,6 +8,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import cglow
+from cglow.options import Options
 from tests.tf2onnx_style import dense_int8
 from tests.util import ort_run
 
@@ -85,3 +86,25 @@ def test_conv_then_add_of_its_bias_is_one_integer_conv(per_channel, float_bias):
     compiled = cglow.compile_model(model)
     assert [type(i).__name__ for i in compiled.program.instrs] == ["Conv"] and float_kernels(compiled) == []
     assert steps_off(model, compiled) <= 1
+
+
+def test_int8_io_takes_the_parameters_of_its_dequantize_and_quantize():
+    """The model's own int8 input and output (read by a DequantizeLinear, written by a QuantizeLinear) get
+    their scale and zero point in the header; with float_io the C takes and gives floats, converted inside
+    net_run, within a step of onnxruntime on the same values quantized."""
+    model = dense_int8((64, 32, 8, 32, 64))
+    scales = {t.name: float(numpy_helper.to_array(t)) for t in model.graph.initializer if t.name.endswith("y_scale")
+              or t.name == "input_scale"}
+    compiled = cglow.compile_model(model)
+    (x,), (y,) = compiled.inputs, compiled.outputs
+    assert (x.dtype, x.scale, x.zero_point) == (np.int8, scales["input_scale"], 0)
+    assert (y.dtype, y.scale, y.zero_point) == (np.int8, scales["dense_3/y_scale"], 0)
+    assert "#define NET_INPUT_0_ZERO_POINT 0" in compiled.h_source and "NET_OUTPUT_0_SCALE" in compiled.h_source
+    floats = cglow.compile_model(model, options=Options(float_io=True))
+    assert "int net_run(const float *input_0, float *output_0);" in floats.h_source
+    assert "SCALE" not in floats.h_source and float_kernels(floats) == ["Map"]  # the output dequantized
+    real = np.random.default_rng(2).standard_normal((1, 64)).astype(np.float32)
+    (got,) = cglow.build(floats)(real)
+    q = np.clip(np.rint(real / np.float32(x.scale)), -128, 127).astype(np.int8)
+    (want,) = ort_run(model, {"input": q})
+    assert np.abs(got / np.float32(y.scale) - want).max() <= 1 + 1e-4
