@@ -108,3 +108,33 @@ def test_int8_io_takes_the_parameters_of_its_dequantize_and_quantize():
     q = np.clip(np.rint(real / np.float32(x.scale)), -128, 127).astype(np.int8)
     (want,) = ort_run(model, {"input": q})
     assert np.abs(got / np.float32(y.scale) - want).max() <= 1 + 1e-4
+
+
+def batchnorm_island(shape, scale_sign: float):
+    """DequantizeLinear -> BatchNormalization -> Relu -> QuantizeLinear over int8 values, some channels'
+    scale of sign `scale_sign` (a negative scale flips the order of the values)."""
+    rng = np.random.default_rng(5)
+    c = shape[1]
+    gamma = rng.uniform(0.5, 2.0, c).astype(np.float32)
+    gamma[::2] *= scale_sign
+    inits = [numpy_helper.from_array(np.asarray(v), n) for n, v in [
+        ("x_scale", np.float32(0.04)), ("x_zero", np.int8(-7)), ("gamma", gamma),
+        ("beta", rng.standard_normal(c).astype(np.float32)), ("mean", rng.standard_normal(c).astype(np.float32)),
+        ("var", rng.uniform(0.5, 2, c).astype(np.float32)), ("y_scale", np.float32(0.03)), ("y_zero", np.int8(-128))]]
+    nodes = [helper.make_node("DequantizeLinear", ["input", "x_scale", "x_zero"], ["x"]),
+             helper.make_node("BatchNormalization", ["x", "gamma", "beta", "mean", "var"], ["bn"], name="bn"),
+             helper.make_node("Relu", ["bn"], ["relu"]),
+             helper.make_node("QuantizeLinear", ["relu", "y_scale", "y_zero"], ["output"])]
+    graph = helper.make_graph(nodes, "bn", [helper.make_tensor_value_info("input", TensorProto.INT8, shape)],
+                              [helper.make_tensor_value_info("output", TensorProto.INT8, shape)], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+
+
+@pytest.mark.parametrize("shape,sign", [((1, 8, 5, 5), 1.0), ((1, 8, 5, 5), -1.0), ((1, 16), -1.0)])
+def test_batchnorm_between_dequantize_and_quantize_is_integer(shape, sign):
+    """One Map of integers, no float: within a step of onnxruntime's float BatchNormalization, negative
+    scales included."""
+    model = batchnorm_island(shape, sign)
+    compiled = cglow.compile_model(model)
+    assert [type(i).__name__ for i in compiled.program.instrs] == ["Map"] and float_kernels(compiled) == []
+    assert steps_off(model, compiled, inputs=8) <= 1

@@ -15,12 +15,13 @@ import numpy as np
 
 from ..edit import Site, rewrite_each
 from ..ir import Graph, Node
+from .affine import batchnorm_affine, integer_affine
 from .params import QParams, clamp_bounds, float32_multipliers, multipliers, narrow, qparams
 from .table import TABLE_OPS, table
 
 MOVEMENT = {"Reshape", "Flatten", "Transpose", "Squeeze", "Unsqueeze", "MaxPool", "Slice", "Expand", "Tile",
             "DepthToSpace", "SpaceToDepth", "Identity", "Concat", "Gather"}  # they only move values
-REQUANTIZED = {"Conv", "Gemm", "MatMul", "Add", "Mul"}  # a Relu or Clip after them becomes their clamp
+REQUANTIZED = {"Conv", "Gemm", "MatMul", "Add", "Mul", "BatchNormalization"}  # a Relu or Clip after them: a clamp
 ADD_BITS = 21  # IntAdd: the larger scale ratio is a factor in [2**21, 2**22]
 
 
@@ -210,6 +211,24 @@ def _average(b: _Build, op: Node, out: QParams, bounds) -> Node | None:
     return Node("IntAvgPool", op.name, (x.source,), (), attrs)
 
 
+def _batchnorm(b: _Build, op: Node, out: QParams, bounds) -> Node | None:
+    """Inference BatchNormalization on 8-bit values: a per-channel affine map in integers (affine.py)."""
+    site = b.site
+    x = dequantized(site, op.inputs[0])
+    params = [site.const(n) for n in op.inputs[1:5]]
+    if x is None or not x.p.per_tensor or x.p.dtype.itemsize != 1 or any(p is None for p in params) or \
+            any(op.outputs[1:]) or op.attr("training_mode", 0) or len(site.shape(x.source)) < 2:
+        return None
+    affine = batchnorm_affine(params, op.attr("epsilon", 1e-5))
+    if affine is None:
+        return None
+    zero = int(x.p.zero[0])
+    info = np.iinfo(x.p.dtype)
+    factor, offset, unit = integer_affine(*affine, x.p, out, max(zero - int(info.min), int(info.max) - zero))
+    inputs = (x.source, b.const(f"{op.name}/factor", factor), b.const(f"{op.name}/offset", offset))
+    return Node("IntAffine", op.name, inputs, (), {"x_zero": zero, **_requant(out, unit, bounds)})
+
+
 def _table(b: _Build, op: Node, out: QParams, bounds) -> Node | None:
     """A unary op (or a bare requantization) on 8-bit values: a table of its 256 results."""
     source = op if op.op == "DequantizeLinear" else b.site.producer.get(op.inputs[0])
@@ -251,7 +270,8 @@ def _movement(b: _Build, op: Node, out: QParams, bounds) -> Node | None:
 
 
 BUILDERS = {"Conv": _conv, "Gemm": _gemm, "MatMul": _gemm, "Add": _binary, "Mul": _binary,
-            "AveragePool": _average, "GlobalAveragePool": _average, "DequantizeLinear": _table,
+            "AveragePool": _average, "GlobalAveragePool": _average, "BatchNormalization": _batchnorm,
+            "DequantizeLinear": _table,
             **{op: _table for op in TABLE_OPS}, **{op: _movement for op in MOVEMENT}}
 
 
