@@ -11,6 +11,11 @@ class CglowError(Exception):
     """A problem with the user's model or options (not a compiler bug)."""
 
 
+class Notice(UserWarning):
+    """Something the user should know that is no failure (a symbolic batch taken as 1): a Python warning from
+    the library, which the CLI prints once as one line `cglow: notice: ...`."""
+
+
 LISTED = 10  # the most items one message names: a model of thousands of nodes can fail at every one of them
 
 

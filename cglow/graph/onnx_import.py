@@ -5,13 +5,13 @@ schema (node_schema.py) and every tensor's size against --max-memory (limits.py)
 from __future__ import annotations
 
 from pathlib import Path
-import sys
+import warnings
 
 import numpy as np
 import onnx
 from onnx import helper, version_converter  # noqa: F401  (onnx.version_converter)
 
-from ..errors import CglowError, ModelProblems, listed, reason
+from ..errors import CglowError, ModelProblems, Notice, listed, reason
 from ..options import MAX_MEMORY
 from . import rules  # noqa: F401  (registers every shape rule)
 from .evaluate_node import evaluate_node
@@ -112,13 +112,13 @@ def _input_type(value: onnx.ValueInfoProto, shapes: dict[str, tuple[int, ...]]) 
 
 
 def _batch_notice(batches: dict[str, str], types: dict[str, TensorType]) -> None:
-    """One line on stderr for the inputs whose symbolic first dimension was taken as 1: not a failure, but
-    the C then runs one sample at a time, which the user should know."""
+    """A notice for the inputs whose symbolic first dimension was taken as 1: not a failure, but the C then
+    runs one sample at a time, which the user should know."""
     if batches:
         named = ", ".join(f"'{name}' ({label})" for name, label in batches.items())
         first = next(iter(batches))
-        print(f"cglow: notice: the symbolic first dimension of {named} is taken as 1; --shape {first}="
-              f"{','.join(map(str, types[first].shape))} sets it", file=sys.stderr)
+        warnings.warn(Notice(f"the symbolic first dimension of {named} is taken as 1; --shape {first}="
+                             f"{','.join(map(str, types[first].shape))} sets it"), stacklevel=2)
 
 
 def _attrs(proto: onnx.NodeProto, described: str, max_memory: int) -> dict:
