@@ -17,6 +17,7 @@ from cglow.code_size import code_size
 from cglow.options import Options
 
 from .test_cli import save, unsupported_model
+from .tf2onnx_style import dense_int8
 from .util import need_tool
 
 KWS_MACS = 2_656_768  # as scripts/bench_mcu.py prints for kws
@@ -45,8 +46,8 @@ def test_kws_json(tmp_path, capsys):
     status, out = info_of(capsys, save(zoo.build("kws"), tmp_path / "kws.onnx"), "--json")
     info = json.loads(out)
     assert status == 0 and info["supported"] is True and info["problems"] == []
-    assert set(info) == {"supported", "problems", "inputs", "outputs", "ops", "parameters", "macs", "kernels",
-                         "weights_bytes", "arena_bytes", "io_bytes", "ram_bytes", "code_statements",
+    assert set(info) == {"supported", "problems", "inputs", "outputs", "ops", "parameters", "float_layers", "macs",
+                         "kernels", "weights_bytes", "arena_bytes", "io_bytes", "ram_bytes", "code_statements",
                          "code_bytes_per_statement", "code_bytes_estimate", "schedule_floor", "naive_floor",
                          "arena_over_naive_floor"}
     assert info["macs"] == KWS_MACS
@@ -122,6 +123,25 @@ def test_quantized_io_has_scale(tmp_path, capsys):
     status, out = info_of(capsys, save(quantize_model(model, calib), tmp_path / "q.onnx"), "--json")
     (x,) = json.loads(out)["inputs"]
     assert status == 0 and x["dtype"] == "int8" and x["scale"] > 0 and -128 <= x["zero_point"] <= 127
+
+
+def test_float_layers_of_an_int8_model_are_named_with_why(tmp_path, capsys):
+    """An int8 model's layer that cglow runs in float gets one line (with its bias and activation, a group),
+    saying why; an integer model and a float one get none."""
+    model = dense_int8((64, 32, 16))
+    status, out = info_of(capsys, save(model, tmp_path / "int8.onnx"))
+    assert status == 0 and "runs in float" not in out
+    add = next(n for n in model.graph.node if n.name == "dense_0/BiasAdd")
+    add.input[1] = "runtime_bias"
+    model.graph.input.append(helper.make_tensor_value_info("runtime_bias", TensorProto.FLOAT, [32]))
+    status, out = info_of(capsys, save(model, tmp_path / "bias.onnx"))
+    assert [line for line in out.splitlines() if "runs in float" in line] == [
+        "  runs in float: MatMul 'dense_0' (its bias is not a constant per channel)"]
+    status, out = info_of(capsys, save(model, tmp_path / "bias.onnx"), "--json")
+    assert json.loads(out)["float_layers"] == [
+        "runs in float: MatMul 'dense_0' (its bias is not a constant per channel)"]
+    status, out = info_of(capsys, save(zoo.build("kws"), tmp_path / "kws.onnx"))
+    assert status == 0 and "runs in float" not in out
 
 
 def object_text_bytes(cc: str, size: str, c_source: str, h_source: str, flags, tmp_path) -> int:

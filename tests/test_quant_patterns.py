@@ -66,7 +66,8 @@ def conv_add_model(per_channel: bool, float_bias: bool):
         bias_nodes = []
     else:
         inits += [numpy_helper.from_array(bias.reshape(1, m, 1, 1), "b"),
-                  numpy_helper.from_array(acc, "b_scale"), numpy_helper.from_array(np.zeros_like(acc, np.int32), "b_zero")]
+                  numpy_helper.from_array(acc, "b_scale"),
+                  numpy_helper.from_array(np.zeros_like(acc, np.int32), "b_zero")]
         bias_nodes = [helper.make_node("DequantizeLinear", ["b", "b_scale", "b_zero"], ["b_real"],
                                        **({"axis": 1} if per_channel else {}))]
     nodes = [helper.make_node("DequantizeLinear", ["input", "x_scale", "x_zero"], ["x"]),
@@ -75,7 +76,8 @@ def conv_add_model(per_channel: bool, float_bias: bool):
              helper.make_node("Add", ["b_real", "conv"], ["biased"]),
              helper.make_node("Relu", ["biased"], ["relu"]),
              helper.make_node("QuantizeLinear", ["relu", "y_scale", "y_zero"], ["output"])]
-    graph = helper.make_graph(nodes, "conv_add", [helper.make_tensor_value_info("input", TensorProto.INT8, [1, c, 6, 6])],
+    graph = helper.make_graph(nodes, "conv_add",
+                              [helper.make_tensor_value_info("input", TensorProto.INT8, [1, c, 6, 6])],
                               [helper.make_tensor_value_info("output", TensorProto.INT8, [1, m, 6, 6])], inits)
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
 

@@ -44,9 +44,10 @@ def dense_int8(sizes=MLPERF_AUTOENCODER, per_column: bool = True, float_bias: bo
             bias_value = const(f"{layer}/bias", bias_real)
             bias_nodes = []
         else:
+            zero = np.zeros_like(acc_scale, np.int32)
             bias_nodes = [helper.make_node("DequantizeLinear", [const(f"{layer}/b", bias),
                                                                 const(f"{layer}/b_scale", acc_scale),
-                                                                const(f"{layer}/b_zero", np.zeros_like(acc_scale, np.int32))],
+                                                                const(f"{layer}/b_zero", zero)],
                                            [f"{layer}/b_dq"], **({"axis": 0} if per_column else {}))]
             bias_value, bias_real = f"{layer}/b_dq", bias * acc_scale.astype(np.float64)
         nodes += [w_dq, *bias_nodes,
@@ -68,6 +69,7 @@ def dense_int8(sizes=MLPERF_AUTOENCODER, per_column: bool = True, float_bias: bo
             nodes.append(helper.make_node("DequantizeLinear", [q, f"{layer}/y_scale", f"{layer}/y_zero"],
                                           [f"{layer}/dq"]))
             value = f"{layer}/dq"
-    graph = helper.make_graph(nodes, "tf2onnx", [helper.make_tensor_value_info("input", TensorProto.INT8, [1, sizes[0]])],
+    graph = helper.make_graph(nodes, "tf2onnx",
+                              [helper.make_tensor_value_info("input", TensorProto.INT8, [1, sizes[0]])],
                               [helper.make_tensor_value_info("output", TensorProto.INT8, [1, sizes[-1]])], inits)
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)

@@ -99,7 +99,7 @@ def _plus(a: np.ndarray | None, b: np.ndarray | None) -> np.ndarray | None:
 
 
 def _conv(b: _Build, op: Node, out: QParams, bounds, added: np.ndarray | None = None) -> Node | None:
-    """Conv; `added`: the real per-channel bias of an Add after it (_biased)."""
+    """Conv; `added`: the real per-channel bias of an Add after it (biased)."""
     site = b.site
     x, w = dequantized(site, op.inputs[0]), dequantized(site, op.inputs[1])
     weights = site.const(w.source) if w else None
@@ -122,7 +122,7 @@ def _conv(b: _Build, op: Node, out: QParams, bounds, added: np.ndarray | None = 
 
 def _gemm(b: _Build, op: Node, out: QParams, bounds, added: np.ndarray | None = None) -> Node | None:
     """Gemm, or MatMul: b constant (per-tensor or per-column parameters) or computed (per-tensor); `added`: the
-    real per-column bias of an Add after it (_biased)."""
+    real per-column bias of an Add after it (biased)."""
     site = b.site
     a, bd = dequantized(site, op.inputs[0]), dequantized(site, op.inputs[1])
     if a is None or bd is None or not a.p.per_tensor:
@@ -296,7 +296,7 @@ def _activation(site: Site, node: Node) -> tuple[float | None, float | None] | N
 BIASED = {"Conv": 1, "Gemm": -1, "MatMul": -1}  # the axis of their output's channels
 
 
-def _biased(site: Site, add: Node) -> tuple[Node, np.ndarray] | None:
+def biased(site: Site, add: Node) -> tuple[Node, np.ndarray] | None:
     """An Add of a constant bias after a Conv, Gemm or MatMul (tf2onnx writes a dense layer's bias so: an
     int32 constant through a DequantizeLinear): the product and the bias's real values per channel. The
     constant must vary along the channels at most, and not broadcast the product to a larger shape."""
@@ -333,9 +333,9 @@ def _fold(site: Site, q: Node) -> Graph | None:
         op = inner
         dropped.append(op)
     b = _Build(site)
-    biased = _biased(site, op) if op.op == "Add" else None
-    if biased is not None:
-        product, added = biased
+    layer = biased(site, op) if op.op == "Add" else None
+    if layer is not None:
+        product, added = layer
         dropped.append(product)
         built = BUILDERS[product.op](b, product, out, bounds, added)
     else:
