@@ -139,8 +139,10 @@ def _model_quantization(model: onnx.ModelProto, name: str) -> tuple[float, int] 
     """The scale and zero point of the DequantizeLinear that reads an 8-bit graph input, or of the
     QuantizeLinear that writes an 8-bit graph output: constants of the model (cglow's C with float I/O
     converts there)."""
-    from onnx import numpy_helper
+    from onnx import helper, numpy_helper
     consts = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    consts.update((n.output[0], numpy_helper.to_array(helper.get_attribute_value(a))) for n in model.graph.node
+                  if n.op_type == "Constant" for a in n.attribute if a.name == "value")
     for node in model.graph.node:
         reads = node.op_type == "DequantizeLinear" and node.input[0] == name
         writes = node.op_type == "QuantizeLinear" and name in node.output
@@ -157,15 +159,17 @@ def reference_feed(model: onnx.ModelProto, info: TensorInfo, values: np.ndarray)
     takes floats (it quantizes them itself), the integers where it takes 8-bit ones, and those integers
     quantized from the floats of a C with float I/O."""
     dtype = _declared(model, info.name)
-    if np.issubdtype(dtype, np.floating) or values.dtype == dtype:
-        return real_values(info, values) if np.issubdtype(dtype, np.floating) else values
+    if np.issubdtype(dtype, np.floating):
+        return real_values(info, values)
+    if values.dtype == dtype:
+        return values
     scale, zero = _model_quantization(model, info.name)
     limits = np.iinfo(dtype)
     return np.clip(np.rint(values / np.float32(scale)) + zero, limits.min, limits.max).astype(dtype)
 
 
 def reference_feeds(model: onnx.ModelProto, compiled: CompiledModel,
-                 inputs: list[np.ndarray]) -> dict[str, np.ndarray]:
+                    inputs: list[np.ndarray]) -> dict[str, np.ndarray]:
     """The inputs of cglow's C as the reference's feeds (reference_feed)."""
     return {t.name: reference_feed(model, t, x) for t, x in zip(compiled.inputs, inputs)}
 
