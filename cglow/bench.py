@@ -30,7 +30,7 @@ from .kernels.tiles import host_target
 from .macs import macs
 from .model_file import TFLiteFile, litert_feeds, litert_real_outputs, open_model
 from .options import Options
-from .reference import MAX_STEPS, difference, ort_reason, ort_session, real_values, seeded_inputs
+from .reference import MAX_STEPS, difference, ort_reason, ort_session, reference_feeds, seeded_inputs
 
 if TYPE_CHECKING:
     import onnx
@@ -96,8 +96,8 @@ def time_onnxruntime(model: onnx.ModelProto, compiled: CompiledModel, inputs: li
     """Time onnxruntime: (median seconds per run, sample seconds, outputs in the graph's output order)."""
     session = ort_session(model)
     binding = session.io_binding()
-    for info, x in zip(compiled.inputs, inputs):
-        binding.bind_cpu_input(info.name, real_values(info, x))
+    for name, x in reference_feeds(model, compiled, inputs).items():
+        binding.bind_cpu_input(name, x)
     for out in session.get_outputs():
         binding.bind_output(out.name, "cpu")
     median, times = _timed(lambda: session.run_with_iobinding(binding), samples, sample_s, warmup_s)
@@ -163,7 +163,7 @@ def bench_model(path: str, shapes: dict[str, tuple[int, ...]], options: Options,
           f"{2 * count / cglow_s / 1e9:.2f} GFLOP/s)")
     print(f"{name + ':':12} {ref_s * 1e3:10.4f} ms per inference")
     print(f"cglow C / {name}: {cglow_s / ref_s:.3f} (below 1: cglow's C is faster)")
-    differences = [difference(t, g, w) for t, g, w in zip(compiled.outputs, got, want)]
+    differences = [difference(model, t, g, w) for t, g, w in zip(compiled.outputs, got, want)]
     ok = all(d.ok(tolerance, MAX_STEPS) for d in differences)
     print(f"outputs: max relative error {max((d.relative for d in differences), default=0.0):.2e} against "
           f"{name} ({'ok' if ok else 'MISMATCH'})")

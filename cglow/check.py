@@ -22,7 +22,7 @@ from .graph.ir import shape_text
 from .host import STRICT_FLAGS, sources
 from .model_file import TFLiteFile, litert_reals, open_model
 from .options import Options
-from .reference import difference, real_values, reference_outputs, seeded_inputs
+from .reference import difference, reference_outputs, reference_feeds, seeded_inputs
 from .targets import TARGETS
 from .trace import compare, describe as describe_traced, producers, read_trace, traced_source, with_outputs
 
@@ -122,7 +122,7 @@ def check_model(path: str, shapes: dict[str, tuple[int, ...]], options: Options,
         raise CglowError("--all-tensors compares the tensors of ONNX models only; check the .tflite file without it")
     compiled = compile_model(model, "net", shapes, options)
     inputs = read_inputs(input_files, compiled) if input_files else seeded_inputs(compiled, seed)
-    feeds = {t.name: real_values(t, x) for t, x in zip(compiled.inputs, inputs)}
+    feeds = None if isinstance(model, TFLiteFile) else reference_feeds(model, compiled, inputs)
     runtime, want = litert_reals(model, inputs) if isinstance(model, TFLiteFile) else reference_outputs(model, feeds)
     how, got = (target_outputs(compiled, inputs, options.target, opt_flags) if options.target in TARGETS
                 else host_outputs(compiled, inputs, cc, opt_flags or HOST_OPT_FLAGS))
@@ -133,11 +133,12 @@ def check_model(path: str, shapes: dict[str, tuple[int, ...]], options: Options,
                               max_steps) if all_tensors else None
     failed = []
     for info, g, w in zip(compiled.outputs, got, want):
-        d = difference(info, g, w)
+        d = difference(model, info, g, w)
         verdict = "ok" if d.ok(tolerance, max_steps) else "MISMATCH"
         print(f"output {describe(info)}: {d.text()} ({verdict})")
         failed += [] if verdict == "ok" else [f"'{info.name}'"]
-    quantized = any(t.scale is not None for t in compiled.outputs)
+    quantized = any(t.scale is not None or w.dtype.kind in "iu" and w.dtype.itemsize == 1
+                    for t, w in zip(compiled.outputs, want))
     limits = f"within {tolerance:g} of its scale" + (f", or {max_steps:g} quantization steps for a quantized "
                                                      f"output" if quantized else "")
     if departure:

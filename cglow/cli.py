@@ -16,7 +16,7 @@ import time
 from typing import TYPE_CHECKING
 import warnings
 
-from .errors import CglowError, one_line, reason
+from .errors import CglowError, Notice, one_line, reason
 from .options import MAX_MEMORY, Options
 
 if TYPE_CHECKING:
@@ -359,6 +359,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with warnings.catch_warnings():  # the libraries' warnings (NumPy casts, ONNX) would break the one line
             warnings.simplefilter("ignore")
+            warnings.simplefilter("once", Notice)  # cglow's own, each once (info imports a model twice)
+            warnings.showwarning = _print_notice
             status = args.run(args)
     except CglowError as exc:
         print(f"cglow: error: {one_line(str(exc))}", file=sys.stderr)
@@ -373,6 +375,10 @@ def main(argv: list[str] | None = None) -> int:
               f"model and the command line (no file was written)", file=sys.stderr)
         return 3
     return status or 0
+
+
+def _print_notice(message, *_) -> None:
+    print(f"cglow: notice: {one_line(str(message))}", file=sys.stderr)
 
 
 def argument_type(parse):

@@ -11,7 +11,7 @@ from .emit_c.emit import TensorInfo, c_identifier, emit
 from .graph import passes as graph_passes
 from .graph.limits import check_bytes
 from .graph.onnx_import import import_model, load
-from .graph.quant.io import quantized_io
+from .graph.quant.io import float_io, integer_io, quantized_io
 from .graph.tflite.importer import import_tflite
 from .graph.ir import Graph
 from .model_file import TFLiteFile, as_model
@@ -84,6 +84,10 @@ def compile_model(model: str | Path | onnx.ModelProto | TFLiteFile, name: str = 
     observers (progress, IR dumps)."""
     model = as_model(model)
     graph = stages.run("import", lambda: import_graph(model, shapes, options.max_memory, options.float_io))
+    if not isinstance(model, TFLiteFile):  # 8-bit inputs and outputs quantized by their neighbours
+        graph = stages.run("integer_io", integer_io, graph)
+        if options.float_io:
+            graph = stages.run("float_io", float_io, graph)
     for rewrite in graph_passes.PIPELINE:
         graph = stages.run(stage_name(rewrite), rewrite, graph)
     if not options.float_io and not isinstance(model, TFLiteFile):

@@ -20,6 +20,7 @@ INT8_FORMS = {  # graph/quant/fold.py's builder -> what the op becomes between D
     "_conv": INTEGER, "_gemm": INTEGER,
     "_binary": "integer kernel: fixed-point rescaling of both inputs, a Relu or Clip after it is the clamp",
     "_average": "integer kernel: int32 sum, requantized (AveragePool: when no window reaches into the padding)",
+    "_batchnorm": "integer per-channel requantization, a Relu or Clip after it is the clamp",
     "_table": "a 256-entry table computed at compile time",
     "_movement": "moves the 8-bit values (inputs of another scale or zero point requantized first)",
 }
@@ -119,8 +120,8 @@ def render_ops() -> str:
     lines = [HEADER.format("the op registry (cglow/graph/registry.py, graph/rules/, graph/quant/)"),
              "# Supported operators\n",
              (f"cglow compiles models of opsets {OPSETS.start} to {last} of the default ONNX domain (older models "
-              f"are upgraded to opset {OPSETS.start} with `onnx.version_converter`) with static shapes (`--shape` "
-              "pins symbolic dimensions). The element types are float32, bool and the 8- to 64-bit integers, each "
+              f"from opset 7 are upgraded to opset {OPSETS.start} with `onnx.version_converter`) with static shapes "
+              "(a symbolic first dimension is taken as 1; `--shape` pins the others). The element types are float32, bool and the 8- to 64-bit integers, each "
               "op where ONNX allows them (*as ONNX*), except the ops marked *float32* (and *8-bit*: int8 and uint8 "
               "too). Constant subgraphs are "
               "folded at compile time whatever their ops.\n"),

@@ -11,12 +11,26 @@ class CglowError(Exception):
     """A problem with the user's model or options (not a compiler bug)."""
 
 
+class Notice(UserWarning):
+    """Something the user should know that is no failure (a symbolic batch taken as 1): a Python warning from
+    the library, which the CLI prints once as one line `cglow: notice: ...`."""
+
+
+LISTED = 10  # the most items one message names: a model of thousands of nodes can fail at every one of them
+
+
+def listed(items: list[str], separator: str = ", ") -> str:
+    """At most LISTED items joined, then how many more there are (one line stays readable)."""
+    more = len(items) - LISTED
+    return separator.join(items[:LISTED]) + (f"{separator}and {more} more" if more > 0 else "")
+
+
 class ModelProblems(CglowError):
-    """Every problem found in a model, each a message of its own (`cglow info` lists them); one message
-    joined by "; " for everything else."""
+    """Every problem found in a model, each a message of its own (`cglow info` lists them all); one message
+    of the first LISTED joined by "; " for everything else."""
 
     def __init__(self, problems: list[str]):
-        super().__init__("; ".join(problems))
+        super().__init__(listed(list(problems), "; "))
         self.problems = list(problems)
 
 

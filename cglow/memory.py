@@ -19,6 +19,7 @@ from .graph import passes as graph_passes
 from .graph.ir import Graph
 from .alloc.arena import floor, lifetimes
 from .kernels.render import PRIMITIVE_NAMES
+from .stages import Stages
 
 
 @dataclass(frozen=True)
@@ -103,8 +104,9 @@ def import_graph(model: str | Path | onnx.ModelProto, shapes: dict[str, tuple[in
 
 def analyze_model(model: str | Path | onnx.ModelProto, name: str = "net",
                   shapes: dict[str, tuple[int, ...]] | None = None,
-                  options: Options = Options()) -> tuple[CompiledModel, Graph, MemoryReport]:
-    """Compile the model and import it again for its graph (CompiledModel does not keep it)."""
-    compiled = compile_model(model, name, shapes, options)
+                  options: Options = Options(), stages: Stages = Stages()) -> tuple[CompiledModel, Graph, MemoryReport]:
+    """Compile the model (`stages` runs each step) and import it again for its graph (CompiledModel does not
+    keep it)."""
+    compiled = compile_model(model, name, shapes, options, stages=stages)
     graph = import_graph(model, shapes, options.max_memory)
     return compiled, graph, analyze(graph, compiled)

@@ -124,6 +124,56 @@ def real_values(info: TensorInfo, values: np.ndarray) -> np.ndarray:
     return ((values.astype(np.float64) - info.zero_point) * info.scale).astype(np.float32)
 
 
+def _eight_bit(dtype: np.dtype) -> bool:
+    return dtype.itemsize == 1 and dtype.kind in "iu"
+
+
+def _declared(model: onnx.ModelProto, name: str) -> np.dtype:
+    """The element type the ONNX model declares for a graph input or output."""
+    from onnx import helper
+    value = next(v for v in list(model.graph.input) + list(model.graph.output) if v.name == name)
+    return np.dtype(helper.tensor_dtype_to_np_dtype(value.type.tensor_type.elem_type))
+
+
+def _model_quantization(model: onnx.ModelProto, name: str) -> tuple[float, int] | None:
+    """The scale and zero point of the DequantizeLinear that reads an 8-bit graph input, or of the
+    QuantizeLinear that writes an 8-bit graph output: constants of the model (cglow's C with float I/O
+    converts there)."""
+    from onnx import helper, numpy_helper
+    consts = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    consts.update((n.output[0], numpy_helper.to_array(helper.get_attribute_value(a))) for n in model.graph.node
+                  if n.op_type == "Constant" for a in n.attribute if a.name == "value")
+    for node in model.graph.node:
+        reads = node.op_type == "DequantizeLinear" and node.input[0] == name
+        writes = node.op_type == "QuantizeLinear" and name in node.output
+        if reads or writes:
+            scale = consts.get(node.input[1])
+            zero = consts.get(node.input[2]) if len(node.input) > 2 and node.input[2] else np.zeros(1)
+            if scale is not None and zero is not None and scale.size == 1 == zero.size:
+                return float(scale.reshape(-1)[0]), int(zero.reshape(-1)[0])
+    return None
+
+
+def reference_feed(model: onnx.ModelProto, info: TensorInfo, values: np.ndarray) -> np.ndarray:
+    """An input of cglow's C as the ONNX model takes it: the real values of a quantized input where the model
+    takes floats (it quantizes them itself), the integers where it takes 8-bit ones, and those integers
+    quantized from the floats of a C with float I/O."""
+    dtype = _declared(model, info.name)
+    if np.issubdtype(dtype, np.floating):
+        return real_values(info, values)
+    if values.dtype == dtype:
+        return values
+    scale, zero = _model_quantization(model, info.name)
+    limits = np.iinfo(dtype)
+    return np.clip(np.rint(values / np.float32(scale)) + zero, limits.min, limits.max).astype(dtype)
+
+
+def reference_feeds(model: onnx.ModelProto, compiled: CompiledModel,
+                    inputs: list[np.ndarray]) -> dict[str, np.ndarray]:
+    """The inputs of cglow's C as the reference's feeds (reference_feed)."""
+    return {t.name: reference_feed(model, t, x) for t, x in zip(compiled.inputs, inputs)}
+
+
 def scale_of(want: np.ndarray) -> float:
     """A tensor's scale: its largest finite magnitude, at least the smallest normal float32. An error is judged
     against it however small the tensor is: outputs of 1e-14 (a deep random-weight network) pass no error of
@@ -176,7 +226,17 @@ def float_difference(got: np.ndarray, want: np.ndarray) -> Difference:
     return Difference(float(np.max(np.abs(got[finite].astype(np.float64) - want[finite]), initial=0.0)), rel, scale)
 
 
-def difference(info: TensorInfo, got: np.ndarray, want: np.ndarray) -> Difference:
-    """cglow's output `got` (described by `info`) against the reference's `want`."""
-    d = float_difference(real_values(info, got), want)
-    return d if info.scale is None else replace(d, steps=d.absolute / info.scale)
+def difference(model: onnx.ModelProto, info: TensorInfo, got: np.ndarray, want: np.ndarray) -> Difference:
+    """cglow's output `got` (described by `info`) against the reference's `want`, in real values; for an
+    8-bit output (of cglow's C or of the model) also in its quantization steps: those of its scale and zero
+    point (the C's, else the QuantizeLinear's that writes it in the model), else integer steps."""
+    quant = (info.scale, info.zero_point) if info.scale is not None else None
+    if quant is None and _eight_bit(want.dtype):
+        quant = _model_quantization(model, info.name) or (1.0, 0)
+    if quant is None:
+        return float_difference(got, want)
+
+    def real(x: np.ndarray) -> np.ndarray:
+        return x if x.dtype.kind == "f" else ((x.astype(np.float64) - quant[1]) * quant[0]).astype(np.float32)
+    d = float_difference(real(got), real(want))
+    return replace(d, steps=d.absolute / quant[0])

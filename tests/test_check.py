@@ -16,6 +16,7 @@ from cglow.quantize import quantize_model
 from cglow.targets import TARGETS
 
 from .test_cli import cglow_cmd, save
+from .tf2onnx_style import dense_int8
 from .util import need_tool
 
 ERRORS = re.compile(r"^output '(\w+)' (\w+)\[([\d,]*)\].*: max abs error (\S+)(?: \((\S+) quantization steps\))?, "
@@ -127,6 +128,29 @@ def test_quantized_model_in_steps(tmp_path, capsys):
         ((name, dtype, shape, _, steps, _, verdict),) = ERRORS.findall(out)
         assert (name, dtype, shape, verdict) == ("output", "int8", "1,640", "ok") and float(steps) <= 2
         assert "scale " in out and "zero point " in out
+
+
+def test_int8_io_of_the_model_itself(tmp_path, capsys, monkeypatch):
+    """A model whose graph input and output are int8 (tf2onnx's form): the C and onnxruntime take the same
+    integers, drawn over their whole range, and the outputs are compared in quantization steps; with
+    --float-io the C takes floats, which the reference gets quantized as the model's DequantizeLinear reads
+    them. A C one step off passes; three steps off is a mismatch."""
+    need_tool("cc")
+    model = dense_int8((640, 32, 8, 32, 64))
+    path = save(model, tmp_path / "int8.onnx")
+    (x,) = check.seeded_inputs(check.compile_model(model), 0)
+    assert x.dtype == np.int8 and x.min() == -128 and x.max() == 127
+    for args, dtype in (([], "int8"), (["--float-io"], "float32")):
+        status, out, err = run(capsys, path, *args)
+        assert status == 0 and not err, err
+        ((name, out_dtype, shape, _, steps, _, verdict),) = ERRORS.findall(out)
+        assert (name, out_dtype, shape, verdict) == ("output", dtype, "1,64", "ok") and float(steps) <= 1
+    for off, verdict in ((1, "ok"), (3, "MISMATCH")):  # the last layer's output zero point (0), moved
+        monkeypatch.undo()
+        miscompiled(monkeypatch, "7, 0, -128, 127)", f"7, {off}, -128, 127)")
+        status, out, _ = run(capsys, path)
+        ((*_, steps, _, found),) = ERRORS.findall(out)
+        assert (status, float(steps), found) == (int(verdict != "ok"), off, verdict)
 
 
 def test_cortex_m4_under_qemu(tmp_path, capsys):

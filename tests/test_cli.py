@@ -74,16 +74,24 @@ def test_every_unsupported_op_is_listed_in_one_line(tmp_path):
     assert list(tmp_path.iterdir()) == [tmp_path / "bad.onnx"]
 
 
-def test_symbolic_dimension_asks_for_shape(tmp_path):
+def test_symbolic_batch_is_one_with_a_notice(tmp_path):
+    """A symbolic first dimension (a batch) is taken as 1 with one notice line; any other needs --shape."""
     model = zoo.build("autoencoder")
-    model.graph.input[0].type.tensor_type.shape.dim[0].dim_param = "batch"
+    model.graph.input[0].type.tensor_type.shape.dim[0].dim_param = "unk__232"
     path = save(model, tmp_path / "sym.onnx")
     result = cglow_cmd("emit", path, "-o", str(tmp_path / "sym.c"))
-    assert result.returncode == 2
-    assert "pass --shape input=1,640" in result.stderr
-    assert not (tmp_path / "sym.c").exists()
-    result = cglow_cmd("emit", path, "-o", str(tmp_path / "sym.c"), "--shape", "input=1,640")
     assert result.returncode == 0, result.stderr
+    assert result.stderr.strip() == ("cglow: notice: the symbolic first dimension of 'input' ('unk__232') is taken "
+                                     "as 1; --shape input=1,640 sets it")
+    assert "#define SYM_INPUT_0_SIZE 640 /* elements; float32 [1,640]" in (tmp_path / "sym.h").read_text()
+    model.graph.input[0].type.tensor_type.shape.dim[1].dim_param = "features"
+    path = save(model, tmp_path / "sym2.onnx")
+    result = cglow_cmd("emit", path, "-o", str(tmp_path / "sym2.c"))
+    assert result.returncode == 2
+    assert "symbolic dimension 'features' at axis 1; pass --shape input=1,1" in result.stderr
+    assert not (tmp_path / "sym2.c").exists()
+    result = cglow_cmd("emit", path, "-o", str(tmp_path / "sym2.c"), "--shape", "input=1,640")
+    assert result.returncode == 0 and result.stderr == "", result.stderr
 
 
 def test_bad_files_are_one_line_errors(tmp_path):
@@ -105,8 +113,8 @@ def test_example_job_runs_and_checks_itself(tmp_path):
 
 def test_all_problems_in_one_message(tmp_path):
     """Unsupported ops, symbolic dims on two inputs and an unsupported element type, reported together."""
-    inputs = [helper.make_tensor_value_info("a", TensorProto.FLOAT, ["n", 4]),
-              helper.make_tensor_value_info("b", TensorProto.FLOAT, ["m", 4]),
+    inputs = [helper.make_tensor_value_info("a", TensorProto.FLOAT, [4, "n"]),
+              helper.make_tensor_value_info("b", TensorProto.FLOAT, [4, "m"]),
               helper.make_tensor_value_info("h", TensorProto.FLOAT16, [4])]
     nodes = [helper.make_node("Det", ["a"], ["d"], name="det"),
              helper.make_node("Abs", ["h"], ["e"], name="half abs")]

@@ -17,6 +17,7 @@ from cglow.code_size import code_size
 from cglow.options import Options
 
 from .test_cli import save, unsupported_model
+from .tf2onnx_style import dense_int8
 from .util import need_tool
 
 KWS_MACS = 2_656_768  # as scripts/bench_mcu.py prints for kws
@@ -45,8 +46,8 @@ def test_kws_json(tmp_path, capsys):
     status, out = info_of(capsys, save(zoo.build("kws"), tmp_path / "kws.onnx"), "--json")
     info = json.loads(out)
     assert status == 0 and info["supported"] is True and info["problems"] == []
-    assert set(info) == {"supported", "problems", "inputs", "outputs", "ops", "parameters", "macs", "kernels",
-                         "weights_bytes", "arena_bytes", "io_bytes", "ram_bytes", "code_statements",
+    assert set(info) == {"supported", "problems", "inputs", "outputs", "ops", "parameters", "float_layers", "macs",
+                         "kernels", "weights_bytes", "arena_bytes", "io_bytes", "ram_bytes", "code_statements",
                          "code_bytes_per_statement", "code_bytes_estimate", "schedule_floor", "naive_floor",
                          "arena_over_naive_floor"}
     assert info["macs"] == KWS_MACS
@@ -90,8 +91,8 @@ def test_unsupported_model_lists_every_problem(tmp_path, capsys):
 
 def test_problems_of_several_kinds_each_on_a_line(tmp_path, capsys):
     """Unsupported ops, inputs without static shapes and an unsupported element type, all listed."""
-    inputs = [helper.make_tensor_value_info("a", TensorProto.FLOAT, ["n", 4]),
-              helper.make_tensor_value_info("b", TensorProto.FLOAT, ["m", 4]),
+    inputs = [helper.make_tensor_value_info("a", TensorProto.FLOAT, [4, "n"]),
+              helper.make_tensor_value_info("b", TensorProto.FLOAT, [4, "m"]),
               helper.make_tensor_value_info("h", TensorProto.FLOAT16, [4])]
     nodes = [helper.make_node("Det", ["a"], ["d"], name="det"), helper.make_node("Abs", ["h"], ["e"], name="abs")]
     graph = helper.make_graph(nodes, "g", inputs, [helper.make_tensor_value_info("e", TensorProto.FLOAT16, [4])])
@@ -101,9 +102,9 @@ def test_problems_of_several_kinds_each_on_a_line(tmp_path, capsys):
     assert status == 1 and len(info["problems"]) >= 4
     for part in ("Det ('det')", "pass --shape a=", "pass --shape b=", "float16 ('h')"):
         assert sum(part in problem for problem in info["problems"]) == 1, part
-    assert info["inputs"][0] == {"name": "a", "dtype": "float32", "shape": ["n", 4]}
-    status, out = info_of(capsys, path, "--json", "--shape", "a=2,4")
-    assert json.loads(out)["inputs"][0]["shape"] == [2, 4] and "--shape a=" not in out
+    assert info["inputs"][0] == {"name": "a", "dtype": "float32", "shape": [4, "n"]}
+    status, out = info_of(capsys, path, "--json", "--shape", "a=4,2")
+    assert json.loads(out)["inputs"][0]["shape"] == [4, 2] and "--shape a=" not in out
 
 
 def test_bad_options_and_files_exit_2(tmp_path, capsys):
@@ -122,6 +123,25 @@ def test_quantized_io_has_scale(tmp_path, capsys):
     status, out = info_of(capsys, save(quantize_model(model, calib), tmp_path / "q.onnx"), "--json")
     (x,) = json.loads(out)["inputs"]
     assert status == 0 and x["dtype"] == "int8" and x["scale"] > 0 and -128 <= x["zero_point"] <= 127
+
+
+def test_float_layers_of_an_int8_model_are_named_with_why(tmp_path, capsys):
+    """An int8 model's layer that cglow runs in float gets one line (with its bias and activation, a group),
+    saying why; an integer model and a float one get none."""
+    model = dense_int8((64, 32, 16))
+    status, out = info_of(capsys, save(model, tmp_path / "int8.onnx"))
+    assert status == 0 and "runs in float" not in out
+    add = next(n for n in model.graph.node if n.name == "dense_0/BiasAdd")
+    add.input[1] = "runtime_bias"
+    model.graph.input.append(helper.make_tensor_value_info("runtime_bias", TensorProto.FLOAT, [32]))
+    status, out = info_of(capsys, save(model, tmp_path / "bias.onnx"))
+    assert [line for line in out.splitlines() if "runs in float" in line] == [
+        "  runs in float: MatMul 'dense_0' (its bias is not a constant per channel)"]
+    status, out = info_of(capsys, save(model, tmp_path / "bias.onnx"), "--json")
+    assert json.loads(out)["float_layers"] == [
+        "runs in float: MatMul 'dense_0' (its bias is not a constant per channel)"]
+    status, out = info_of(capsys, save(zoo.build("kws"), tmp_path / "kws.onnx"))
+    assert status == 0 and "runs in float" not in out
 
 
 def object_text_bytes(cc: str, size: str, c_source: str, h_source: str, flags, tmp_path) -> int:

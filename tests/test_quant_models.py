@@ -49,6 +49,19 @@ def test_without_preprocessing(name, fmt):
     assert off.max() <= 1
 
 
+@pytest.mark.parametrize("name", ["kws", "autoencoder"])
+def test_float_batchnorm_islands_are_integer(name):
+    """onnxruntime's QOperator output without its pre-processing keeps each BatchNormalization (and its Relu)
+    in float between a DequantizeLinear and a QuantizeLinear: cglow computes it as a per-channel integer
+    requantization, so that the arena is the QDQ model's (kws 40000 bytes before, 9600 now)."""
+    def float_kernels(compiled):
+        return sorted(type(i).__name__ for i in compiled.program.instrs
+                      if compiled.program.buffers[i.out.buf].dtype == np.float32)
+    _, islands = steps_off(quantized(name, "qop", True, prepare=False), inputs=1)
+    _, folded = steps_off(quantized(name, "qdq", True), inputs=1)
+    assert islands.arena_bytes == folded.arena_bytes and float_kernels(islands) == float_kernels(folded)
+
+
 def test_integer_io_macros():
     """The header states the 8-bit input and output with their scale and zero point."""
     _, compiled = steps_off(quantized("kws", "qdq", True), inputs=1)

@@ -5,15 +5,16 @@ schema (node_schema.py) and every tensor's size against --max-memory (limits.py)
 from __future__ import annotations
 
 from pathlib import Path
+import warnings
 
 import numpy as np
 import onnx
 from onnx import helper, version_converter  # noqa: F401  (onnx.version_converter)
-from onnx.reference import ReferenceEvaluator
 
-from ..errors import CglowError, ModelProblems, reason
+from ..errors import CglowError, ModelProblems, Notice, listed, reason
 from ..options import MAX_MEMORY
 from . import rules  # noqa: F401  (registers every shape rule)
+from .evaluate_node import evaluate_node
 from .external_data import load_external_data
 from .limits import checked_type, read_tensor
 from .node_schema import input_type_problem, schema_problem
@@ -79,7 +80,8 @@ def _dtype(elem_type: int, what: str) -> np.dtype:
         raise CglowError(f"{what}: unsupported element type {elem_type}") from None
 
 
-def _input_type(value: onnx.ValueInfoProto, shapes: dict[str, tuple[int, ...]]) -> TensorType:
+def _input_type(value: onnx.ValueInfoProto, shapes: dict[str, tuple[int, ...]]) -> tuple[TensorType, str]:
+    """The input's type, and the name of its symbolic first dimension when that was taken as 1 (else "")."""
     kind = value.type.WhichOneof("value")
     if kind not in ("tensor_type", None):
         raise CglowError(f"input '{value.name}' is a {kind.replace('_type', '')} value; cglow compiles tensors only")
@@ -92,17 +94,31 @@ def _input_type(value: onnx.ValueInfoProto, shapes: dict[str, tuple[int, ...]]) 
         if tt.HasField("shape") and len(tt.shape.dim) != len(shape):
             raise CglowError(f"--shape {value.name}: rank {len(shape)} differs from the model's "
                              f"{len(tt.shape.dim)}; give {len(tt.shape.dim)} dimensions")
-        return TensorType(dtype, tuple(shape))
-    dims = []
+        return TensorType(dtype, tuple(shape)), ""
+    dims, batch = [], ""
     for i, d in enumerate(tt.shape.dim):
+        label = f"'{d.dim_param}'" if d.dim_param else "unknown"
+        if not d.HasField("dim_value") and i == 0 and len(tt.shape.dim) > 1:  # a batch: one inference at a time
+            dims.append(1)
+            batch = label
+            continue
         if not d.HasField("dim_value"):
-            label = f"'{d.dim_param}'" if d.dim_param else "unknown"
             raise CglowError(f"input '{value.name}' has a symbolic dimension {label} at axis {i}; pass "
                              f"--shape {value.name}=" + ",".join(str(max(x.dim_value, 1)) for x in tt.shape.dim))
         if d.dim_value < 0:
             raise CglowError(f"input '{value.name}' has a negative dimension {d.dim_value} at axis {i}")
         dims.append(d.dim_value)
-    return TensorType(dtype, tuple(dims))
+    return TensorType(dtype, tuple(dims)), batch
+
+
+def _batch_notice(batches: dict[str, str], types: dict[str, TensorType]) -> None:
+    """A notice for the inputs whose symbolic first dimension was taken as 1: not a failure, but the C then
+    runs one sample at a time, which the user should know."""
+    if batches:
+        named = ", ".join(f"'{name}' ({label})" for name, label in batches.items())
+        first = next(iter(batches))
+        warnings.warn(Notice(f"the symbolic first dimension of {named} is taken as 1; --shape {first}="
+                             f"{','.join(map(str, types[first].shape))} sets it"), stacklevel=2)
 
 
 def _attrs(proto: onnx.NodeProto, described: str, max_memory: int) -> dict:
@@ -135,10 +151,9 @@ def _fold(proto: onnx.NodeProto, node: Node, consts: dict, types: dict, opset: i
     try:
         if node.op == "Pad":
             return [_pad(node, consts, types, opset)]
-        results = ReferenceEvaluator(proto, opsets={"": opset}).run(None, feeds)
+        return evaluate_node(proto, feeds, opset)
     except Exception as exc:
         raise CglowError(f"{node.describe()}: constant folding failed ({reason(exc)})") from None
-    return [np.asarray(r) for r in results]
 
 
 def _pad(node: Node, consts: dict, types: dict, opset: int) -> np.ndarray:
@@ -269,11 +284,16 @@ def import_model(model: onnx.ModelProto, shapes: dict[str, tuple[int, ...]] | No
         raise CglowError(f"graph inputs with the same name: {', '.join(twice)}")
     problems: list[str] = []  # every problem is reported, in one message
     types: dict[str, TensorType] = {}
+    batches: dict[str, str] = {}
     for v in inputs:
         try:
-            types[v.name] = checked_type(f"input '{v.name}'", _input_type(v, shapes), max_memory)
+            t, batch = _input_type(v, shapes)
+            types[v.name] = checked_type(f"input '{v.name}'", t, max_memory)
         except CglowError as exc:
             problems.append(str(exc))
+            continue
+        if batch:
+            batches[v.name] = batch
     types.update({k: TensorType(v.dtype, v.shape) for k, v in consts.items()})
     order, structure = topological_order(g, set(consts) | {v.name for v in inputs})
     if structure:
@@ -319,7 +339,7 @@ def import_model(model: onnx.ModelProto, shapes: dict[str, tuple[int, ...]] | No
             nodes.append(node)
 
     if unsupported:
-        listing = "; ".join(f"{op} ({', '.join(repr(n) for n in names)})" for op, names in sorted(unsupported.items()))
+        listing = "; ".join(f"{op} ({listed([repr(n) for n in names])})" for op, names in sorted(unsupported.items()))
         problems.insert(0, f"unsupported operators: {listing} (docs/ops.md lists the supported ones; export the "
                            f"model without them, or replace them with supported ops)")
     bad_types: dict[str, list[str]] = {}
@@ -328,11 +348,12 @@ def import_model(model: onnx.ModelProto, shapes: dict[str, tuple[int, ...]] | No
             bad_types.setdefault(types[name].dtype.name, []).append(name)
     if bad_types:
         problems.append("unsupported element types at run time (cglow runs float32, bool and 8- to 64-bit "
-                        "integers): " + "; ".join(f"{t} ({', '.join(repr(n) for n in names)})"
+                        "integers): " + "; ".join(f"{t} ({listed([repr(n) for n in names])})"
                                                   for t, names in sorted(bad_types.items())))
     if problems:
         raise ModelProblems(problems)
     _check_outputs(g, types)
+    _batch_notice(batches, types)
     return Graph(name=g.name or "model", opset=opset, inputs=tuple(v.name for v in inputs),
                  outputs=tuple(o.name for o in g.output), types=types, consts=consts, nodes=tuple(nodes),
                  source=source)

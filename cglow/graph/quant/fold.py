@@ -15,12 +15,13 @@ import numpy as np
 
 from ..edit import Site, rewrite_each
 from ..ir import Graph, Node
+from .affine import batchnorm_affine, integer_affine
 from .params import QParams, clamp_bounds, float32_multipliers, multipliers, narrow, qparams
 from .table import TABLE_OPS, table
 
 MOVEMENT = {"Reshape", "Flatten", "Transpose", "Squeeze", "Unsqueeze", "MaxPool", "Slice", "Expand", "Tile",
             "DepthToSpace", "SpaceToDepth", "Identity", "Concat", "Gather"}  # they only move values
-REQUANTIZED = {"Conv", "Gemm", "MatMul", "Add", "Mul"}  # a Relu or Clip after them becomes their clamp
+REQUANTIZED = {"Conv", "Gemm", "MatMul", "Add", "Mul", "BatchNormalization"}  # a Relu or Clip after them: a clamp
 ADD_BITS = 21  # IntAdd: the larger scale ratio is a factor in [2**21, 2**22]
 
 
@@ -84,18 +85,21 @@ def _requant_float32(out: QParams, a_scale: float, b_scales: np.ndarray, bounds:
     return dict(mult=mult, shift=shift, y_zero=zero, lo=bounds[0], hi=bounds[1])
 
 
-def _bias(site: Site, name: str, acc_scale: np.ndarray, size: int) -> np.ndarray | None:
-    """A bias in accumulator units (int32), or None if it has none that fits."""
-    if not name:
-        return np.zeros(size, np.int32)
-    real = _real_const(site, name)
+def _bias(real: np.ndarray | None, acc_scale: np.ndarray, size: int) -> np.ndarray | None:
+    """A real bias (None: none) in accumulator units (int32), or None if it does not fit."""
     if real is None:
-        return None
-    q = np.rint(real.reshape(-1) / acc_scale)
+        return np.zeros(size, np.int32)
+    q = np.rint(np.broadcast_to(real.reshape(-1), (size,)) / acc_scale)
     return q.astype(np.int32) if np.all(np.abs(q) < 2 ** 31 - 1) else None
 
 
-def _conv(b: _Build, op: Node, out: QParams, bounds) -> Node | None:
+def _plus(a: np.ndarray | None, b: np.ndarray | None) -> np.ndarray | None:
+    """Two real biases (None: none) as one."""
+    return b if a is None else a if b is None else a.reshape(-1) + b.reshape(-1)
+
+
+def _conv(b: _Build, op: Node, out: QParams, bounds, added: np.ndarray | None = None) -> Node | None:
+    """Conv; `added`: the real per-channel bias of an Add after it (biased)."""
     site = b.site
     x, w = dequantized(site, op.inputs[0]), dequantized(site, op.inputs[1])
     weights = site.const(w.source) if w else None
@@ -104,7 +108,9 @@ def _conv(b: _Build, op: Node, out: QParams, bounds) -> Node | None:
     m = weights.shape[0]
     zero = np.broadcast_to(w.p.zero, (m,)).reshape((m,) + (1,) * (weights.ndim - 1))
     acc_scale = x.p.scale[0] * np.broadcast_to(w.p.scale, (m,))
-    bias = _bias(site, op.inputs[2] if len(op.inputs) > 2 else "", acc_scale, m)
+    name = op.inputs[2] if len(op.inputs) > 2 else ""
+    own = _real_const(site, name) if name else None
+    bias = None if name and own is None else _bias(_plus(own, added), acc_scale, m)
     if bias is None:
         return None
     inputs = (x.source, b.const(f"{op.name}/w_int", narrow(weights.astype(np.int64) - zero)),
@@ -114,8 +120,9 @@ def _conv(b: _Build, op: Node, out: QParams, bounds) -> Node | None:
     return Node("IntConv", op.name, inputs, (), attrs)
 
 
-def _gemm(b: _Build, op: Node, out: QParams, bounds) -> Node | None:
-    """Gemm, or MatMul: b constant (per-tensor or per-column parameters) or computed (per-tensor)."""
+def _gemm(b: _Build, op: Node, out: QParams, bounds, added: np.ndarray | None = None) -> Node | None:
+    """Gemm, or MatMul: b constant (per-tensor or per-column parameters) or computed (per-tensor); `added`: the
+    real per-column bias of an Add after it (biased)."""
     site = b.site
     a, bd = dequantized(site, op.inputs[0]), dequantized(site, op.inputs[1])
     if a is None or bd is None or not a.p.per_tensor:
@@ -132,7 +139,8 @@ def _gemm(b: _Build, op: Node, out: QParams, bounds) -> Node | None:
     c = op.inputs[2] if len(op.inputs) > 2 and beta != 0 else ""
     if c and site.shape(c) not in ((n,), (1, n), (1,), ()):
         return None
-    bias = _bias(site, c, acc_scale / beta if c else acc_scale, n)
+    own = _real_const(site, c) if c else None
+    bias = None if c and own is None else _bias(_plus(None if own is None else own * beta, added), acc_scale, n)
     if bias is None:
         return None
     requant = _requant_float32(out, a.p.scale[0], np.broadcast_to(bd.p.scale, (n,)), bounds) if alpha == 1 else \
@@ -203,6 +211,24 @@ def _average(b: _Build, op: Node, out: QParams, bounds) -> Node | None:
     return Node("IntAvgPool", op.name, (x.source,), (), attrs)
 
 
+def _batchnorm(b: _Build, op: Node, out: QParams, bounds) -> Node | None:
+    """Inference BatchNormalization on 8-bit values: a per-channel affine map in integers (affine.py)."""
+    site = b.site
+    x = dequantized(site, op.inputs[0])
+    params = [site.const(n) for n in op.inputs[1:5]]
+    if x is None or not x.p.per_tensor or x.p.dtype.itemsize != 1 or any(p is None for p in params) or \
+            any(op.outputs[1:]) or op.attr("training_mode", 0) or len(site.shape(x.source)) < 2:
+        return None
+    affine = batchnorm_affine(params, op.attr("epsilon", 1e-5))
+    if affine is None:
+        return None
+    zero = int(x.p.zero[0])
+    info = np.iinfo(x.p.dtype)
+    factor, offset, unit = integer_affine(*affine, x.p, out, max(zero - int(info.min), int(info.max) - zero))
+    inputs = (x.source, b.const(f"{op.name}/factor", factor), b.const(f"{op.name}/offset", offset))
+    return Node("IntAffine", op.name, inputs, (), {"x_zero": zero, **_requant(out, unit, bounds)})
+
+
 def _table(b: _Build, op: Node, out: QParams, bounds) -> Node | None:
     """A unary op (or a bare requantization) on 8-bit values: a table of its 256 results."""
     source = op if op.op == "DequantizeLinear" else b.site.producer.get(op.inputs[0])
@@ -244,7 +270,8 @@ def _movement(b: _Build, op: Node, out: QParams, bounds) -> Node | None:
 
 
 BUILDERS = {"Conv": _conv, "Gemm": _gemm, "MatMul": _gemm, "Add": _binary, "Mul": _binary,
-            "AveragePool": _average, "GlobalAveragePool": _average, "DequantizeLinear": _table,
+            "AveragePool": _average, "GlobalAveragePool": _average, "BatchNormalization": _batchnorm,
+            "DequantizeLinear": _table,
             **{op: _table for op in TABLE_OPS}, **{op: _movement for op in MOVEMENT}}
 
 
@@ -266,6 +293,29 @@ def _activation(site: Site, node: Node) -> tuple[float | None, float | None] | N
     return bounds[0], bounds[1]
 
 
+BIASED = {"Conv": 1, "Gemm": -1, "MatMul": -1}  # the axis of their output's channels
+
+
+def biased(site: Site, add: Node) -> tuple[Node, np.ndarray] | None:
+    """An Add of a constant bias after a Conv, Gemm or MatMul (tf2onnx writes a dense layer's bias so: an
+    int32 constant through a DequantizeLinear): the product and the bias's real values per channel. The
+    constant must vary along the channels at most, and not broadcast the product to a larger shape."""
+    for i in (0, 1):
+        product = site.producer.get(add.inputs[i])
+        real = _real_const(site, add.inputs[1 - i])
+        if product is None or product.op not in BIASED or real is None or site.sole_reader(add.inputs[i]) is not add:
+            continue
+        shape = site.shape(add.inputs[i])
+        if site.shape(add.outputs[0]) != shape or real.ndim > len(shape):
+            return None
+        axis = BIASED[product.op] % len(shape)
+        real = real.reshape((1,) * (len(shape) - real.ndim) + real.shape)
+        if any(d != 1 for a, d in enumerate(real.shape) if a != axis):
+            return None
+        return product, real.reshape(-1)
+    return None
+
+
 def _fold(site: Site, q: Node) -> Graph | None:
     if q.op != "QuantizeLinear":
         return None
@@ -283,7 +333,13 @@ def _fold(site: Site, q: Node) -> Graph | None:
         op = inner
         dropped.append(op)
     b = _Build(site)
-    built = BUILDERS[op.op](b, op, out, bounds) if op.op in BUILDERS else None
+    layer = biased(site, op) if op.op == "Add" else None
+    if layer is not None:
+        product, added = layer
+        dropped.append(product)
+        built = BUILDERS[product.op](b, product, out, bounds, added)
+    else:
+        built = BUILDERS[op.op](b, op, out, bounds) if op.op in BUILDERS else None
     if built is None:
         return None
     extra, node = built if isinstance(built, tuple) else ([], built)

@@ -1,14 +1,20 @@
-"""Quantized inputs and outputs: a graph input read only by QuantizeLinear nodes (with one set of
-parameters) takes their integers directly, and a graph output made by a DequantizeLinear gives its
-integers; the scale and zero point of each go to the header (NET_INPUT_0_SCALE...). With float I/O
-(Options.float_io) the graph keeps them, and the conversions run inside net_run."""
+"""Quantized inputs and outputs, whose scale and zero point go to the header (NET_INPUT_0_SCALE...).
+
+Two forms: a float graph input read only by QuantizeLinear nodes (with one set of parameters) takes their
+integers directly, and a float graph output made by a DequantizeLinear gives its integers (quantized_io,
+after the graph passes); an 8-bit graph input read only by DequantizeLinear nodes, or an 8-bit graph output
+made by a QuantizeLinear, is already integer and takes their parameters (integer_io, before the passes,
+which fold those nodes into integer ops). With float I/O (Options.float_io) the first form keeps its
+conversions, and the second gets them (float_io): either way they run inside net_run."""
 from __future__ import annotations
 
 from dataclasses import replace
 
+import numpy as np
+
 from ..edit import Site
-from ..ir import Graph, Node
-from .params import qparams
+from ..ir import Graph, Node, TensorType
+from .params import QParams, qparams
 
 
 def _renamed(nodes, old: str, new: str) -> list[Node]:
@@ -52,3 +58,48 @@ def quantized_io(graph: Graph) -> Graph:
     for name in graph.outputs:
         graph = _output(graph, name)
     return graph
+
+
+def _eight_bit(p: QParams | None) -> bool:
+    return p is not None and p.per_tensor and p.dtype.itemsize == 1 and p.dtype.kind in "iu"
+
+
+def integer_io(graph: Graph) -> Graph:
+    """The parameters of 8-bit graph inputs read only by DequantizeLinear nodes (all with the same ones) and
+    of 8-bit graph outputs written by a QuantizeLinear, in io_quant (tf2onnx writes a fully-integer TFLite
+    model's inputs and outputs so)."""
+    site = Site(graph)
+    quant = dict(graph.io_quant)
+    for name in graph.inputs:
+        readers = site.readers.get(name, [])
+        params = [qparams(site, r) if r.op == "DequantizeLinear" and r.inputs[0] == name else None for r in readers]
+        if readers and name not in graph.outputs and all(_eight_bit(p) and p.same(params[0]) for p in params):
+            quant[name] = (float(params[0].scale[0]), int(params[0].zero[0]))
+    for name in graph.outputs:
+        q = site.producer.get(name)
+        p = qparams(site, q) if q is not None and q.op == "QuantizeLinear" else None
+        if _eight_bit(p) and name not in graph.inputs:
+            quant[name] = (float(p.scale[0]), int(p.zero[0]))
+    return replace(graph, io_quant=quant)
+
+
+def float_io(graph: Graph, quantize_attrs: dict | None = None) -> Graph:
+    """The 8-bit inputs and outputs of io_quant as float32 ones, converted inside: each keeps its name, and
+    its integers are renamed. `quantize_attrs`: the attributes of the QuantizeLinear of an input (how it
+    rounds)."""
+    nodes, types, consts = list(graph.nodes), dict(graph.types), dict(graph.consts)
+    for name, (s, z) in graph.io_quant.items():
+        inner = f"{name}/quantized"
+        dtype = types[name].dtype
+        scale, zero = f"{name}/scale", f"{name}/zero_point"
+        consts[scale], consts[zero] = np.array(s, np.float32), np.array(z, dtype)
+        types[scale], types[zero] = TensorType(np.dtype(np.float32), ()), TensorType(dtype, ())
+        types[inner] = types[name]
+        types[name] = TensorType(np.dtype(np.float32), types[name].shape)
+        nodes = _renamed(nodes, name, inner)
+        if name in graph.inputs:
+            nodes.insert(0, Node("QuantizeLinear", f"{name}/quantize", (name, scale, zero), (inner,),
+                                 dict(quantize_attrs or {})))
+        else:
+            nodes.append(Node("DequantizeLinear", f"{name}/dequantize", (inner, scale, zero), (name,), {}))
+    return replace(graph, nodes=tuple(nodes), types=types, consts=consts, io_quant={})

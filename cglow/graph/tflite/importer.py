@@ -4,15 +4,15 @@ checked against what the translation computes. 8-bit graph inputs and outputs ke
 scale and zero point go to the header, as for an ONNX model with QuantizeLinear at its inputs."""
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
 from ...errors import CglowError, ModelProblems
 from ...options import MAX_MEMORY
-from ..ir import Graph, Node, TensorType
+from ..ir import Graph, TensorType
 from ..limits import checked_type
+from ..quant.io import float_io as to_float_io
 from . import conv, elementwise, tensor  # noqa: F401  (register their translators)
 from .build import OPSET, TRANSLATORS, Build
 from .reader import Model
@@ -80,26 +80,4 @@ def import_tflite(model: Model, shapes: dict[str, tuple[int, ...]] | None = None
     graph = Graph(name=Path(source).stem or "model", opset=OPSET, inputs=tuple(b.names[i] for i in model.inputs),
                  outputs=tuple(b.names[i] for i in model.outputs), types=b.types, consts=consts,
                  nodes=tuple(b.nodes), source=source, io_quant=io_quant)
-    return _float_io(graph) if float_io else graph
-
-
-def _float_io(graph: Graph) -> Graph:
-    """The 8-bit inputs and outputs of io_quant as float32 ones, converted inside: each keeps its name, and
-    its integers are renamed."""
-    nodes, types, consts = list(graph.nodes), dict(graph.types), dict(graph.consts)
-    for name, (s, z) in graph.io_quant.items():
-        inner = f"{name}/quantized"
-        dtype = types[name].dtype
-        scale, zero = f"{name}/scale", f"{name}/zero_point"
-        consts[scale], consts[zero] = np.array(s, np.float32), np.array(z, dtype)
-        types[scale], types[zero] = TensorType(np.dtype(np.float32), ()), TensorType(dtype, ())
-        types[inner] = types[name]
-        types[name] = TensorType(np.dtype(np.float32), types[name].shape)
-        nodes = [replace(n, inputs=tuple(inner if i == name else i for i in n.inputs),
-                         outputs=tuple(inner if o == name else o for o in n.outputs)) for n in nodes]
-        if name in graph.inputs:
-            nodes.insert(0, Node("QuantizeLinear", f"{name}/quantize", (name, scale, zero), (inner,),
-                                 {"rounding": "tflite"}))
-        else:
-            nodes.append(Node("DequantizeLinear", f"{name}/dequantize", (inner, scale, zero), (name,), {}))
-    return replace(graph, nodes=tuple(nodes), types=types, consts=consts, io_quant={})
+    return to_float_io(graph, {"rounding": "tflite"}) if float_io else graph

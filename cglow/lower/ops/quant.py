@@ -20,7 +20,8 @@ from ..context import Context, lowering
 from ..literals import c_float, c_int, c_type
 from .nn import CHANNELS_LAST, _pixel_rows, _window_2d, as_2d
 
-INTERNAL_OPS = ("IntConv", "IntGemm", "IntAdd", "IntMul", "IntAvgPool", "IntTable")  # made by graph passes only
+# made by graph passes only
+INTERNAL_OPS = ("IntConv", "IntGemm", "IntAdd", "IntMul", "IntAvgPool", "IntTable", "IntAffine")
 I32 = np.dtype(np.int32)
 
 
@@ -250,6 +251,17 @@ def _average(ctx: Context, node: Node) -> None:
     else:
         post = requantized(node, ctx.dtype(node.outputs[0]), "{acc}", c)
     ctx.emit(Reduce(out, (windows,), "sum", f"({{0}} - {node.attr('x_zero')})", post, node.name))
+
+
+@lowering("IntAffine")
+def _affine(ctx: Context, node: Node) -> None:
+    """out = requant((x - x_zero) * factor + offset), factor and offset per channel (axis 1)."""
+    x = ctx.view(node.inputs[0])
+    c = _Operands(ctx, x.shape, 1, first=1)
+    acc = f"({{0}} - {node.attr('x_zero')}) * {c(ctx.const(node.inputs[1]), f'{node.name} factors')} + " \
+          f"{c(ctx.const(node.inputs[2]), f'{node.name} offsets')}"
+    expr = requantized(node, ctx.dtype(node.outputs[0]), acc, c)
+    ctx.emit(Map(ctx.new_like(node.outputs[0], [x]), (x,) + tuple(c.views), expr, node.name))
 
 
 @lowering("IntTable")
