@@ -176,15 +176,6 @@ def test_relu(int8, op, tmp_path):
     check(net, [y], tmp_path)
 
 
-@pytest.mark.parametrize("op", ["LOGISTIC", "TANH"])
-def test_float_unary(op, tmp_path):
-    net = Net(False, seed=7)
-    x = net.input("x", [2, 50])
-    y = net.value("y", [2, 50])
-    net.w.op(op, [x], [y])
-    check(net, [y], tmp_path)
-
-
 @pytest.mark.parametrize("beta", [1.0, 0.5])
 def test_float_softmax(beta, tmp_path):
     net = Net(False, seed=8)
