@@ -1,4 +1,4 @@
-"""TFLite's activations, float32 and 8-bit, against LiteRT's reference kernels: 8-bit results to the
+"""TFLite's activations and SOFTMAX, float32 and 8-bit, against LiteRT's reference kernels: 8-bit results to the
 bit, float ones within 1e-5. An 8-bit model runs one operator per set of random scales and zero points, each on
 an input of its own that holds every 8-bit value, so that one compilation checks every entry of many tables."""
 from __future__ import annotations
@@ -156,6 +156,57 @@ def test_float_prelu(tmp_path):
     check(w.build([x], [y]), [data], tmp_path, exact=False)
 
 
+@pytest.mark.parametrize("beta", [1.0, 0.5])
+def test_float_softmax(beta, tmp_path):
+    w = TFLiteWriter()
+    x = w.tensor("x", [3, 12], np.float32)
+    y = w.tensor("y", [3, 12], np.float32)
+    w.op("SOFTMAX", [x], [y], {"beta": beta})
+    check(w.build([x], [y]), [np.random.default_rng(7).standard_normal((3, 12)).astype(np.float32)], tmp_path,
+          exact=False)
+
+
+def softmax_rows(rng, dtype, rows: int, depth: int) -> np.ndarray:
+    """Rows whose differences from their maximum reach every value from 0 to the type's whole range: the
+    maximum at the top of the type in some rows, values spread or bunched near the maximum in others, and a
+    row of equal values."""
+    info = np.iinfo(dtype)
+    out = np.empty((rows, depth), np.int64)
+    for r in range(rows):
+        top = int(info.max) if r % 3 == 0 else int(rng.integers(info.min, info.max + 1))
+        reach = [255, 30, 6][r % 3]
+        out[r] = np.clip(top - rng.integers(0, reach + 1, depth), info.min, top)
+        out[r, rng.integers(depth)] = top
+    out[0] = np.resize(np.arange(info.max, info.min - 1, -1), depth)
+    out[-1] = out[-1, 0]
+    return out.astype(dtype)
+
+
+@pytest.mark.parametrize("dtype,out", [pytest.param(np.int8, np.int8, id="int8"),
+                                       pytest.param(np.uint8, np.uint8, id="uint8"),
+                                       pytest.param(np.int8, np.int16, id="int8-int16"),
+                                       pytest.param(np.uint8, np.int16, id="uint8-int16")])
+def test_softmax_8bit(dtype, out, tmp_path):
+    """Betas and input scales from tiny ones (every difference counts) through ones where only the top
+    differences count to ones whose factor reaches 2^30 (only the row's maximum counts); rows of one value
+    to 300 values. An int16 output keeps 8 more bits of the kernel's fixed-point arithmetic."""
+    rng = np.random.default_rng(8)
+    w = TFLiteWriter()
+    inputs, outputs, data = [], [], []
+    cases = [(1.0, 0.1, (9, 40)), (0.5, 0.03, (2, 7, 300)), (2.0, 0.2, (4, 1)), (1.0, 1e-7, (6, 20)),
+             (1.0, 0.004, (1, 6, 256)), (40.0, 0.5, (6, 10)), (0.3, 0.8, (6, 33)), (1.0, 0.06, (3, 2, 2, 17))]
+    bits = 8 * np.dtype(out).itemsize
+    for k, (beta, scale, shape) in enumerate(cases):
+        x = w.tensor(f"x{k}", shape, dtype, scale=scale, zero_point=zero_point(rng, dtype))
+        y = w.tensor(f"y{k}", shape, out, scale=1 / (1 << bits), zero_point=int(np.iinfo(out).min))
+        w.op("SOFTMAX", [x], [y], {"beta": beta})
+        inputs.append(x)
+        outputs.append(y)
+        rows = int(np.prod(shape[:-1]))
+        data.append(softmax_rows(rng, dtype, rows, shape[-1]).reshape(shape))
+    check(w.build(inputs, outputs), data, tmp_path)
+
+
 def compile_problem(model: bytes, tmp_path) -> str:
     path = tmp_path / "model.tflite"
     path.write_bytes(model)
@@ -167,9 +218,15 @@ def compile_problem(model: bytes, tmp_path) -> str:
 @pytest.mark.parametrize("op,out,options,words", [
     ("LOGISTIC", (1 / 128, -128), None, "takes 1/256"),
     ("HARD_SWISH", (0.001, 0), None, "smaller ratio"),
-])
+    ("SOFTMAX", (1 / 128, -128), {"beta": 1.0}, "1/256 and -128"),
+    ("SOFTMAX", (1 / 256, -128), {"beta": 1e-8}, "beta times the input's scale")])
 def test_8bit_parameters_tflite_refuses(op, out, options, words, tmp_path):
     """Output parameters and factors that LiteRT's Prepare refuses: one line that says why."""
     model, _ = unary_model(op, np.int8, [((0.2, 0), out)], options)
     problem = compile_problem(model, tmp_path)
     assert op in problem and words in problem and "\n" not in problem
+
+
+def test_softmax_row_too_long(tmp_path):
+    model, _ = unary_model("SOFTMAX", np.int8, [((0.1, 0), (1 / 256, -128))], {"beta": 1.0}, shape=(1, 4096))
+    assert "at most 4095" in compile_problem(model, tmp_path)

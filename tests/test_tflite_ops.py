@@ -176,15 +176,6 @@ def test_relu(int8, op, tmp_path):
     check(net, [y], tmp_path)
 
 
-@pytest.mark.parametrize("beta", [1.0, 0.5])
-def test_float_softmax(beta, tmp_path):
-    net = Net(False, seed=8)
-    x = net.input("x", [3, 12])
-    y = net.value("y", [3, 12])
-    net.w.op("SOFTMAX", [x], [y], {"beta": beta})
-    check(net, [y], tmp_path)
-
-
 def test_quantize_and_dequantize(tmp_path):
     """float -> int8 rounds halves away from zero (the inputs are placed on halves), int8 -> int8 requantizes,
     int8 -> float."""

@@ -1,5 +1,5 @@
-"""Elementwise operators: arithmetic, the RELU family, SOFTMAX, QUANTIZE and DEQUANTIZE (the other activations
-are in activations.py). Float32 ones become the ONNX op; 8-bit ones cglow's integer ops with TFLite's arithmetic:
+"""Elementwise operators: arithmetic, the RELU family, QUANTIZE and DEQUANTIZE (the other activations are in
+activations.py). Float32 ones become the ONNX op; 8-bit ones cglow's integer ops with TFLite's arithmetic:
 IntAdd and IntMul (rounding "tflite"), and for a function of one 8-bit input, a table of its 256 results
 computed here as TFLite's reference kernel computes each (IntTable)."""
 from __future__ import annotations
@@ -75,17 +75,6 @@ def _relu(b: Build, op) -> None:
     lo = max(int(info.min), arith.quantize(reals[0], sy, zy))
     hi = int(info.max) if reals[1] is None else min(int(info.max), arith.quantize(reals[1], sy, zy))
     table(b, requantized(b, lo, hi))
-
-
-@translator("SOFTMAX")
-def _softmax(b: Build, op) -> None:
-    if b.quantized():
-        raise CglowError(f"{op.describe()}: 8-bit SOFTMAX is not supported yet")
-    x = b.value(0)
-    beta = b.option("Beta")
-    if beta is not None and beta != 1.0:
-        x = b.add("Mul", [x, b.const("beta", np.array(beta, np.float32))])
-    b.finish(b.add("Softmax", [x], {"axis": -1}))
 
 
 @translator("QUANTIZE")
