@@ -176,6 +176,24 @@ def test_relu(int8, op, tmp_path):
     check(net, [y], tmp_path)
 
 
+@pytest.mark.parametrize("op,scales", [("RELU", (0.013588478788733482, 0.19647933542728424)),
+                                       ("MUL", (0.04690147191286087, 0.010432346723973751, 0.059914883226156235))])
+def test_factor_from_float32_scales(op, scales, tmp_path):
+    """RELU's and MUL's Prepare compute their factor from the scales in float (a double quotient's multiplier
+    differs in the last bits); with these scales that moves a result, over every input value (every pair)."""
+    w = TFLiteWriter()
+    *ins, out = [w.tensor(f"t{k}", [1, 65536], np.int8, scale=s, zero_point=0) for k, s in enumerate(scales)]
+    w.op(op, ins, [out])
+    model = w.build(ins, [out])
+    values = np.arange(-128, 128)
+    inputs = [np.tile(values, 256).reshape(1, -1).astype(np.int8),
+              np.repeat(values, 256).reshape(1, -1).astype(np.int8)]
+    path = tmp_path / "model.tflite"
+    path.write_bytes(model)
+    got = host.build(cglow.compile_model(path)).run(*inputs[:len(ins)])[0]
+    np.testing.assert_array_equal(got, run_litert(model, inputs[:len(ins)])[0])
+
+
 def test_quantize_and_dequantize(tmp_path):
     """float -> int8 rounds halves away from zero (the inputs are placed on halves), int8 -> int8 requantizes,
     int8 -> float."""

@@ -34,7 +34,7 @@ def _binary(b: Build, op) -> None:
     attrs = dict(a_zero=za, b_zero=zb, y_zero=zy, lo=lo, hi=hi, rounding="tflite")
     f32 = np.float32
     if op.op == "MUL":
-        mult, shift = arith.quantize_multiplier(float(np.float64(sa) * np.float64(sb) / np.float64(sy)))
+        mult, shift = arith.quantize_multiplier(float(f32(sa) * f32(sb) / f32(sy)))  # Prepare's float arithmetic
         attrs.update(mult=mult, shift=shift)
     else:  # LiteRT's Prepare: the scales' ratios to twice the larger one (float32 arithmetic where it has it)
         twice = float(f32(2) * max(f32(sa), f32(sb)))
@@ -54,11 +54,13 @@ def table(b: Build, values: Callable[[np.ndarray], np.ndarray]) -> None:
     b.finish(b.add("IntTable", [b.value(0), table], out_type=TensorType(dtype, b.tensor(-1).shape)))
 
 
-def requantized(b: Build, lo: int, hi: int):
+def requantized(b: Build, lo: int, hi: int, ratio=np.float64):
     """x -> TFLite's Requantize / ReluX: the output's zero point plus x less the input's, times the ratio of
-    the scales as a fixed-point factor, clamped to [lo, hi]."""
+    the scales as a fixed-point factor, clamped to [lo, hi]. The scales are divided in `ratio`: QUANTIZE's
+    Prepare divides them as doubles, ReluPrepare as floats (a multiplier apart in the last bits, which moves
+    a rounding now and then)."""
     (sx, zx), (sy, zy) = same_params(b, 0), same_params(b, -1)
-    mult, shift = arith.quantize_multiplier(float(np.float64(sx) / np.float64(sy)))
+    mult, shift = arith.quantize_multiplier(float(ratio(sx) / ratio(sy)))
     return lambda x: np.clip(zy + arith.scale(x - zx, mult, shift), lo, hi)
 
 
@@ -74,7 +76,7 @@ def _relu(b: Build, op) -> None:
     info = np.iinfo(b.tensor(-1).dtype)
     lo = max(int(info.min), arith.quantize(reals[0], sy, zy))
     hi = int(info.max) if reals[1] is None else min(int(info.max), arith.quantize(reals[1], sy, zy))
-    table(b, requantized(b, lo, hi))
+    table(b, requantized(b, lo, hi, np.float32))
 
 
 @translator("QUANTIZE")
