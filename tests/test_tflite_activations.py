@@ -230,3 +230,17 @@ def test_8bit_parameters_tflite_refuses(op, out, options, words, tmp_path):
 def test_softmax_row_too_long(tmp_path):
     model, _ = unary_model("SOFTMAX", np.int8, [((0.1, 0), (1 / 256, -128))], {"beta": 1.0}, shape=(1, 4096))
     assert "at most 4095" in compile_problem(model, tmp_path)
+
+
+@pytest.mark.parametrize("alpha_type,quant,words", [
+    (np.float32, {}, "slope of the input's type"),
+    (np.int8, dict(scale=[0.01, 0.02], zero_point=[0, 0], axis=0), "quantized per channel")])
+def test_prelu_slope_tflite_refuses(alpha_type, quant, words, tmp_path):
+    """An 8-bit PRELU's slope: of the input's type, with one scale (LiteRT's Prepare reads one)."""
+    w = TFLiteWriter()
+    x = w.tensor("x", [1, 4, 2], np.int8, scale=0.1, zero_point=0)
+    a = w.tensor("alpha", [2], alpha_type, np.ones(2, alpha_type), **quant)
+    y = w.tensor("y", [1, 4, 2], np.int8, scale=0.1, zero_point=0)
+    w.op("PRELU", [x, a], [y])
+    problem = compile_problem(w.build([x], [y]), tmp_path)
+    assert "PRELU" in problem and words in problem and "\n" not in problem
