@@ -1,11 +1,12 @@
 """The runtime_c helpers on their own: cglow_exp and cglow_erf against NumPy in double precision over
 their whole float range, edges and NaN included, with the strict flags and with -ffast-math; the
-requantizations against exact rational arithmetic; the quantization of a float against NumPy's rint. Each helper
-runs in a program of its own (floats in on stdin, out on stdout): a library built with -ffast-math would
-set flush-to-zero for the whole test process when loaded."""
+requantizations and TFLite's fixed-point primitives against exact rational arithmetic; the quantization of a
+float against NumPy's rint. Each helper runs in a program of its own (floats in on stdin, out on stdout): a
+library built with -ffast-math would set flush-to-zero for the whole test process when loaded."""
 from __future__ import annotations
 
 from fractions import Fraction
+import math
 import subprocess
 from importlib import resources
 
@@ -170,3 +171,44 @@ def test_quantize_rounds_halves_to_even_and_saturates(flags):
         with np.errstate(invalid="ignore"):
             want = np.where(np.isnan(x), lo, np.clip(np.rint(x.astype(np.float64)) + zero, lo, hi)).astype(np.int32)
         assert np.array_equal(got[:, column], want), column
+
+
+FIXED_POINT_DRIVER = """#include <stdint.h>
+#include <stdio.h>
+{helpers}
+int main(void)
+{{
+    int32_t v[3];
+    while (fread(v, sizeof v, 1, stdin) == 1) {{
+        const int32_t y[4] = {{cglow_high_mul_tfl(v[0], v[1]), cglow_divide_pot_tfl(v[0], v[2]),
+                              cglow_times_pot_tfl(v[0], 1 + v[2] % 2), cglow_leading_zeros((uint32_t)v[0])}};
+        fwrite(y, sizeof y, 1, stdout);
+    }}
+    return 0;
+}}
+"""
+
+
+def test_tflite_fixed_point_helpers_round_as_gemmlowp():
+    """The fixed-point primitives of TFLite's 8-bit softmax against exact rational arithmetic: the product a * b /
+    2^31 rounded half up (INT32_MIN squared saturating), x / 2^e rounded half away from zero (e up to 34, past
+    what a shift of an int32 takes), x * 2^e saturated, and the leading zero bits; ties made on purpose."""
+    names = ("leading_zeros", "high_mul_tfl", "divide_pot_tfl", "times_pot_tfl")
+    helpers = "\n".join((HELPERS / f"{n}.c").read_text() for n in names)
+    program = build_cached({"fixed.c": FIXED_POINT_DRIVER.format(helpers=helpers)}, "cc", HOST_FLAGS, "fixed-{}")
+    rng = np.random.default_rng(7)
+    low = -2 ** 31
+    rows = [(x, 1 << 30, e) for x in range(-40, 41) for e in range(0, 6)]
+    rows += [(low, low, 0), (low, 2 ** 31 - 1, 31), (2 ** 31 - 1, 2 ** 31 - 1, 34), (0, low, 32), (2 ** 30, 7, 33)]
+    rows += [(int(a), int(b), int(e)) for a, b, e in zip(rng.integers(low, 2 ** 31, 30000),
+                                                         rng.integers(low, 2 ** 31, 30000), rng.integers(0, 35, 30000))]
+    run = subprocess.run([str(program)], input=np.array(rows, "<i4").tobytes(), capture_output=True, check=True)
+    got = np.frombuffer(run.stdout, "<i4").reshape(-1, 4)
+
+    def half_away(q: Fraction) -> int:
+        return int(math.copysign(math.floor(abs(q) + Fraction(1, 2)), q))
+    for (a, b, e), (product, quotient, times, zeros) in zip(rows, got.tolist()):
+        assert product == (2 ** 31 - 1 if a == b == low else math.floor(Fraction(a * b, 2 ** 31) + Fraction(1, 2)))
+        assert quotient == half_away(Fraction(a, 2 ** e))
+        assert times == min(max(a * 2 ** (1 + e % 2), low), 2 ** 31 - 1)
+        assert zeros == 32 - (a % 2 ** 32).bit_length()

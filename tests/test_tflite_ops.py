@@ -176,22 +176,22 @@ def test_relu(int8, op, tmp_path):
     check(net, [y], tmp_path)
 
 
-@pytest.mark.parametrize("op", ["LOGISTIC", "TANH"])
-def test_float_unary(op, tmp_path):
-    net = Net(False, seed=7)
-    x = net.input("x", [2, 50])
-    y = net.value("y", [2, 50])
-    net.w.op(op, [x], [y])
-    check(net, [y], tmp_path)
-
-
-@pytest.mark.parametrize("beta", [1.0, 0.5])
-def test_float_softmax(beta, tmp_path):
-    net = Net(False, seed=8)
-    x = net.input("x", [3, 12])
-    y = net.value("y", [3, 12])
-    net.w.op("SOFTMAX", [x], [y], {"beta": beta})
-    check(net, [y], tmp_path)
+@pytest.mark.parametrize("op,scales", [("RELU", (0.013588478788733482, 0.19647933542728424)),
+                                       ("MUL", (0.04690147191286087, 0.010432346723973751, 0.059914883226156235))])
+def test_factor_from_float32_scales(op, scales, tmp_path):
+    """RELU's and MUL's Prepare compute their factor from the scales in float (a double quotient's multiplier
+    differs in the last bits); with these scales that moves a result, over every input value (every pair)."""
+    w = TFLiteWriter()
+    *ins, out = [w.tensor(f"t{k}", [1, 65536], np.int8, scale=s, zero_point=0) for k, s in enumerate(scales)]
+    w.op(op, ins, [out])
+    model = w.build(ins, [out])
+    values = np.arange(-128, 128)
+    inputs = [np.tile(values, 256).reshape(1, -1).astype(np.int8),
+              np.repeat(values, 256).reshape(1, -1).astype(np.int8)]
+    path = tmp_path / "model.tflite"
+    path.write_bytes(model)
+    got = host.build(cglow.compile_model(path)).run(*inputs[:len(ins)])[0]
+    np.testing.assert_array_equal(got, run_litert(model, inputs[:len(ins)])[0])
 
 
 def test_quantize_and_dequantize(tmp_path):

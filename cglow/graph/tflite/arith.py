@@ -58,3 +58,33 @@ def scale(x, multiplier: int, shift: int) -> np.ndarray:
 def quantize(real: float, s: float, zero: int) -> int:
     """A real value in a tensor's integers, as the activation ranges are computed (float division)."""
     return zero + round_away(float(np.float32(real) / np.float32(s)))
+
+
+def wrap16(x) -> np.ndarray:
+    """x stored in an int16_t (C++ wraps it)."""
+    return (np.asarray(x, np.int64) + (1 << 15)) % (1 << 16) - (1 << 15)
+
+
+def high_mul16(a, b, rounding: bool = True) -> np.ndarray:
+    """gemmlowp's SaturatingRoundingDoublingHighMul on int16 (a * b / 2^15, rounded half up), or with
+    `rounding` off TFLite's SaturatingDoublingHighMul (truncated toward zero); -2^15 * -2^15 saturates."""
+    a, b = np.broadcast_arrays(np.asarray(a, np.int64), np.asarray(b, np.int64))
+    ab = a * b
+    if rounding:
+        ab = ab + np.where(ab >= 0, 1 << 14, 1 - (1 << 14))
+    high = np.where(ab >= 0, ab >> 15, -((-ab) >> 15))  # C division: toward zero
+    return np.where((a == b) & (a == -(1 << 15)), (1 << 15) - 1, wrap16(high))
+
+
+def divide_pot16(x, exponent: int) -> np.ndarray:
+    """gemmlowp's RoundingDivideByPOT on int16: its mask is (2^exponent - 1) stored in an int16_t, so from
+    exponent 16 on it is -1 and the result is 1 for x >= 0, -1 below."""
+    x = np.asarray(x, np.int64)
+    mask = int(wrap16((1 << exponent) - 1))
+    threshold = (mask >> 1) + (x < 0)
+    return (x >> min(exponent, 31)) + ((x & mask) > threshold)
+
+
+def shift_left16(x, amount: int) -> np.ndarray:
+    """TFLite's SaturatingLeftShift of an int16: x * 2^amount saturated to int16."""
+    return np.clip(np.asarray(x, np.int64) << amount, -(1 << 15), (1 << 15) - 1)

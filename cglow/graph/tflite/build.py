@@ -1,6 +1,6 @@
 """What the translation of a TFLite model builds: graph nodes (ONNX ops, and cglow's integer ops for the
 quantized ones), constants and types, under fresh value names. Each operator's translation registers here
-(`translator`); the ops live in conv.py, elementwise.py and tensor.py.
+(`translator`); the ops live in activations.py, conv.py, elementwise.py, softmax.py and tensor.py.
 
 TFLite lays images out NHWC; cglow's Conv and pooling ops take NCHW. Their translations read the input
 through a Transpose and give the result back through one: both are views when lowered (a convolution writes

@@ -1,8 +1,10 @@
-"""Elementwise operators: arithmetic, activations, QUANTIZE and DEQUANTIZE. Float32 ones become the ONNX op;
-8-bit ones cglow's integer ops with TFLite's arithmetic: IntAdd and IntMul (rounding "tflite"), and for a
-function of one 8-bit input, a table of its 256 results computed here as TFLite's reference kernel computes
-each (IntTable)."""
+"""Elementwise operators: arithmetic, the RELU family, QUANTIZE and DEQUANTIZE (the other activations are in
+activations.py). Float32 ones become the ONNX op; 8-bit ones cglow's integer ops with TFLite's arithmetic:
+IntAdd and IntMul (rounding "tflite"), and for a function of one 8-bit input, a table of its 256 results
+computed here as TFLite's reference kernel computes each (IntTable)."""
 from __future__ import annotations
+
+from typing import Callable
 
 import numpy as np
 
@@ -11,11 +13,11 @@ from ..ir import TensorType
 from . import arith
 from .build import Build, activation_bounds, float_activation, translator
 
-_FLOAT_OPS = {"ADD": "Add", "SUB": "Sub", "MUL": "Mul", "LOGISTIC": "Sigmoid", "TANH": "Tanh", "RELU": "Relu"}
+_FLOAT_OPS = {"ADD": "Add", "SUB": "Sub", "MUL": "Mul"}
 LEFT_SHIFT = 20  # ADD and SUB scale 8-bit inputs by 2^20 before their factors
 
 
-def _same_params(b: Build, i: int) -> tuple[float, int]:
+def same_params(b: Build, i: int) -> tuple[float, int]:
     q = b.quant(i)
     if q.axis is not None:
         raise CglowError(f"{b.op.describe()}: input {i} is quantized per channel; the operator takes one scale")
@@ -27,12 +29,12 @@ def _binary(b: Build, op) -> None:
     if not b.quantized():
         out = float_activation(b, b.add(_FLOAT_OPS[op.op], [b.value(0), b.value(1)]))
         return b.finish(out)
-    (sa, za), (sb, zb), (sy, zy) = _same_params(b, 0), _same_params(b, 1), _same_params(b, -1)
+    (sa, za), (sb, zb), (sy, zy) = same_params(b, 0), same_params(b, 1), same_params(b, -1)
     lo, hi = activation_bounds(b, b.quant(-1), b.tensor(-1).dtype)
     attrs = dict(a_zero=za, b_zero=zb, y_zero=zy, lo=lo, hi=hi, rounding="tflite")
     f32 = np.float32
     if op.op == "MUL":
-        mult, shift = arith.quantize_multiplier(float(np.float64(sa) * np.float64(sb) / np.float64(sy)))
+        mult, shift = arith.quantize_multiplier(float(f32(sa) * f32(sb) / f32(sy)))  # Prepare's float arithmetic
         attrs.update(mult=mult, shift=shift)
     else:  # LiteRT's Prepare: the scales' ratios to twice the larger one (float32 arithmetic where it has it)
         twice = float(f32(2) * max(f32(sa), f32(sb)))
@@ -44,7 +46,7 @@ def _binary(b: Build, op) -> None:
     b.finish(b.add("IntAdd" if op.op != "MUL" else "IntMul", [b.value(0), b.value(1)], attrs, out_type=out_type))
 
 
-def _table(b: Build, values: np.ndarray) -> None:
+def table(b: Build, values: Callable[[np.ndarray], np.ndarray]) -> None:
     """The output as a table of the input's 256 values (indexed by the input's bits, as IntTable reads it)."""
     dtype = b.tensor(-1).dtype
     x = np.arange(256).astype(np.uint8).view(b.tensor(0).dtype).astype(np.int64)
@@ -52,11 +54,13 @@ def _table(b: Build, values: np.ndarray) -> None:
     b.finish(b.add("IntTable", [b.value(0), table], out_type=TensorType(dtype, b.tensor(-1).shape)))
 
 
-def _requantized(b: Build, lo: int, hi: int):
+def requantized(b: Build, lo: int, hi: int, ratio=np.float64):
     """x -> TFLite's Requantize / ReluX: the output's zero point plus x less the input's, times the ratio of
-    the scales as a fixed-point factor, clamped to [lo, hi]."""
-    (sx, zx), (sy, zy) = _same_params(b, 0), _same_params(b, -1)
-    mult, shift = arith.quantize_multiplier(float(np.float64(sx) / np.float64(sy)))
+    the scales as a fixed-point factor, clamped to [lo, hi]. The scales are divided in `ratio`: QUANTIZE's
+    Prepare divides them as doubles, ReluPrepare as floats (a multiplier apart in the last bits, which moves
+    a rounding now and then)."""
+    (sx, zx), (sy, zy) = same_params(b, 0), same_params(b, -1)
+    mult, shift = arith.quantize_multiplier(float(ratio(sx) / ratio(sy)))
     return lambda x: np.clip(zy + arith.scale(x - zx, mult, shift), lo, hi)
 
 
@@ -68,29 +72,11 @@ def _relu(b: Build, op) -> None:
             return b.finish(b.add("Relu", [b.value(0)]))
         bounds = [b.const(n, np.array(v, np.float32)) for n, v in zip(("min", "max"), reals)]
         return b.finish(b.add("Clip", [b.value(0)] + bounds))
-    sy, zy = _same_params(b, -1)
+    sy, zy = same_params(b, -1)
     info = np.iinfo(b.tensor(-1).dtype)
     lo = max(int(info.min), arith.quantize(reals[0], sy, zy))
     hi = int(info.max) if reals[1] is None else min(int(info.max), arith.quantize(reals[1], sy, zy))
-    _table(b, _requantized(b, lo, hi))
-
-
-@translator("LOGISTIC", "TANH")
-def _float_unary(b: Build, op) -> None:
-    if b.quantized():
-        raise CglowError(f"{op.describe()}: 8-bit {op.op} is not supported yet")
-    b.finish(b.add(_FLOAT_OPS[op.op], [b.value(0)]))
-
-
-@translator("SOFTMAX")
-def _softmax(b: Build, op) -> None:
-    if b.quantized():
-        raise CglowError(f"{op.describe()}: 8-bit SOFTMAX is not supported yet")
-    x = b.value(0)
-    beta = b.option("Beta")
-    if beta is not None and beta != 1.0:
-        x = b.add("Mul", [x, b.const("beta", np.array(beta, np.float32))])
-    b.finish(b.add("Softmax", [x], {"axis": -1}))
+    table(b, requantized(b, lo, hi, np.float32))
 
 
 @translator("QUANTIZE")
@@ -98,13 +84,13 @@ def _quantize(b: Build, op) -> None:
     dtype = b.tensor(-1).dtype
     info = np.iinfo(dtype)
     if b.tensor(0).dtype == np.float32:
-        s, z = _same_params(b, -1)
+        s, z = same_params(b, -1)
         scale, zero = b.const("scale", np.array(s, np.float32)), b.const("zero", np.array(z, dtype))
         return b.finish(b.add("QuantizeLinear", [b.value(0), scale, zero], {"rounding": "tflite"},
                               out_type=TensorType(dtype, b.tensor(-1).shape)))
     if b.tensor(0).dtype.itemsize != 1:
         raise CglowError(f"{op.describe()}: requantizing {b.tensor(0).dtype.name} is not supported")
-    _table(b, _requantized(b, int(info.min), int(info.max)))
+    table(b, requantized(b, int(info.min), int(info.max)))
 
 
 @translator("DEQUANTIZE")

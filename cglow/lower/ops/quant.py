@@ -20,8 +20,8 @@ from ..context import Context, lowering
 from ..literals import c_float, c_int, c_type
 from .nn import CHANNELS_LAST, _pixel_rows, _window_2d, as_2d
 
-# made by graph passes only
-INTERNAL_OPS = ("IntConv", "IntGemm", "IntAdd", "IntMul", "IntAvgPool", "IntTable", "IntAffine")
+# made by graph passes or the TFLite import only (IntSoftmax is lowered in int_softmax.py)
+INTERNAL_OPS = ("IntConv", "IntGemm", "IntAdd", "IntMul", "IntAvgPool", "IntTable", "IntAffine", "IntSoftmax")
 I32 = np.dtype(np.int32)
 
 

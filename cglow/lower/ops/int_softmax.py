@@ -1,0 +1,39 @@
+"""Lowering of IntSoftmax, TFLite's 8-bit SOFTMAX along the last axis (graph/tflite/softmax.py makes it), to
+two reductions and two maps per the reference kernel: each row's maximum; the sum of its elements' exponentials
+(runtime_c/exp_tfl.c) as Q12.19s; the sum's reciprocal, once per row (runtime_c/reciprocal_tfl.c); each output,
+its exponential times the reciprocal divided by the sum's power of two, from the type's least value. The
+exponential is computed twice per element, as the kernel does, which keeps the temporaries to a few per row."""
+from __future__ import annotations
+
+import numpy as np
+
+from ...graph.ir import Node
+from ...instr.ir import Map, Reduce
+from ..context import Context, lowering
+from ..literals import c_type
+from .reduce import spread
+
+SUM_BITS = 12  # the row's sum is a Q12.19
+I32 = np.dtype(np.int32)
+
+
+@lowering("IntSoftmax")
+def _int_softmax(ctx: Context, node: Node) -> None:
+    x = ctx.view(node.inputs[0])
+    out = ctx.new(node.outputs[0])
+    rows, depth = x.shape[:-1], x.shape[-1]
+    dtype = ctx.dtype(node.outputs[0])
+    peak = ctx.temp(rows, f"{node.name} max", ctx.dtype(node.inputs[0]))
+    total = ctx.temp(rows, f"{node.name} sum", I32)
+    scale = ctx.temp(rows, f"{node.name} reciprocal", I32)
+    exp = f"cglow_exp_tfl({{0}} - {{1}}, {node.attr('mult')}, {node.attr('shift')}, {node.attr('diff_min')})"
+    ctx.emit(Reduce(peak, (x,), "max", "{0}", "{acc}", node.name))
+    ctx.emit(Reduce(total, (x, spread(peak, depth)), "sum", f"cglow_divide_pot_tfl({exp}, {SUM_BITS})", "{acc}",
+                    node.name))
+    ctx.emit(Map(scale, (total,), "cglow_reciprocal_tfl({0})", node.name))
+    # the sum is x * 2^(SUM_BITS - leading zeros) with x in [1, 2), the reciprocal 1/x; the output, e / sum in
+    # units of 2^-bits, is their Q0.31 product divided by 2^(SUM_BITS + 31 - bits - leading zeros)
+    shift = f"{SUM_BITS + 31 - 8 * dtype.itemsize} - cglow_leading_zeros((uint32_t){{3}})"
+    ctx.emit(Map(out, (x, spread(peak, depth), spread(scale, depth), spread(total, depth)),
+                 f"(({c_type(dtype)})cglow_clamp(cglow_divide_pot_tfl(cglow_high_mul_tfl({{2}}, {exp}), {shift}) + "
+                 f"{node.attr('y_zero')}, {node.attr('lo')}, {node.attr('hi')}))", node.name))
