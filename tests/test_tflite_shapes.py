@@ -109,3 +109,28 @@ def test_moving_ops_need_one_scale(tmp_path):
     path.write_bytes(net.w.build([x], [y]))
     with pytest.raises(CglowError, match="different scales or zero points"):
         cglow.compile_model(path)
+
+
+@pytest.mark.parametrize("int8", KINDS)
+@pytest.mark.parametrize("shape,axes,keep,out", [
+    ([1, 5, 6, 7], [1, 2], True, [1, 1, 1, 7]), ([2, 7, 9, 3], [2, -3], False, [2, 3]),
+    ([1, 4, 300], [2], True, [1, 4, 1]), ([3, 4, 5], [0, 2], False, [4])])
+def test_mean(int8, shape, axes, keep, out, tmp_path):
+    net = Net(int8, seed=25)
+    x = net.input("x", shape, scale=0.05, zero=-7)
+    y = net.value("y", out, scale=0.011, zero=4)
+    net.w.op("MEAN", [x, const(net, "axes", axes)], [y], {"keep_dims": keep})
+    check(net, [y], tmp_path)
+
+
+@pytest.mark.parametrize("int8", KINDS)
+@pytest.mark.parametrize("size,kernel,stride,act", [(7, 3, 2, "NONE"), (8, 3, 2, "RELU6"), (6, 4, 1, "RELU")])
+def test_average_pool_same_padding(int8, size, kernel, stride, act, tmp_path):
+    net = Net(int8, seed=26)
+    quant = dict(scale=0.05, zero=-9)
+    x = net.input("x", [1, size, size + 1, 5], **quant)
+    y = net.value("y", [1, -(-size // stride), -(-(size + 1) // stride), 5], **quant)
+    net.w.op("AVERAGE_POOL_2D", [x], [y], {"padding": "SAME", "stride_w": stride, "stride_h": stride,
+                                           "filter_width": kernel, "filter_height": kernel,
+                                           "fused_activation_function": act})
+    check(net, [y], tmp_path)

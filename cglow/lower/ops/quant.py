@@ -15,7 +15,7 @@ from ...graph.geometry import window
 from ...errors import CglowError
 from ...graph.ir import Node
 from ...graph.quant.params import narrow
-from ...instr.ir import Conv, Epilogue, Gather, Gemm, Map, Reduce, View
+from ...instr.ir import Conv, Epilogue, Gather, Gemm, Map, Pool, Reduce, View
 from ..context import Context, lowering
 from ..literals import c_float, c_int, c_type
 from .nn import CHANNELS_LAST, _pixel_rows, _window_2d, as_2d
@@ -223,16 +223,23 @@ def _binary(ctx: Context, node: Node) -> None:
 
 @lowering("IntAvgPool")
 def _average(ctx: Context, node: Node) -> None:
-    """The sum over each window (a strided view: no window reaches outside the input), requantized."""
+    """The sum over each window, requantized (from a .tflite file: TFLite's MEAN, which has a multiplier, or
+    AVERAGE_POOL_2D, the sum divided by the count rounded half away from zero). Windows that reach past the
+    input (a TFLite SAME padding) are a Pool over the taps inside it, which divides by their count."""
     x = ctx.view(node.inputs[0])
     kernel, strides = tuple(node.attr("kernel_shape")), tuple(node.attr("strides"))
+    out = ctx.new(node.outputs[0], x.order() if len(x.shape) == len(ctx.shape(node.outputs[0])) else None)
+    if any(node.attr("pads", ())):  # its translation clamps after it, for a fused activation
+        assert node.attr("lo") is None and node.attr("x_zero") == 0, f"{node.describe()}: a padded window sums the " \
+            f"integers themselves, and takes no clamp"
+        ctx.emit(Pool(out, x, "avg", window(node, x.shape[2:], kernel), False, node.name))
+        return
     spatial = x.shape[2:]
     outs = tuple((n - k) // s + 1 for n, k, s in zip(spatial, kernel, strides))
     windows = View(x.buf, x.offset, x.shape[:2] + outs + kernel,
                    x.strides[:2] + tuple(st * s for st, s in zip(x.strides[2:], strides)) + x.strides[2:])
-    out = ctx.new(node.outputs[0], x.order() if len(x.shape) == len(ctx.shape(node.outputs[0])) else None)
     c = _Operands(ctx, out.shape, 1)
-    if node.attr("rounding") == "tflite":  # the sum divided by the count, rounded half away from zero
+    if node.attr("mult") is None:  # the sum divided by the count, rounded half away from zero
         half, count = int(np.prod(kernel)) // 2, int(np.prod(kernel))
         post = f"(({c_type(ctx.dtype(node.outputs[0]))})cglow_clamp(({{acc}} > 0 ? {{acc}} + {half} : " \
                f"{{acc}} - {half}) / {count}, {node.attr('lo')}, {node.attr('hi')}))"
