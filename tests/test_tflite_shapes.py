@@ -134,3 +134,33 @@ def test_average_pool_same_padding(int8, size, kernel, stride, act, tmp_path):
                                            "filter_width": kernel, "filter_height": kernel,
                                            "fused_activation_function": act})
     check(net, [y], tmp_path)
+
+
+@pytest.mark.parametrize("int8", KINDS)
+@pytest.mark.parametrize("a,b,adj_x,adj_y,out", [
+    ([2, 3, 5], [2, 5, 4], False, False, [2, 3, 4]), ([2, 5, 3], [5, 4], True, False, [2, 3, 4]),
+    ([1, 3, 5], [2, 1, 4, 5], False, True, [2, 1, 3, 4]), ([3, 6], [6, 7], False, False, [3, 7])])
+def test_batch_matmul(int8, a, b, adj_x, adj_y, out, tmp_path):
+    net = Net(int8, seed=27)
+    x = net.input("a", a, scale=0.05, zero=-6)
+    w = net.input("b", b, scale=0.03, zero=5)
+    y = net.value("y", out, scale=0.2, zero=-1)
+    net.w.op("BATCH_MATMUL", [x, w], [y], {"adj_x": adj_x, "adj_y": adj_y})
+    check(net, [y], tmp_path)
+
+
+@pytest.mark.parametrize("int8", KINDS)
+@pytest.mark.parametrize("size,kernel,stride,padding,out,bias,act", [
+    (4, 3, 2, "SAME", 8, True, "NONE"), (5, 3, 2, "VALID", 11, False, "RELU"), (4, 4, 2, "SAME", 7, True, "NONE"),
+    (3, 2, 3, "VALID", 9, True, "RELU6"), (5, 3, 1, "SAME", 5, True, "NONE"), (4, 3, 2, "VALID", 10, True, "NONE")])
+def test_transpose_conv(int8, size, kernel, stride, padding, out, bias, act, tmp_path):
+    net = Net(int8, seed=28)
+    x = net.input("x", [1, size, size + 1, 3])
+    w, scales = net.weights("w", [5, kernel, kernel, 3])
+    out_w = out + stride  # the input is one pixel wider
+    shape = const(net, "shape", [1, out, out_w, 5])
+    inputs = [shape, w, x] + ([net.bias("b", 5, net.scale(x), scales)] if bias else [])
+    y = net.value("y", [1, out, out_w, 5], scale=0.4 if int8 else None)
+    net.w.op("TRANSPOSE_CONV", inputs, [y], {"padding": padding, "stride_w": stride, "stride_h": stride,
+                                             "fused_activation_function": act}, version=4 if act != "NONE" else 1)
+    check(net, [y], tmp_path)
