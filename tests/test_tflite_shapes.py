@@ -164,3 +164,18 @@ def test_transpose_conv(int8, size, kernel, stride, padding, out, bias, act, tmp
     net.w.op("TRANSPOSE_CONV", inputs, [y], {"padding": padding, "stride_w": stride, "stride_h": stride,
                                              "fused_activation_function": act}, version=4 if act != "NONE" else 1)
     check(net, [y], tmp_path)
+
+
+RESIZES = [((4, 5), (8, 10), False, False), ((4, 5), (7, 3), True, False), ((4, 5), (9, 13), False, True),
+           ((6, 7), (3, 4), False, True), ((3, 3), (1, 5), True, False), ((5, 4), (5, 4), False, False)]
+
+
+@pytest.mark.parametrize("int8", KINDS)
+@pytest.mark.parametrize("op", ["RESIZE_NEAREST_NEIGHBOR", "RESIZE_BILINEAR"])
+@pytest.mark.parametrize("size,out,align,half", RESIZES)
+def test_resize(int8, op, size, out, align, half, tmp_path):
+    net = Net(int8, seed=29)
+    x = net.input("x", [2, *size, 3], **QUANT)
+    y = net.value("y", [2, *out, 3], **QUANT)
+    net.w.op(op, [x, const(net, "size", out)], [y], {"align_corners": align, "half_pixel_centers": half})
+    check(net, [y], tmp_path)

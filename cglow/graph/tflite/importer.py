@@ -13,7 +13,7 @@ from ...errors import CglowError, ModelProblems
 from ...options import MAX_MEMORY
 from ..ir import Graph, Node, TensorType
 from ..limits import checked_type
-from . import conv, elementwise, matmul, slicing, tensor, transpose_conv  # noqa: F401  (register their translators)
+from . import conv, elementwise, matmul, resize, slicing, tensor, transpose_conv  # noqa: F401  (their translators)
 from .build import OPSET, TRANSLATORS, Build
 from .reader import Model, read
 

@@ -1,6 +1,6 @@
 """Lowering of the quantized ops: the integer ops graph/quant/fold.py makes (IntConv, IntGemm, IntAdd, IntMul,
-IntAvgPool, IntTable), ConvInteger and MatMulInteger, and the QuantizeLinear / DequantizeLinear maps that
-remain around ops kept in float.
+IntAvgPool, IntTable; the TFLite import makes them too, and IntBilinear), ConvInteger and MatMulInteger, and
+the QuantizeLinear / DequantizeLinear maps that remain around ops kept in float.
 
 Integer convolutions and matrix products accumulate int8 x int8 products in int32, subtract the input's
 zero point as they load it (or fold it into the bias at compile time: a convolution's when nothing is padded,
@@ -20,7 +20,8 @@ from ..context import Context, lowering
 from ..literals import c_float, c_int, c_type
 from .nn import CHANNELS_LAST, _pixel_rows, _window_2d, as_2d
 
-INTERNAL_OPS = ("IntConv", "IntGemm", "IntAdd", "IntMul", "IntAvgPool", "IntTable")  # made by graph passes only
+INTERNAL_OPS = ("IntConv", "IntGemm", "IntAdd", "IntMul", "IntAvgPool", "IntTable", "IntBilinear")  # made by graph
+# passes or the TFLite import only
 I32 = np.dtype(np.int32)
 
 
@@ -254,6 +255,39 @@ def _table(ctx: Context, node: Node) -> None:
     x, table = ctx.view(node.inputs[0]), ctx.view(node.inputs[1])
     data = View(table.buf, table.offset, x.shape, (0,) * len(x.shape))
     ctx.emit(Gather(ctx.new_like(node.outputs[0], [x]), data, x, 256, table.strides[0], node.name))
+
+
+def _taps(ctx: Context, node: Node, x: View, axis: int, table, dtype) -> tuple[View, View, View, View]:
+    """x's lower and upper tap of each output index along `axis`, gathered into `dtype` temporaries, and
+    their weights, all views in the gathered shape."""
+    lows, highs, w_lows, w_highs = (np.asarray(t) for t in table)
+    shape = x.shape[:axis] + (lows.size,) + x.shape[axis + 1:]
+    along = tuple(-1 if d == axis else 1 for d in range(len(shape)))
+    data = View(x.buf, x.offset, shape, x.strides[:axis] + (0,) + x.strides[axis + 1:])
+    views = []
+    for values, label in ((lows, "lower taps"), (highs, "upper taps")):
+        index = ctx.const_view(values.astype(np.int32), f"{node.name} {label}").reshape(along).broadcast_to(shape)
+        views.append(ctx.temp(shape, f"{node.name} {label}", dtype))
+        ctx.emit(Gather(views[-1], data, index, x.shape[axis], x.strides[axis], node.name))
+    for values, label in ((w_lows, "lower weights"), (w_highs, "upper weights")):
+        views.append(ctx.const_view(values.astype(np.int32), f"{node.name} {label}").reshape(along).broadcast_to(shape))
+    return tuple(views)
+
+
+@lowering("IntBilinear")
+def _bilinear(ctx: Context, node: Node) -> None:
+    """TFLite's 8-bit bilinear resize of NHWC values (axes 1 and 2): the sum of four neighbours times products
+    of Q10 weights, divided by 2^20 rounding halves away from zero. The weights are separable, so the rows are
+    weighted first (int32), then the columns: the same integer sums as the reference's."""
+    x = ctx.view(node.inputs[0])
+    weighted = "(int32_t){0} * {2} + (int32_t){1} * {3}"
+    rows = _taps(ctx, node, x, 1, node.attr("rows"), ctx.dtype(node.inputs[0]))
+    mid = ctx.temp(rows[0].shape, f"{node.name} rows", I32)
+    ctx.emit(Map(mid, rows, f"({weighted})", node.name))
+    cols = _taps(ctx, node, mid, 2, node.attr("cols"), I32)
+    half, one = 1 << 19, 1 << 20
+    ctx.emit(Map(ctx.new(node.outputs[0]), cols, f"(({c_type(ctx.dtype(node.outputs[0]))})(({weighted} > 0 ? "
+                 f"{weighted} + {half} : {weighted} - {half}) / {one}))", node.name))
 
 
 def _per_axis(ctx: Context, node: Node) -> tuple[tuple[View, ...], str, str]:
