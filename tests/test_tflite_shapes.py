@@ -152,7 +152,8 @@ def test_batch_matmul(int8, a, b, adj_x, adj_y, out, tmp_path):
 @pytest.mark.parametrize("int8", KINDS)
 @pytest.mark.parametrize("size,kernel,stride,padding,out,bias,act", [
     (4, 3, 2, "SAME", 8, True, "NONE"), (5, 3, 2, "VALID", 11, False, "RELU"), (4, 4, 2, "SAME", 7, True, "NONE"),
-    (3, 2, 3, "VALID", 9, True, "RELU6"), (5, 3, 1, "SAME", 5, True, "NONE"), (4, 3, 2, "VALID", 10, True, "NONE")])
+    (3, 2, 3, "VALID", 9, True, "RELU6"), (5, 3, 1, "SAME", 5, True, "NONE"), (4, 3, 2, "VALID", 10, True, "NONE"),
+    (4, 1, 2, "VALID", 7, False, "NONE")])
 def test_transpose_conv(int8, size, kernel, stride, padding, out, bias, act, tmp_path):
     net = Net(int8, seed=28)
     x = net.input("x", [1, size, size + 1, 3])
@@ -179,3 +180,37 @@ def test_resize(int8, op, size, out, align, half, tmp_path):
     y = net.value("y", [2, *out, 3], **QUANT)
     net.w.op(op, [x, const(net, "size", out)], [y], {"align_corners": align, "half_pixel_centers": half})
     check(net, [y], tmp_path)
+
+
+@pytest.mark.parametrize("int8", KINDS)
+def test_reshape_edge_cases(int8, tmp_path):
+    """RESHAPE from a shape input holding -1 and to a scalar, SQUEEZE without squeeze_dims, EXPAND_DIMS at a
+    negative axis."""
+    net = Net(int8, seed=30)
+    x = net.input("x", [1, 3, 1, 4], **QUANT)
+    s = net.value("s", [3, 4], **QUANT)
+    net.w.op("SQUEEZE", [x], [s])
+    r = net.value("r", [2, 6], **QUANT)
+    net.w.op("RESHAPE", [s, const(net, "shape", [-1, 6])], [r])
+    e = net.value("e", [2, 6, 1], **QUANT)
+    net.w.op("EXPAND_DIMS", [r, const(net, "axis", [-1])], [e])
+    one = net.input("one", [1], **QUANT)
+    scalar = net.value("scalar", [], **QUANT)
+    net.w.op("RESHAPE", [one, const(net, "empty", np.zeros(0, np.int32))], [scalar])
+    check(net, [e, scalar], tmp_path)
+
+
+@pytest.mark.parametrize("op,inputs,options,message", [
+    ("STRIDED_SLICE", ([0, 3], [4, 0], [1, -1]), {"shrink_axis_mask": 0b10}, "negative stride"),
+    ("STRIDED_SLICE", ([0, 0], [4, 6], [1, 1]), {"ellipsis_mask": 0b11}, "more than one ellipsis"),
+    ("GATHER", ([1, 2],), {"batch_dims": 1}, "batch_dims 1 is not supported"),
+])
+def test_refused_options(op, inputs, options, message, tmp_path):
+    net = Net(False, seed=31)
+    x = net.input("x", [4, 6])
+    y = net.value("y", [4, 2])
+    net.w.op(op, [x] + [const(net, f"c{i}", v) for i, v in enumerate(inputs)], [y], options)
+    path = tmp_path / "m.tflite"
+    path.write_bytes(net.w.build([x], [y]))
+    with pytest.raises(CglowError, match=message):
+        cglow.compile_model(path)
