@@ -1,6 +1,7 @@
 """What the translation of a TFLite model builds: graph nodes (ONNX ops, and cglow's integer ops for the
 quantized ones), constants and types, under fresh value names. Each operator's translation registers here
-(`translator`); the ops live in conv.py, elementwise.py and tensor.py.
+(`translator`); the ops live in conv.py, elementwise.py, matmul.py, resize.py, slicing.py, tensor.py and
+transpose_conv.py.
 
 TFLite lays images out NHWC; cglow's Conv and pooling ops take NCHW. Their translations read the input
 through a Transpose and give the result back through one: both are views when lowered (a convolution writes
