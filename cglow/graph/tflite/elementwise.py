@@ -16,6 +16,7 @@ LEFT_SHIFT = 20  # ADD and SUB scale 8-bit inputs by 2^20 before their factors
 
 
 def one_scale(b: Build, i: int) -> tuple[float, int]:
+    """The scale and zero point of tensor i (an input, or -1 - j for output j), which must be per tensor."""
     q = b.quant(i)
     if q.axis is not None:
         raise CglowError(f"{b.op.describe()}: input {i} is quantized per channel; the operator takes one scale")

@@ -20,8 +20,8 @@ from ..context import Context, lowering
 from ..literals import c_float, c_int, c_type
 from .nn import CHANNELS_LAST, _pixel_rows, _window_2d, as_2d
 
-INTERNAL_OPS = ("IntConv", "IntGemm", "IntAdd", "IntMul", "IntAvgPool", "IntTable", "IntBilinear")  # made by graph
-# passes or the TFLite import only
+# made by graph passes or the TFLite import only
+INTERNAL_OPS = ("IntConv", "IntGemm", "IntAdd", "IntMul", "IntAvgPool", "IntTable", "IntBilinear")
 I32 = np.dtype(np.int32)
 
 
