@@ -214,3 +214,18 @@ def test_refused_options(op, inputs, options, message, tmp_path):
     path.write_bytes(net.w.build([x], [y]))
     with pytest.raises(CglowError, match=message):
         cglow.compile_model(path)
+
+
+@pytest.mark.parametrize("int8", KINDS)
+@pytest.mark.parametrize("adj_y", [False, True])
+def test_batch_matmul_constant_rhs(int8, adj_y, tmp_path):
+    net = Net(int8, seed=32)
+    x = net.input("a", [2, 3, 6], scale=0.05, zero=4)
+    shape = [5, 6] if adj_y else [6, 5]
+    values = net.rng.integers(-127, 128, shape) if int8 else net.rng.standard_normal(shape)
+    dtype = np.int8 if int8 else np.float32
+    quant = dict(scale=0.02, zero_point=-3) if int8 else {}
+    w = net.w.tensor("b", shape, dtype, values.astype(dtype), **quant)
+    y = net.value("y", [2, 3, 5], scale=0.3, zero=2)
+    net.w.op("BATCH_MATMUL", [x, w], [y], {"adj_y": adj_y})
+    check(net, [y], tmp_path)

@@ -169,8 +169,9 @@ def _gemm(ctx: Context, node: Node, a: View, b: View, b_values, bias: np.ndarray
     a = a.reshape((1,) + a.shape) if len(a.shape) == 1 else a
     b = b.reshape(b.shape + (1,)) if len(b.shape) == 1 else b
     if zeros[0] and b_values is not None and b_values.size == b.shape[-2] * b.shape[-1]:
-        # one constant B for every batch, and no padding in a matrix product: a's zero point is a bias
-        bias = bias - zeros[0] * b_values.reshape(b.shape[-2:]).sum(axis=0, dtype=np.int64)
+        # one constant B for every batch, and no padding in a matrix product: a's zero point is a bias (times
+        # the sums of B less its own zero point, which the product still subtracts)
+        bias = bias - zeros[0] * (b_values.reshape(b.shape[-2:]).astype(np.int64) - zeros[1]).sum(axis=0)
         zeros = (0, zeros[1])
     batch = ctx.shape(node.outputs[0])[:max(len(a.shape), len(b.shape)) - 2]
     out = ctx.new(node.outputs[0]).reshape(batch + (a.shape[-2], b.shape[-1]))
