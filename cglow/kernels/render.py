@@ -635,7 +635,8 @@ def _conv_rows(fn: str, c: Conv, dtypes) -> Kernel:
 
 def _pool(fn: str, p: Pool, dtypes) -> Kernel:
     """Pooling over any number of spatial dims; taps outside the input are skipped. With
-    count_include_pad the divisor counts the taps inside the input plus its pads, per axis in closed form.
+    count_include_pad the divisor counts the taps inside the input plus its pads, per axis in closed form. An
+    integer average (TFLite's) divides the int32 sum by the count of taps inside, rounding halves away from zero.
     "argmax" stores the flat index of the first maximum (row- or column-major over the spatial dims)."""
     win, spatial = p.win, p.x.shape[2:]
     outs = [f"o{d}" for d in range(len(spatial))]
@@ -659,6 +660,10 @@ def _pool(fn: str, p: Pool, dtypes) -> Kernel:
         init = [f"{c_type(value_t)} best = {c_lowest(value_t)};", "int64_t arg = -1;"]
         combine = [f"if (arg < 0 || {x} > best) {{", f"    best = {x};", f"    arg = {flat};", "}"]
         result = "arg"
+    elif value_t.kind in "iu":  # TFLite's integer average: the count of taps inside, halves away from zero
+        assert not p.count_include_pad, "an integer average divides by the taps inside the input"
+        init, combine = ["int32_t acc = 0;", "int32_t count = 0;"], [f"acc += {x};", "count += 1;"]
+        result = "(acc > 0 ? acc + count / 2 : acc - count / 2) / count"
     elif p.count_include_pad:
         init, combine, result = ["float acc = 0.0f;"], [f"acc += {x};"], f"acc / (float)({' * '.join(divisor)})"
     else:

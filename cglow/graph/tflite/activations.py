@@ -16,7 +16,7 @@ from ...errors import CglowError
 from ..ir import TensorType
 from . import arith
 from .build import Build, translator
-from .elementwise import same_params, table
+from .elementwise import one_scale, table
 
 f32 = np.float32
 HIRES_SHIFT = 7  # HARD_SWISH computes on the input times 2^7 in int16
@@ -41,7 +41,7 @@ def _tanh32(x: np.ndarray) -> np.ndarray:
 
 def _float_table(b: Build, fn) -> None:
     """LUTPopulate: each input value dequantized in float32, fn, requantized in float32 to the output."""
-    (sx, zx), (sy, zy) = same_params(b, 0), same_params(b, -1)
+    (sx, zx), (sy, zy) = one_scale(b, 0), one_scale(b, -1)
     info = np.iinfo(b.tensor(-1).dtype)
 
     def values(x):
@@ -54,7 +54,7 @@ def _float_table(b: Build, fn) -> None:
 def _logistic_tanh(b: Build, op) -> None:
     if not b.quantized():
         return b.finish(b.add("Sigmoid" if op.op == "LOGISTIC" else "Tanh", [b.value(0)]))
-    scale = same_params(b, -1)[0]
+    scale = one_scale(b, -1)[0]
     if op.op == "LOGISTIC" and scale != 1 / 256:
         raise CglowError(f"{op.describe()}: the output's scale is {scale!r}; TFLite's 8-bit LOGISTIC takes 1/256")
     _float_table(b, _logistic32 if op.op == "LOGISTIC" else _tanh32)
@@ -65,7 +65,7 @@ def _leaky_relu(b: Build, op) -> None:
     alpha = b.option("Alpha") or 0.0
     if not b.quantized():
         return b.finish(b.add("LeakyRelu", [b.value(0)], {"alpha": alpha}))
-    (sx, zx), (sy, zy) = same_params(b, 0), same_params(b, -1)
+    (sx, zx), (sy, zy) = one_scale(b, 0), one_scale(b, -1)
     info = np.iinfo(b.tensor(-1).dtype)
     identity = arith.quantize_multiplier(float(f32(sx) / f32(sy)))  # Prepare's float arithmetic
     mult, shift = arith.quantize_multiplier(float(f32(sx) * f32(alpha) / f32(sy)))
@@ -97,7 +97,7 @@ def _hard_swish(b: Build, op) -> None:
     """reference_ops::HardSwish on 8 bits: x * relu6(x + 3) / 6 in int16 fixed point."""
     if not b.quantized():
         return b.finish(b.add("HardSwish", [b.value(0)]))
-    (sx, zx), (sy, zy) = same_params(b, 0), same_params(b, -1)
+    (sx, zx), (sy, zy) = one_scale(b, 0), one_scale(b, -1)
     (out_mult, out_exp), (relu_mult, relu_exp) = _hard_swish_params(b, sx, sy)
     info = np.iinfo(b.tensor(-1).dtype)
 
@@ -123,7 +123,7 @@ def _prelu(b: Build, op) -> None:
     if b.tensor(1).dtype != dtype or b.tensor(0).shape != b.tensor(-1).shape:
         raise CglowError(f"{op.describe()}: TFLite's 8-bit PRELU takes a slope of the input's type and an output "
                          f"of its shape")
-    (sx, zx), (sa, za), (sy, zy) = same_params(b, 0), same_params(b, 1), same_params(b, -1)
+    (sx, zx), (sa, za), (sy, zy) = one_scale(b, 0), one_scale(b, 1), one_scale(b, -1)
     info = np.iinfo(dtype)
     out_type = TensorType(dtype, b.tensor(-1).shape)
     common = dict(a_zero=zx, y_zero=zy, lo=int(info.min), hi=int(info.max), rounding="tflite")

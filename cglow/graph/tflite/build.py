@@ -1,6 +1,7 @@
 """What the translation of a TFLite model builds: graph nodes (ONNX ops, and cglow's integer ops for the
 quantized ones), constants and types, under fresh value names. Each operator's translation registers here
-(`translator`); the ops live in activations.py, conv.py, elementwise.py, softmax.py and tensor.py.
+(`translator`); the ops live in activations.py, conv.py, elementwise.py, matmul.py, resize.py, slicing.py,
+softmax.py, tensor.py and transpose_conv.py.
 
 TFLite lays images out NHWC; cglow's Conv and pooling ops take NCHW. Their translations read the input
 through a Transpose and give the result back through one: both are views when lowered (a convolution writes
@@ -76,10 +77,14 @@ class Build:
         return self.names[self.op.outputs[i]]
 
     def weights(self, i: int) -> np.ndarray:
+        return self.constant(i, ("filter", "weights")[i > 1])
+
+    def constant(self, i: int, what: str) -> np.ndarray:
+        """The values of input i, which cglow needs at compile time (`what` names it in the error)."""
         t = self.tensor(i)
         if t.data is None:
-            raise CglowError(f"{self.op.describe()}: cglow takes its {('filter', 'weights')[i > 1]} input "
-                             f"'{t.name}' as a constant, and the file computes it")
+            raise CglowError(f"{self.op.describe()}: cglow takes its {what} input '{t.name}' as a constant, and "
+                             f"the file computes it")
         return t.data
 
     def quant(self, i: int) -> Quant:
@@ -107,33 +112,44 @@ class Build:
     def add(self, op: str, inputs, attrs: dict | None = None, out: str | None = None,
             out_type: TensorType | None = None) -> str:
         """A node of one output (`out`, or a fresh name) whose type is `out_type` or its shape rule's."""
+        return self.add_many(op, inputs, attrs, 1, out_type and [out_type], out and [out])[0]
+
+    def add_many(self, op: str, inputs, attrs: dict | None, count: int, out_types=None,
+                 outs: list[str] | None = None) -> list[str]:
+        """A node of `count` outputs, named `outs` or fresh names, typed by `out_types` or its shape rule
+        (SPLIT and UNPACK make several values in one node)."""
         node_name = self._fresh(f"{self.op.op.lower()}{self.op.index}/{op}")
-        name = out or self._fresh(node_name)
-        node = Node(op, node_name, tuple(inputs), (name,), dict(attrs or {}))
-        if out_type is None:
+        names = outs or [self._fresh(node_name) for _ in range(count)]
+        node = Node(op, node_name, tuple(inputs), tuple(names), dict(attrs or {}))
+        if out_types is None:
             args = Args(node, tuple(self.types.get(n) for n in node.inputs),
                         tuple(self.consts.get(n) for n in node.inputs), OPSET)
-            out_type = SHAPE_RULES[op](args)[0]
+            out_types = SHAPE_RULES[op](args)
         self.nodes.append(node)
-        self.types[name] = out_type
-        return name
+        self.types.update(zip(names, out_types))
+        return names
 
     def transpose(self, value: str, perm: tuple[int, ...], out: str | None = None) -> str:
         return self.add("Transpose", [value], {"perm": perm}, out)
 
     def finish(self, value: str, i: int = 0) -> None:
         """The operator's output i is `value`: checked against the file's shape and type, and named."""
-        t = self.tensor(-1 - i)
-        got = self.types[value]
-        if got.shape != t.shape or got.dtype != t.dtype:
-            raise CglowError(f"{self.op.describe()}: the file declares its output '{t.name}' "
-                             f"{TensorType(t.dtype, t.shape)}, the operator computes {got}")
+        got = self.check(value, i)
         last = self.nodes[-1] if self.nodes else None
         if last is not None and last.outputs == (value,) and value not in self.names:
             self.nodes[-1] = Node(last.op, last.name, last.inputs, (self.out(i),), last.attrs)
             self.types[self.out(i)] = self.types.pop(value)
         else:
             self.add("Identity", [value], out=self.out(i), out_type=got)
+
+    def check(self, value: str, i: int = 0) -> TensorType:
+        """The type of `value`, which must be the one the file declares for the operator's output i."""
+        t = self.tensor(-1 - i)
+        got = self.types[value]
+        if got.shape != t.shape or got.dtype != t.dtype:
+            raise CglowError(f"{self.op.describe()}: the file declares its output '{t.name}' "
+                             f"{TensorType(t.dtype, t.shape)}, the operator computes {got}")
+        return got
 
     # --- options shared by several operators --------------------------------------------------------------
     def activation(self) -> str:

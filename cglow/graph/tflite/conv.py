@@ -12,10 +12,11 @@ from .arith import quantize_multipliers
 from .build import TO_NCHW, TO_NHWC, Build, activation_bounds, float_activation, translator, window_pads
 
 
-def _requant(b: Build, real: np.ndarray, single: bool = False) -> dict:
-    """The requantization by TFLite's quantized multipliers of `real`: rounded twice, as its convolutions
-    round (MultiplyByQuantizedMultiplier), or once, halves up, as LiteRT's fully-connected kernels do
-    (`single`; measured: their ties round so): then as cglow's multipliers, acc * mult / 2^(31 - shift)."""
+def requant_attrs(b: Build, real: np.ndarray, single: bool = False) -> dict:
+    """An integer op's requantization to the output by TFLite's quantized multipliers of each real factor, with
+    the fused activation's bounds: rounded twice, as its convolutions round (MultiplyByQuantizedMultiplier), or
+    once, halves up, as LiteRT's fully-connected kernels do (`single`; measured: their ties round so), then as
+    cglow's multipliers, acc * mult / 2^(31 - shift)."""
     out = b.quant(-1)
     mult, shift = quantize_multipliers(real)
     lo, hi = activation_bounds(b, out, b.tensor(-1).dtype)
@@ -24,13 +25,15 @@ def _requant(b: Build, real: np.ndarray, single: bool = False) -> dict:
     return dict(mult=mult, shift=shift, y_zero=int(out.zero[0]), lo=lo, hi=hi, rounding="tflite")
 
 
-def _bias(b: Build, i: int, size: int, dtype) -> str:
+def bias_input(b: Build, i: int, size: int, dtype) -> str:
+    """The optional bias input i, or zeros (the integer ops take one)."""
     if b.has(i):
         return b.value(i)
     return b.const("bias", np.zeros(size, dtype))
 
 
-def _filter_scales(b: Build, i: int, channels: int, axis: int) -> np.ndarray:
+def filter_scales(b: Build, i: int, channels: int, axis: int) -> np.ndarray:
+    """The scale of each output channel's filter, which must be symmetric (zero points 0)."""
     w = b.quant(i)
     if w.axis is not None and w.axis != axis:
         raise CglowError(f"{b.op.describe()}: the filter is quantized along dimension {w.axis}; TFLite's "
@@ -66,10 +69,10 @@ def _conv(b: Build, op) -> None:
     out = b.tensor(-1)
     nchw = TensorType(out.dtype, (out.shape[0], out.shape[3]) + out.shape[1:3])
     if b.quantized():
-        scales = float(b.quant(0).scale[0]) * _filter_scales(b, 1, w.shape[0], axis) / float(b.quant(-1).scale[0])
-        attrs.update(x_zero=int(b.quant(0).zero[0]), **_requant(b, scales))
+        scales = float(b.quant(0).scale[0]) * filter_scales(b, 1, w.shape[0], axis) / float(b.quant(-1).scale[0])
+        attrs.update(x_zero=int(b.quant(0).zero[0]), **requant_attrs(b, scales))
         y = b.add("IntConv", [xt, b.const("filter", narrow(w.astype(np.int64))),
-                              _bias(b, 2, w.shape[0], np.int32)], attrs, out_type=nchw)
+                              bias_input(b, 2, w.shape[0], np.int32)], attrs, out_type=nchw)
     else:
         y = float_activation(b, b.add("Conv", [xt, b.const("filter", w)] + ([b.value(2)] if b.has(2) else []),
                                       attrs))
@@ -90,11 +93,11 @@ def _dense(b: Build, op) -> None:
     if b.quantized():
         w = b.quant(1)
         scales = np.float64(np.float32(b.quant(0).scale[0]) * w.scale.astype(np.float32)) \
-            if w.axis is None else float(b.quant(0).scale[0]) * _filter_scales(b, 1, n, 0)
+            if w.axis is None else float(b.quant(0).scale[0]) * filter_scales(b, 1, n, 0)
         attrs = {"transA": 0, "transB": 1, "a_zero": int(b.quant(0).zero[0]), "b_zero": 0,
-                 **_requant(b, np.broadcast_to(scales / float(b.quant(-1).scale[0]), (n,)), single=True)}
+                 **requant_attrs(b, np.broadcast_to(scales / float(b.quant(-1).scale[0]), (n,)), single=True)}
         weights = narrow(data.astype(np.int64) - (w.zero.reshape(-1, 1) if w.axis is not None else int(w.zero[0])))
-        y = b.add("IntGemm", [rows, b.const("weights", weights), _bias(b, 2, n, np.int32)], attrs,
+        y = b.add("IntGemm", [rows, b.const("weights", weights), bias_input(b, 2, n, np.int32)], attrs,
                   out_type=TensorType(b.tensor(-1).dtype, (size // k, n)))
     else:
         y = float_activation(b, b.add("Gemm", [rows, b.value(1)] + ([b.value(2)] if b.has(2) else []),

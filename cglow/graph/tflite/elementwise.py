@@ -17,7 +17,8 @@ _FLOAT_OPS = {"ADD": "Add", "SUB": "Sub", "MUL": "Mul"}
 LEFT_SHIFT = 20  # ADD and SUB scale 8-bit inputs by 2^20 before their factors
 
 
-def same_params(b: Build, i: int) -> tuple[float, int]:
+def one_scale(b: Build, i: int) -> tuple[float, int]:
+    """The scale and zero point of tensor i (an input, or -1 - j for output j), which must be per tensor."""
     q = b.quant(i)
     if q.axis is not None:
         raise CglowError(f"{b.op.describe()}: input {i} is quantized per channel; the operator takes one scale")
@@ -29,7 +30,7 @@ def _binary(b: Build, op) -> None:
     if not b.quantized():
         out = float_activation(b, b.add(_FLOAT_OPS[op.op], [b.value(0), b.value(1)]))
         return b.finish(out)
-    (sa, za), (sb, zb), (sy, zy) = same_params(b, 0), same_params(b, 1), same_params(b, -1)
+    (sa, za), (sb, zb), (sy, zy) = one_scale(b, 0), one_scale(b, 1), one_scale(b, -1)
     lo, hi = activation_bounds(b, b.quant(-1), b.tensor(-1).dtype)
     attrs = dict(a_zero=za, b_zero=zb, y_zero=zy, lo=lo, hi=hi, rounding="tflite")
     f32 = np.float32
@@ -59,7 +60,7 @@ def requantized(b: Build, lo: int, hi: int, ratio=np.float64):
     the scales as a fixed-point factor, clamped to [lo, hi]. The scales are divided in `ratio`: QUANTIZE's
     Prepare divides them as doubles, ReluPrepare as floats (a multiplier apart in the last bits, which moves
     a rounding now and then)."""
-    (sx, zx), (sy, zy) = same_params(b, 0), same_params(b, -1)
+    (sx, zx), (sy, zy) = one_scale(b, 0), one_scale(b, -1)
     mult, shift = arith.quantize_multiplier(float(ratio(sx) / ratio(sy)))
     return lambda x: np.clip(zy + arith.scale(x - zx, mult, shift), lo, hi)
 
@@ -72,7 +73,7 @@ def _relu(b: Build, op) -> None:
             return b.finish(b.add("Relu", [b.value(0)]))
         bounds = [b.const(n, np.array(v, np.float32)) for n, v in zip(("min", "max"), reals)]
         return b.finish(b.add("Clip", [b.value(0)] + bounds))
-    sy, zy = same_params(b, -1)
+    sy, zy = one_scale(b, -1)
     info = np.iinfo(b.tensor(-1).dtype)
     lo = max(int(info.min), arith.quantize(reals[0], sy, zy))
     hi = int(info.max) if reals[1] is None else min(int(info.max), arith.quantize(reals[1], sy, zy))
@@ -84,7 +85,7 @@ def _quantize(b: Build, op) -> None:
     dtype = b.tensor(-1).dtype
     info = np.iinfo(dtype)
     if b.tensor(0).dtype == np.float32:
-        s, z = same_params(b, -1)
+        s, z = one_scale(b, -1)
         scale, zero = b.const("scale", np.array(s, np.float32)), b.const("zero", np.array(z, dtype))
         return b.finish(b.add("QuantizeLinear", [b.value(0), scale, zero], {"rounding": "tflite"},
                               out_type=TensorType(dtype, b.tensor(-1).shape)))

@@ -13,7 +13,7 @@ from ...options import MAX_MEMORY
 from ..ir import Graph, TensorType
 from ..limits import checked_type
 from ..quant.io import float_io as to_float_io
-from . import activations, conv, elementwise, softmax, tensor  # noqa: F401  (register their translators)
+from . import activations, conv, elementwise, matmul, resize, slicing, softmax, tensor, transpose_conv  # noqa: F401
 from .build import OPSET, TRANSLATORS, Build
 from .reader import Model
 

@@ -12,7 +12,7 @@ from ...errors import CglowError
 from ..ir import TensorType
 from . import arith
 from .build import Build, translator
-from .elementwise import same_params
+from .elementwise import one_scale
 
 DIFF_BITS = 5          # the scaled differences are Q5.26
 MAX_ROW = 4095         # longer rows could take the int32 sum of the row's Q12.19 exponentials past 2^31
@@ -47,14 +47,14 @@ def _softmax(b: Build, op) -> None:
         raise CglowError(f"{op.describe()}: a {b.tensor(0).dtype.name} input to a {dtype.name} output is not "
                          f"supported (8-bit inputs give their own type or int16)")
     if dtype == np.int8:  # LiteRT's Prepare checks these; its other outputs take 1/2^bits and the least value
-        sy, zy = same_params(b, -1)
+        sy, zy = one_scale(b, -1)
         if zy != INT8_OUT[1] or abs(sy - INT8_OUT[0]) > INT8_OUT[0] / 1000:
             raise CglowError(f"{op.describe()}: the output's scale and zero point are {sy!r} and {zy}; TFLite's "
                              f"int8 SOFTMAX takes 1/256 and -128")
     depth = b.tensor(0).shape[-1]
     if depth > MAX_ROW:
         raise CglowError(f"{op.describe()}: rows of {depth} values; cglow's 8-bit SOFTMAX takes at most {MAX_ROW}")
-    mult, shift, diff_min = scaling(float(beta), same_params(b, 0)[0])
+    mult, shift, diff_min = scaling(float(beta), one_scale(b, 0)[0])
     info = np.iinfo(dtype)
     attrs = dict(mult=mult, shift=shift, diff_min=diff_min, y_zero=int(info.min), lo=int(info.min), hi=int(info.max))
     b.finish(b.add("IntSoftmax", [x], attrs, out_type=TensorType(dtype, b.tensor(-1).shape)))

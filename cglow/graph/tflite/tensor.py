@@ -7,20 +7,23 @@ import numpy as np
 
 from ...errors import CglowError
 from ..ir import TensorType
+from .arith import quantize_multiplier
 from .build import TO_NCHW, TO_NHWC, Build, activation_bounds, float_activation, translator, window_pads
+from .elementwise import one_scale
 
 
-def _same_quant(b: Build, inputs=(0,)) -> None:
-    """8-bit values move unchanged: every input shares the output's scale and zero point."""
-    out = b.tensor(-1).quant
-    if out is None:
-        return
-    for i in inputs:
-        q = b.tensor(i).quant
-        if q is None or q.axis is not None or not np.array_equal(q.scale, out.scale) or \
-                not np.array_equal(q.zero, out.zero):
-            raise CglowError(f"{b.op.describe()}: input {i} and the output have different scales or zero points "
-                             f"(TFLite's converter gives them the same)")
+def same_quant(b: Build, inputs=(0,), outputs: int = 1) -> None:
+    """8-bit values move unchanged: every input shares each output's scale and zero point."""
+    for o in range(outputs):
+        out = b.tensor(-1 - o).quant
+        if out is None:
+            continue
+        for i in inputs:
+            q = b.tensor(i).quant
+            if q is None or q.axis is not None or not np.array_equal(q.scale, out.scale) or \
+                    not np.array_equal(q.zero, out.zero):
+                raise CglowError(f"{b.op.describe()}: input {i} and output {o} have different scales or zero "
+                                 f"points (TFLite's converter gives them the same)")
 
 
 def _shape_const(b: Build) -> str:
@@ -29,13 +32,13 @@ def _shape_const(b: Build) -> str:
 
 @translator("RESHAPE", "SQUEEZE", "EXPAND_DIMS")
 def _reshape(b: Build, op) -> None:
-    _same_quant(b)
+    same_quant(b)
     b.finish(b.add("Reshape", [b.value(0), _shape_const(b)]))
 
 
 @translator("CONCATENATION")
 def _concat(b: Build, op) -> None:
-    _same_quant(b, range(len(op.inputs)))
+    same_quant(b, range(len(op.inputs)))
     y = b.add("Concat", [b.value(i) for i in range(len(op.inputs))], {"axis": b.option("Axis")})
     if b.quantized():
         if b.activation() != "NONE":
@@ -46,7 +49,7 @@ def _concat(b: Build, op) -> None:
 
 @translator("PAD", "PADV2")
 def _pad(b: Build, op) -> None:
-    _same_quant(b)
+    same_quant(b)
     widths = b.weights(1).astype(np.int64)
     image = widths.shape[0] == 4  # an NHWC image is padded as NCHW, so that a convolution after takes the pads
     if image:
@@ -63,14 +66,14 @@ def _pad(b: Build, op) -> None:
 
 @translator("TRANSPOSE")
 def _transpose(b: Build, op) -> None:
-    _same_quant(b)
+    same_quant(b)
     b.finish(b.transpose(b.value(0), tuple(int(p) for p in b.weights(1))))
 
 
 @translator("MAX_POOL_2D", "AVERAGE_POOL_2D")
 def _pool(b: Build, op) -> None:
     x = b.tensor(0)
-    _same_quant(b)
+    same_quant(b)
     kernel = (b.option("FilterHeight"), b.option("FilterWidth"))
     strides = (b.option("StrideH"), b.option("StrideW"))
     pads = window_pads(x.shape[1:3], kernel, strides, (1, 1), b.padding())
@@ -84,22 +87,53 @@ def _pool(b: Build, op) -> None:
         return b.finish(b.transpose(y, TO_NHWC))
     lo, hi = activation_bounds(b, b.quant(-1), out.dtype)
     if op.op == "MAX_POOL_2D":
-        y = b.add("MaxPool", [xt], attrs)
-        if (lo, hi) != tuple(int(v) for v in (np.iinfo(out.dtype).min, np.iinfo(out.dtype).max)):
-            y = b.add("Clip", [y, b.const("min", np.array(lo, out.dtype)), b.const("max", np.array(hi, out.dtype))])
+        y = _clip(b, b.add("MaxPool", [xt], attrs), lo, hi)
+    elif any(pads):  # each window divides by the taps inside the input; the activation clamps after it
+        y = _clip(b, b.add("IntAvgPool", [xt], {**attrs, "x_zero": 0, "rounding": "tflite"}, out_type=nchw), lo, hi)
     else:
-        if any(pads):
-            raise CglowError(f"{op.describe()}: 8-bit average pooling over windows that reach past the input "
-                             f"(SAME padding) is not supported yet")
         y = b.add("IntAvgPool", [xt], {"kernel_shape": kernel, "strides": strides, "x_zero": 0, "lo": lo, "hi": hi,
                                        "rounding": "tflite"}, out_type=nchw)
     b.finish(b.transpose(y, TO_NHWC))
 
 
+def _clip(b: Build, y: str, lo: int, hi: int) -> str:
+    """y clamped to [lo, hi] when that is narrower than its type (an 8-bit fused activation)."""
+    dtype = b.types[y].dtype
+    if (lo, hi) == (int(np.iinfo(dtype).min), int(np.iinfo(dtype).max)):
+        return y
+    return b.add("Clip", [y, b.const("min", np.array(lo, dtype)), b.const("max", np.array(hi, dtype))])
+
+
 @translator("MEAN")
 def _mean(b: Build, op) -> None:
-    if b.quantized():
-        raise CglowError(f"{op.describe()}: 8-bit MEAN is not supported yet")
-    rank = len(b.tensor(0).shape)
-    axes = sorted({int(a) % rank for a in b.weights(1).reshape(-1)})
-    b.finish(b.add("ReduceMean", [b.value(0)], {"axes": tuple(axes), "keepdims": int(bool(b.option("KeepDims")))}))
+    shape = b.tensor(0).shape
+    rank = len(shape)
+    axes = sorted({int(a) % rank for a in b.constant(1, "axes").reshape(-1)})
+    if not b.quantized():
+        return b.finish(b.add("ReduceMean", [b.value(0)], {"axes": tuple(axes),
+                                                          "keepdims": int(bool(b.option("KeepDims")))}))
+    # the kept axes, then the reduced ones: an IntAvgPool's channels and window
+    kept = [a for a in range(rank) if a not in axes]
+    x = b.value(0)
+    if kept + axes != list(range(rank)):
+        x = b.transpose(x, tuple(kept + axes))
+    channels = int(np.prod([shape[a] for a in kept], dtype=np.int64))
+    window = tuple(shape[a] for a in axes)
+    if b.types[x].shape != (1, channels) + window:
+        x = b.add("Reshape", [x, b.const("rows", np.array((1, channels) + window, np.int64))])
+    (sx, zx), (sy, zy) = (one_scale(b, i) for i in (0, -1))
+    mult, shift = mean_multiplier(sx, sy, int(np.prod(window, dtype=np.int64)))
+    info = np.iinfo(b.tensor(-1).dtype)
+    y = b.add("IntAvgPool", [x], {"kernel_shape": window, "strides": (1,) * len(window), "x_zero": zx,
+                                  "mult": np.array([mult], np.int32), "shift": np.array([shift], np.int32),
+                                  "y_zero": zy, "lo": int(info.min), "hi": int(info.max), "rounding": "tflite"},
+              out_type=TensorType(b.tensor(-1).dtype, (1, channels) + (1,) * len(window)))
+    b.finish(b.add("Reshape", [y, _shape_const(b)]))
+
+
+def mean_multiplier(sx: float, sy: float, count: int) -> tuple[int, int]:
+    """TFLite's QuantizedMeanOrSum: the multiplier of sx / sy takes 1 / count in, shifted up by floor(log2
+    count) (at most 32, and no further than a total right shift of 31 allows) before the integer division."""
+    mult, shift = quantize_multiplier(float(np.float64(sx) / np.float64(sy)))
+    up = min(count.bit_length() - 1, 32, 31 + shift)
+    return (mult << up) // count, shift - up

@@ -1,6 +1,6 @@
 """Lowering of the quantized ops: the integer ops graph/quant/fold.py makes (IntConv, IntGemm, IntAdd, IntMul,
-IntAvgPool, IntTable), ConvInteger and MatMulInteger, and the QuantizeLinear / DequantizeLinear maps that
-remain around ops kept in float.
+IntAvgPool, IntTable; the TFLite import makes them too, and IntBilinear), ConvInteger and MatMulInteger, and
+the QuantizeLinear / DequantizeLinear maps that remain around ops kept in float.
 
 Integer convolutions and matrix products accumulate int8 x int8 products in int32, subtract the input's
 zero point as they load it (or fold it into the bias at compile time: a convolution's when nothing is padded,
@@ -15,13 +15,14 @@ from ...graph.geometry import window
 from ...errors import CglowError
 from ...graph.ir import Node
 from ...graph.quant.params import narrow
-from ...instr.ir import Conv, Epilogue, Gather, Gemm, Map, Reduce, View
+from ...instr.ir import Conv, Epilogue, Gather, Gemm, Map, Pool, Reduce, View
 from ..context import Context, lowering
 from ..literals import c_float, c_int, c_type
 from .nn import CHANNELS_LAST, _pixel_rows, _window_2d, as_2d
 
 # made by graph passes or the TFLite import only (IntSoftmax is lowered in int_softmax.py)
-INTERNAL_OPS = ("IntConv", "IntGemm", "IntAdd", "IntMul", "IntAvgPool", "IntTable", "IntAffine", "IntSoftmax")
+INTERNAL_OPS = ("IntConv", "IntGemm", "IntAdd", "IntMul", "IntAvgPool", "IntTable", "IntAffine", "IntSoftmax",
+                "IntBilinear")
 I32 = np.dtype(np.int32)
 
 
@@ -180,8 +181,9 @@ def _gemm(ctx: Context, node: Node, a: View, b: View, b_values, bias: np.ndarray
     a = a.reshape((1,) + a.shape) if len(a.shape) == 1 else a
     b = b.reshape(b.shape + (1,)) if len(b.shape) == 1 else b
     if zeros[0] and b_values is not None and b_values.size == b.shape[-2] * b.shape[-1]:
-        # one constant B for every batch, and no padding in a matrix product: a's zero point is a bias
-        bias = bias - zeros[0] * b_values.reshape(b.shape[-2:]).sum(axis=0, dtype=np.int64)
+        # one constant B for every batch, and no padding in a matrix product: a's zero point is a bias (times
+        # the sums of B less its own zero point, which the product still subtracts)
+        bias = bias - zeros[0] * (b_values.reshape(b.shape[-2:]).astype(np.int64) - zeros[1]).sum(axis=0)
         zeros = (0, zeros[1])
     batch = ctx.shape(node.outputs[0])[:max(len(a.shape), len(b.shape)) - 2]
     out = ctx.new(node.outputs[0]).reshape(batch + (a.shape[-2], b.shape[-1]))
@@ -235,16 +237,23 @@ def _binary(ctx: Context, node: Node) -> None:
 
 @lowering("IntAvgPool")
 def _average(ctx: Context, node: Node) -> None:
-    """The sum over each window (a strided view: no window reaches outside the input), requantized."""
+    """The sum over each window, requantized (from a .tflite file: TFLite's MEAN, which has a multiplier, or
+    AVERAGE_POOL_2D, the sum divided by the count rounded half away from zero). Windows that reach past the
+    input (a TFLite SAME padding) are a Pool over the taps inside it, which divides by their count."""
     x = ctx.view(node.inputs[0])
     kernel, strides = tuple(node.attr("kernel_shape")), tuple(node.attr("strides"))
+    out = ctx.new(node.outputs[0], x.order() if len(x.shape) == len(ctx.shape(node.outputs[0])) else None)
+    if any(node.attr("pads", ())):  # its translation clamps after it, for a fused activation
+        assert node.attr("lo") is None and node.attr("x_zero") == 0, f"{node.describe()}: a padded window sums the " \
+            f"integers themselves, and takes no clamp"
+        ctx.emit(Pool(out, x, "avg", window(node, x.shape[2:], kernel), False, node.name))
+        return
     spatial = x.shape[2:]
     outs = tuple((n - k) // s + 1 for n, k, s in zip(spatial, kernel, strides))
     windows = View(x.buf, x.offset, x.shape[:2] + outs + kernel,
                    x.strides[:2] + tuple(st * s for st, s in zip(x.strides[2:], strides)) + x.strides[2:])
-    out = ctx.new(node.outputs[0], x.order() if len(x.shape) == len(ctx.shape(node.outputs[0])) else None)
     c = _Operands(ctx, out.shape, 1)
-    if node.attr("rounding") == "tflite":  # the sum divided by the count, rounded half away from zero
+    if node.attr("mult") is None:  # the sum divided by the count, rounded half away from zero
         half, count = int(np.prod(kernel)) // 2, int(np.prod(kernel))
         post = f"(({c_type(ctx.dtype(node.outputs[0]))})cglow_clamp(({{acc}} > 0 ? {{acc}} + {half} : " \
                f"{{acc}} - {half}) / {count}, {node.attr('lo')}, {node.attr('hi')}))"
@@ -270,6 +279,39 @@ def _table(ctx: Context, node: Node) -> None:
     x, table = ctx.view(node.inputs[0]), ctx.view(node.inputs[1])
     data = View(table.buf, table.offset, x.shape, (0,) * len(x.shape))
     ctx.emit(Gather(ctx.new_like(node.outputs[0], [x]), data, x, 256, table.strides[0], node.name))
+
+
+def _taps(ctx: Context, node: Node, x: View, axis: int, table, dtype) -> tuple[View, View, View, View]:
+    """x's lower and upper tap of each output index along `axis`, gathered into `dtype` temporaries, and
+    their weights, all views in the gathered shape."""
+    lows, highs, w_lows, w_highs = (np.asarray(t) for t in table)
+    shape = x.shape[:axis] + (lows.size,) + x.shape[axis + 1:]
+    along = tuple(-1 if d == axis else 1 for d in range(len(shape)))
+    data = View(x.buf, x.offset, shape, x.strides[:axis] + (0,) + x.strides[axis + 1:])
+    views = []
+    for values, label in ((lows, "lower taps"), (highs, "upper taps")):
+        index = ctx.const_view(values.astype(np.int32), f"{node.name} {label}").reshape(along).broadcast_to(shape)
+        views.append(ctx.temp(shape, f"{node.name} {label}", dtype))
+        ctx.emit(Gather(views[-1], data, index, x.shape[axis], x.strides[axis], node.name))
+    for values, label in ((w_lows, "lower weights"), (w_highs, "upper weights")):
+        views.append(ctx.const_view(values.astype(np.int32), f"{node.name} {label}").reshape(along).broadcast_to(shape))
+    return tuple(views)
+
+
+@lowering("IntBilinear")
+def _bilinear(ctx: Context, node: Node) -> None:
+    """TFLite's 8-bit bilinear resize of NHWC values (axes 1 and 2): the sum of four neighbours times products
+    of Q10 weights, divided by 2^20 rounding halves away from zero. The weights are separable, so the rows are
+    weighted first (int32), then the columns: the same integer sums as the reference's."""
+    x = ctx.view(node.inputs[0])
+    weighted = "(int32_t){0} * {2} + (int32_t){1} * {3}"
+    rows = _taps(ctx, node, x, 1, node.attr("rows"), ctx.dtype(node.inputs[0]))
+    mid = ctx.temp(rows[0].shape, f"{node.name} rows", I32)
+    ctx.emit(Map(mid, rows, f"({weighted})", node.name))
+    cols = _taps(ctx, node, mid, 2, node.attr("cols"), I32)
+    half, one = 1 << 19, 1 << 20
+    ctx.emit(Map(ctx.new(node.outputs[0]), cols, f"(({c_type(ctx.dtype(node.outputs[0]))})(({weighted} > 0 ? "
+                 f"{weighted} + {half} : {weighted} - {half}) / {one}))", node.name))
 
 
 def _per_axis(ctx: Context, node: Node) -> tuple[tuple[View, ...], str, str]:
