@@ -20,7 +20,8 @@ from ..context import Context, lowering
 from ..literals import c_float, c_int, c_type
 from .nn import CHANNELS_LAST, _pixel_rows, _window_2d, as_2d
 
-INTERNAL_OPS = ("IntConv", "IntGemm", "IntAdd", "IntMul", "IntAvgPool", "IntTable")  # made by graph passes only
+INTERNAL_OPS = ("IntConv", "IntGemm", "IntAdd", "IntMul", "IntAvgPool", "IntTable",  # made by graph passes only,
+                "HybridGemm", "HybridConv")  # and by the TFLite import (lowered in hybrid.py)
 I32 = np.dtype(np.int32)
 
 
