@@ -1,6 +1,6 @@
-"""Float .tflite layers with int8 weights (dynamic range quantization), against LiteRT's reference kernels: cglow
-quantizes the input at run time as LiteRT does and scales back in its order, so its results are LiteRT's to the
-bit; the int8 weights stay int8 in flash."""
+"""Float .tflite layers with int8 weights (dynamic range quantization) or float16 ones, against LiteRT's reference
+kernels: cglow quantizes the input at run time as LiteRT does and scales back in its order, so its results are
+LiteRT's to the bit; the int8 weights stay int8 in flash, float16 ones become float32 at compile time."""
 from __future__ import annotations
 
 import os
@@ -141,6 +141,26 @@ def test_network_under_qemu(target_name, tmp_path):
     np.testing.assert_array_equal(run.outputs[0], expected)
 
 
+def test_float16_weights(tmp_path):
+    """Weights and bias stored as float16, widened by DEQUANTIZE: float32 constants at compile time."""
+    rng = np.random.default_rng(5)
+    w = TFLiteWriter()
+    x = w.tensor("x", [1, 6, 6, 3], F32)
+    halves = [w.tensor(f"{name}16", shape, np.float16, rng.standard_normal(shape).astype(np.float16))
+              for name, shape in (("w", [4, 3, 3, 3]), ("b", [4]))]
+    weights, b = w.tensor("w", [4, 3, 3, 3], F32), w.tensor("b", [4], F32)
+    y = w.tensor("y", [1, 6, 6, 4], F32)
+    w.op("DEQUANTIZE", [halves[0]], [weights])
+    w.op("DEQUANTIZE", [halves[1]], [b])
+    w.op("CONV_2D", [x, weights, b], [y], {"padding": "SAME", "stride_w": 1, "stride_h": 1})
+    model = w.build([x], [y])
+    x_data = rng.standard_normal((1, 6, 6, 3)).astype(F32)
+    (expected,) = run_litert(model, [x_data])
+    compiled = _compiled(model, tmp_path)
+    np.testing.assert_allclose(host.build(compiled).run(x_data)[0], expected, rtol=1e-5, atol=1e-5)
+    assert compiled.weights_bytes == (4 * 27 + 4) * 4
+
+
 def test_weights_stay_int8(tmp_path):
     """A hybrid dense layer's flash is about a quarter of the float one's: int8 weights, plus per channel a
     float scale, an int32 weight sum and the float bias."""
@@ -149,6 +169,14 @@ def test_weights_stay_int8(tmp_path):
     hybrid_bytes = _compiled(_dense_model(rng, 1, 256, 128, 128, True), tmp_path).weights_bytes
     assert float_bytes == (256 + 1) * 128 * 4
     assert hybrid_bytes == 256 * 128 + 3 * 128 * 4
+
+
+def test_float16_activation_is_refused(tmp_path):
+    w = TFLiteWriter()
+    x, y = w.tensor("x", [1, 4], np.float16), w.tensor("y", [1, 4], F32)
+    w.op("DEQUANTIZE", [x], [y])
+    with pytest.raises(CglowError, match="'x' is a float16 activation; cglow computes in float32"):
+        _compiled(w.build([x], [y]), tmp_path)
 
 
 def test_per_tensor_depthwise_is_refused(tmp_path):

@@ -76,11 +76,14 @@ class Build:
         return self.names[self.op.outputs[i]]
 
     def weights(self, i: int) -> np.ndarray:
+        """The values of the operator's constant input i: the file's, or those an earlier operator's translation
+        computed (a float16 constant widened by DEQUANTIZE)."""
         t = self.tensor(i)
-        if t.data is None:
+        data = t.data if t.data is not None else self.consts.get(self.names[t.index])
+        if data is None:
             raise CglowError(f"{self.op.describe()}: cglow takes its {('filter', 'weights')[i > 1]} input "
                              f"'{t.name}' as a constant, and the file computes it")
-        return t.data
+        return data
 
     def quant(self, i: int) -> Quant:
         t = self.tensor(i)
