@@ -15,7 +15,9 @@ else:
 
 import cglow
 from cglow import cross, host
+from cglow.compiler import import_graph
 from cglow.errors import CglowError
+from cglow.graph.passes import PIPELINE
 from cglow.options import Options
 from cglow.targets import TARGETS
 from tests.tflite_file import TFLiteWriter, run_litert
@@ -92,6 +94,27 @@ def test_conv_2d(kernel, stride, dilation, padding, per_channel, tmp_path):
                                            "dilation_w_factor": dilation, "dilation_h_factor": dilation,
                                            "fused_activation_function": "RELU"})
     _same_as_litert(w.build([x], [y]), (rng.standard_normal((2, 9, 8, 5)) + 0.4).astype(F32), tmp_path)
+
+
+@pytest.mark.parametrize("per_channel", [False, True], ids=["per_tensor", "per_channel"])
+def test_pad_folds_into_conv(per_channel, tmp_path):
+    """A PAD of zeros before a VALID convolution (as converters write an uneven SAME) becomes the convolution's
+    own padding: zeros change neither the input's range nor the sums."""
+    rng = np.random.default_rng(9)
+    w = TFLiteWriter()
+    x, padded = w.tensor("x", [1, 8, 8, 3], F32), w.tensor("padded", [1, 9, 9, 3], F32)
+    pads = w.tensor("pads", [4, 2], np.int32, np.array([[0, 0], [0, 1], [0, 1], [0, 0]], np.int32))
+    w.op("PAD", [x, pads], [padded])
+    weights = _weights(w, rng, [4, 3, 3, 3], 4 if per_channel else None)
+    y = w.tensor("y", [1, 4, 4, 4], F32)
+    w.op("CONV_2D", [padded, weights, w.tensor("b", [4], F32, rng.standard_normal(4).astype(F32))], [y],
+         {"padding": "VALID", "stride_w": 2, "stride_h": 2})
+    model = w.build([x], [y])
+    _same_as_litert(model, rng.standard_normal((1, 8, 8, 3)).astype(F32), tmp_path)
+    graph = import_graph(tmp_path / "model.tflite")
+    for rewrite in PIPELINE:
+        graph = rewrite(graph)
+    assert [n.op for n in graph.nodes if n.op in ("Pad", "HybridConv")] == ["HybridConv"]
 
 
 @pytest.mark.parametrize("multiplier", [1, 2])
