@@ -5,7 +5,7 @@ The float input is quantized to int8 at run time, per row of a dense layer or pe
 convolution: a Reduce for its range, Maps for the scale (and zero point) and the int8 values; then the int8
 product with the weights, which stay int8 in flash, accumulates in int32, and its epilogue scales it back in
 float. Symmetric: scale = max |x| / 127, q = round(x * (127 / max |x|)) in [-127, 127]. Asymmetric: scale =
-(max(0, max) - min(0, min)) / 255, a zero point (runtime_c/hybrid_zero.c), q = round(zero + x * (1 / scale))
+(max(0, max) - min(0, min)) / 255, a zero point (runtime_c/hybrid_zero.c), q = zero + round(x * (1 / scale))
 in [-128, 127]; the accumulator less zero x (the channel's weight sum) is the product with q - zero, padding
 included (it holds the zero point: a real 0, as LiteRT skips it). Float arithmetic in LiteRT's order: out =
 bias + (float)acc * (scale x weight scale), or ((float)acc * weight scale) * scale (`weights_first`)."""
@@ -56,13 +56,15 @@ def _statistics(ctx: Context, node: Node, x: View) -> tuple[View, View, View | N
 
 
 def _quantize(ctx: Context, node: Node, x: View, into: View, inverse: View, zero: View | None) -> None:
-    """x rounded to int8 as TFLite rounds (halves away from zero), after its zero point is added in float."""
+    """x times the inverse scale rounded to int8 as TFLite rounds (halves away from zero), then the zero point
+    added (measured: a product just below a half, -11.499998, rounds to -11 before a zero point of -29 is added;
+    added first in float, the sum would be -40.5)."""
     ins = (x, _along(inverse, 0, x.shape))
     if zero is None:
         expr = "((int8_t)cglow_quantize_tfl({0} * {1}, 0, -127, 127))"
     else:
         ins += (_along(zero, 0, x.shape),)
-        expr = "((int8_t)cglow_quantize_tfl((float){2} + {0} * {1}, 0, -128, 127))"
+        expr = "((int8_t)cglow_quantize_tfl({0} * {1}, {2}, -128, 127))"
     ctx.emit(Map(into, ins, expr, node.name))
 
 
