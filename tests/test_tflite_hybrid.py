@@ -70,6 +70,17 @@ def test_dense(per_channel, asymmetric, tmp_path):
     _same_as_litert(model, x, tmp_path)
 
 
+def test_dense_rounds_before_the_zero_point(tmp_path):
+    """A row over [-3, 1]: scale 4 / 255, zero point 63. Its value 0.18039215 times the inverse scale is
+    11.499999, which rounds to 11 before the zero point is added (74); added first in float, 74.5 would round
+    to 75."""
+    rng = np.random.default_rng(10)
+    model = _dense_model(rng, 1, 16, 5, 5, True)
+    x = rng.uniform(-2.5, 0.5, (1, 16)).astype(F32)
+    x[0, :3] = -3.0, 1.0, 0.18039215
+    _same_as_litert(model, x, tmp_path)
+
+
 CONVS = [  # kernel, stride, dilation, padding, per-channel scales
     pytest.param(3, 2, 1, "SAME", False, id="3x3-s2-same-per_tensor"),
     pytest.param(3, 1, 2, "SAME", True, id="3x3-d2-same-per_channel"),
