@@ -55,12 +55,13 @@ def _takes_pads(node: Node, name: str, value) -> bool:
     """Whether padding of the node's input `name` with `value` can be the node's own: zero padding by a Conv,
     or by an AveragePool that counts its padding in the divisor, without ceil_mode (then every window lies
     inside the pads, and divides by its full size whichever pads it covers); an IntConv's by its input's zero
-    point (the real zero it pads with)."""
+    point (the real zero it pads with); a HybridConv's by zero (a zero changes neither the range its input is
+    quantized by, which always takes 0 in, nor the sum: it quantizes to the zero point)."""
     if node.inputs[0] != name or node.inputs.count(name) != 1 or node.attr("auto_pad", "NOTSET") != "NOTSET":
         return False
     if node.op == "IntConv":
         return value == node.attr("x_zero")
-    return value == 0 and node.op == "Conv" or value == 0 and \
+    return value == 0 and node.op in ("Conv", "HybridConv") or value == 0 and \
         node.op == "AveragePool" and node.attr("count_include_pad", 0) == 1 and node.attr("ceil_mode", 0) == 0
 
 

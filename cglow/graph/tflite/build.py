@@ -80,12 +80,14 @@ class Build:
         return self.constant(i, ("filter", "weights")[i > 1])
 
     def constant(self, i: int, what: str) -> np.ndarray:
-        """The values of input i, which cglow needs at compile time (`what` names it in the error)."""
+        """The values of input i, which cglow needs at compile time (`what` names it in the error): the file's,
+        or those an earlier operator's translation computed (a float16 constant widened by DEQUANTIZE)."""
         t = self.tensor(i)
-        if t.data is None:
+        data = t.data if t.data is not None else self.consts.get(self.names[t.index])
+        if data is None:
             raise CglowError(f"{self.op.describe()}: cglow takes its {what} input '{t.name}' as a constant, and "
                              f"the file computes it")
-        return t.data
+        return data
 
     def quant(self, i: int) -> Quant:
         t = self.tensor(i)

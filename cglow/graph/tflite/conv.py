@@ -1,6 +1,7 @@
 """CONV_2D, DEPTHWISE_CONV_2D and FULLY_CONNECTED: float32 ones become Conv and Gemm nodes, 8-bit ones
 cglow's IntConv and IntGemm with TFLite's requantization (rounding "tflite": per output channel, the
-quantized multiplier of input scale x filter scale / output scale, as LiteRT's kernels compute it)."""
+quantized multiplier of input scale x filter scale / output scale, as LiteRT's kernels compute it); float ones
+with int8 weights, hybrid.py's HybridConv and HybridGemm."""
 from __future__ import annotations
 
 import numpy as np
@@ -8,6 +9,7 @@ import numpy as np
 from ...errors import CglowError
 from ..ir import TensorType
 from ..quant.params import narrow
+from . import hybrid
 from .arith import quantize_multipliers
 from .build import TO_NCHW, TO_NHWC, Build, activation_bounds, float_activation, translator, window_pads
 
@@ -73,6 +75,8 @@ def _conv(b: Build, op) -> None:
         attrs.update(x_zero=int(b.quant(0).zero[0]), **requant_attrs(b, scales))
         y = b.add("IntConv", [xt, b.const("filter", narrow(w.astype(np.int64))),
                               bias_input(b, 2, w.shape[0], np.int32)], attrs, out_type=nchw)
+    elif hybrid.takes(b):
+        y = float_activation(b, hybrid.conv(b, xt, w, attrs, nchw))
     else:
         y = float_activation(b, b.add("Conv", [xt, b.const("filter", w)] + ([b.value(2)] if b.has(2) else []),
                                       attrs))
@@ -99,6 +103,8 @@ def _dense(b: Build, op) -> None:
         weights = narrow(data.astype(np.int64) - (w.zero.reshape(-1, 1) if w.axis is not None else int(w.zero[0])))
         y = b.add("IntGemm", [rows, b.const("weights", weights), bias_input(b, 2, n, np.int32)], attrs,
                   out_type=TensorType(b.tensor(-1).dtype, (size // k, n)))
+    elif hybrid.takes(b):
+        y = float_activation(b, hybrid.dense(b, rows, data))
     else:
         y = float_activation(b, b.add("Gemm", [rows, b.value(1)] + ([b.value(2)] if b.has(2) else []),
                                       {"transB": 1}))

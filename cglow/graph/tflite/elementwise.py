@@ -1,7 +1,8 @@
 """Elementwise operators: arithmetic, the RELU family, QUANTIZE and DEQUANTIZE (the other activations are in
 activations.py). Float32 ones become the ONNX op; 8-bit ones cglow's integer ops with TFLite's arithmetic:
 IntAdd and IntMul (rounding "tflite"), and for a function of one 8-bit input, a table of its 256 results
-computed here as TFLite's reference kernel computes each (IntTable)."""
+computed here as TFLite's reference kernel computes each (IntTable). DEQUANTIZE of a float16 constant (a model
+whose weights are stored at half size) is that constant widened to float32 at compile time."""
 from __future__ import annotations
 
 from typing import Callable
@@ -96,9 +97,26 @@ def _quantize(b: Build, op) -> None:
 
 @translator("DEQUANTIZE")
 def _dequantize(b: Build, op) -> None:
+    if b.tensor(0).dtype == np.float16:
+        return _float16(b, op)
     q = b.quant(0)
     axis = {} if q.axis is None else {"axis": q.axis}
     scale = b.const("scale", q.scale.astype(np.float32) if q.axis is not None else np.array(q.scale[0], np.float32))
     zero_data = q.zero if q.axis is not None else np.array(q.zero[0])
     zero = b.const("zero", zero_data.astype(b.tensor(0).dtype))
     b.finish(b.add("DequantizeLinear", [b.value(0), scale, zero], axis))
+
+
+def _float16(b: Build, op) -> None:
+    """A float16 constant (weights stored at half size) widened to float32 now: its output is that constant."""
+    t = b.tensor(0)
+    if t.data is None:
+        raise CglowError(f"{op.describe()}: '{t.name}' is a float16 activation; cglow computes in float32 and reads "
+                         f"float16 constants only")
+    out = b.tensor(-1)
+    if out.dtype != np.float32 or out.shape != t.shape:
+        raise CglowError(f"{op.describe()}: the file declares its output '{out.name}' "
+                         f"{TensorType(out.dtype, out.shape)}, the float16 constant widens to "
+                         f"{TensorType(np.dtype(np.float32), t.shape)}")
+    b.consts[b.out()] = t.data.astype(np.float32)
+    b.types[b.out()] = TensorType(np.dtype(np.float32), t.shape)

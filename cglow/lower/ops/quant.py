@@ -20,9 +20,10 @@ from ..context import Context, lowering
 from ..literals import c_float, c_int, c_type
 from .nn import CHANNELS_LAST, _pixel_rows, _window_2d, as_2d
 
-# made by graph passes or the TFLite import only (IntSoftmax is lowered in int_softmax.py)
+# made by graph passes or the TFLite import only (IntSoftmax is lowered in int_softmax.py, HybridGemm and
+# HybridConv in hybrid.py)
 INTERNAL_OPS = ("IntConv", "IntGemm", "IntAdd", "IntMul", "IntAvgPool", "IntTable", "IntAffine", "IntSoftmax",
-                "IntBilinear")
+                "IntBilinear", "HybridGemm", "HybridConv")
 I32 = np.dtype(np.int32)
 
 
