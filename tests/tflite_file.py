@@ -72,11 +72,13 @@ class TFLiteWriter:
         self.operators = []  # offsets of the finished Operator tables
         self.opcodes = {}  # (builtin code, version) -> index in the operator_codes vector
 
-    def tensor(self, name: str, shape, dtype, data=None, scale=None, zero_point=None, axis: int = 0) -> int:
+    def tensor(self, name: str, shape, dtype, data=None, scale=None, zero_point=None, axis: int = 0,
+               variable: bool = False) -> int:
         """Add a tensor; returns its index. dtype: a numpy dtype (float32, int8, uint8, int16, int32, int64, bool).
         data: a numpy array for a constant (written to a buffer of its own), None for an activation (buffer 0).
         scale/zero_point: a float or a 1-D sequence (per channel along `axis`, the quantized_dimension);
-        zero_point defaults to 0s."""
+        zero_point defaults to 0s. variable: a variable tensor (is_variable), the state an operator such as SVDF
+        keeps between invocations."""
         b = self.builder
         dtype = np.dtype(dtype)
         buffer = 0
@@ -101,6 +103,8 @@ class TFLiteWriter:
         tflite.TensorAddType(b, getattr(tflite.TensorType, dtype.name.upper()))
         tflite.TensorAddBuffer(b, buffer)
         tflite.TensorAddName(b, name_str)
+        if variable:
+            tflite.TensorAddIsVariable(b, True)
         if quantization is not None:
             tflite.TensorAddQuantization(b, quantization)
         self.tensors.append(tflite.TensorEnd(b))
@@ -206,11 +210,21 @@ class TFLiteWriter:
 def run_litert(model: bytes, inputs: list[np.ndarray]) -> list[np.ndarray]:
     """Run `model` in the LiteRT interpreter with the reference kernels (BUILTIN_REF, whose integer arithmetic is
     TFLite Micro's), feeding `inputs` in the subgraph's input order; returns copies of the outputs, in order."""
+    return run_litert_sequence(model, [inputs])[0]
+
+
+def run_litert_sequence(model: bytes, invocations: list[list[np.ndarray]]) -> list[list[np.ndarray]]:
+    """Invoke one interpreter of `model` once per list of inputs, in order: the variable tensors (the state of
+    SVDF and LSTM operators) start at zero and carry over from one invocation to the next. Returns each
+    invocation's outputs."""
     from ai_edge_litert.interpreter import Interpreter, OpResolverType
 
     interpreter = Interpreter(model_content=model, experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
     interpreter.allocate_tensors()
-    for detail, value in zip(interpreter.get_input_details(), inputs, strict=True):
-        interpreter.set_tensor(detail["index"], value)  # raises on a wrong dtype or shape
-    interpreter.invoke()
-    return [interpreter.get_tensor(detail["index"]) for detail in interpreter.get_output_details()]
+    results = []
+    for inputs in invocations:
+        for detail, value in zip(interpreter.get_input_details(), inputs, strict=True):
+            interpreter.set_tensor(detail["index"], value)  # raises on a wrong dtype or shape
+        interpreter.invoke()
+        results.append([interpreter.get_tensor(detail["index"]) for detail in interpreter.get_output_details()])
+    return results

@@ -135,7 +135,8 @@ def emit(prog: Program, plan: Plan, prefix: str, source: str, opset: int,
         dict(name=weight_names[b.id], size=max(b.size, 1), ctype=c_type(b.dtype), comment=comment(b.label),
              body="    " + "\n    ".join(c_array_lines(b.data)))
         for b in consts.values()]
-    in_arena = {b.id for b in prog.buffers if b.kind == "arena" or options.io_in_arena and b.kind in ("input", "output")}
+    in_arena = {b.id for b in prog.buffers
+                if b.kind in ("arena", "state") or options.io_in_arena and b.kind in ("input", "output")}
 
     def base(view: View) -> str:
         buf = prog.buffer(view.buf)
@@ -183,6 +184,7 @@ def emit(prog: Program, plan: Plan, prefix: str, source: str, opset: int,
     ctx = dict(prefix=prefix, P=prefix.upper(), guard=f"{prefix.upper()}_H", header=header or f"{prefix}.h",
                version=__version__, source=comment(source, 120), opset=opset, params=", ".join(params) or "void",
                arena_slots=-(-plan.size // 8), arena_bytes=plan.size, align=plan.align, options=options, io=io,
+               state_bytes=plan.state_bytes,
                line_align=0 if tiles_for(options.target).scalar else CACHE_LINE,
                weights_bytes=weights_bytes, weights=weights, kernels=kernels, blob=blob, tag_bytes=TAG_BYTES,
                calls=unused + calls, instr_count=len(prog.instrs), helpers=runtime_helpers(kernels), trace=trace,

@@ -14,7 +14,7 @@ import numpy as np
 
 from ..graph.geometry import Window
 
-KINDS = ("input", "output", "const", "arena")
+KINDS = ("input", "output", "const", "arena", "state")  # state: in the arena, kept between runs
 
 
 @dataclass(frozen=True)

@@ -43,6 +43,8 @@ class Build:
         self.taken: set[str] = set()
         self.names = [self._fresh(t.name) for t in model.tensors]
         self.op: Operator | None = None  # the operator being translated, for node names and messages
+        # a variable tensor's index -> [the graph value holding it at the run's start, its current value]
+        self.variables: dict[int, list[str]] = {}
 
     def _fresh(self, base: str) -> str:
         name, k = base, 1
@@ -61,8 +63,11 @@ class Build:
         return len(self.op.inputs) > i and self.op.inputs[i] >= 0
 
     def value(self, i: int) -> str:
-        """The graph value of the operator's input i, a constant's read in."""
+        """The graph value of the operator's input i, a constant's read in; a variable tensor's as the operators
+        before have left it (at first, what the last run left)."""
         t = self.tensor(i)
+        if t.variable:
+            return self._variable(t)[1]
         name = self.names[t.index]
         if name not in self.types:
             if t.data is None:
@@ -71,6 +76,29 @@ class Build:
             self.consts[name] = t.data
             self.types[name] = TensorType(t.dtype, t.shape)
         return name
+
+    def _variable(self, t: Tensor) -> list[str]:
+        if t.index not in self.variables:
+            if t.data is not None:
+                raise CglowError(f"{self.op.describe()}: the variable tensor '{t.name}' has initial values; cglow "
+                                 f"starts every variable at zero, as LiteRT does")
+            self.types[self.names[t.index]] = TensorType(t.dtype, t.shape)
+            self.variables[t.index] = [self.names[t.index]] * 2
+        return self.variables[t.index]
+
+    def assign(self, i: int, value: str) -> None:
+        """The operator leaves `value` in its variable input i: later operators, and the next run, read it."""
+        t = self.tensor(i)
+        if not t.variable:
+            raise CglowError(f"{self.op.describe()}: its state input {i} ('{t.name}') is not a variable tensor")
+        if self.types[value] != TensorType(t.dtype, t.shape):
+            raise CglowError(f"{self.op.describe()}: the variable tensor '{t.name}' is {TensorType(t.dtype, t.shape)}, "
+                             f"the operator computes {self.types[value]}")
+        self._variable(t)[1] = value
+
+    def states(self) -> tuple[tuple[str, str], ...]:
+        """The graph's states: each variable tensor that an operator assigns, and its value at the run's end."""
+        return tuple((first, last) for first, last in self.variables.values() if last != first)
 
     def out(self, i: int = 0) -> str:
         return self.names[self.op.outputs[i]]

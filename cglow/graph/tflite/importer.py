@@ -13,7 +13,7 @@ from ...errors import CglowError, ModelProblems
 from ...options import MAX_MEMORY
 from ..ir import Graph, Node, TensorType
 from ..limits import checked_type
-from . import conv, elementwise, tensor  # noqa: F401  (register their translators)
+from . import conv, elementwise, recurrent, tensor  # noqa: F401  (register their translators)
 from .build import OPSET, TRANSLATORS, Build
 from .reader import Model
 
@@ -79,7 +79,7 @@ def import_tflite(model: Model, shapes: dict[str, tuple[int, ...]] | None = None
     consts = {k: np.ascontiguousarray(v) for k, v in b.consts.items()}
     graph = Graph(name=Path(source).stem or "model", opset=OPSET, inputs=tuple(b.names[i] for i in model.inputs),
                  outputs=tuple(b.names[i] for i in model.outputs), types=b.types, consts=consts,
-                 nodes=tuple(b.nodes), source=source, io_quant=io_quant)
+                 nodes=tuple(b.nodes), source=source, io_quant=io_quant, states=b.states())
     return _float_io(graph) if float_io else graph
 
 

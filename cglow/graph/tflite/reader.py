@@ -38,6 +38,7 @@ class Tensor:
     dtype: np.dtype
     data: np.ndarray | None        # a constant's values, shaped
     quant: Quant | None
+    variable: bool = False         # a variable tensor: state that operators (SVDF, LSTM) keep between invocations
 
 
 @dataclass(frozen=True)
@@ -117,7 +118,8 @@ def _tensor(t: tflite.Tensor, index: int, buffers) -> Tensor:
             raise CglowError(f"tensor {index} ('{name}'): its buffer holds {len(raw)} bytes, its shape "
                              f"{list(shape)} of {kind} needs {count * dtype.itemsize}")
         data = np.frombuffer(raw, dtype).astype(dtype.newbyteorder("="), copy=True).reshape(shape)
-    return Tensor(index, name, shape, signature, np.dtype(DTYPES[kind]), data, _quant(t.Quantization()))
+    return Tensor(index, name, shape, signature, np.dtype(DTYPES[kind]), data, _quant(t.Quantization()),
+                  bool(t.IsVariable()))
 
 
 def _quant(q: tflite.QuantizationParameters | None) -> Quant | None:
