@@ -20,6 +20,8 @@ from tests.tflite_file import TFLiteWriter, run_litert_sequence
 
 RUNS = 6  # invocations: more than an SVDF's memory, so that its oldest frames drop out
 KINDS = [pytest.param(False, id="float"), pytest.param(True, id="int8")]
+GATES = ("input", "forget", "cell", "output")  # TFLite's order
+PEEPHOLES = ("input", "forget", "output")
 
 
 class Stream:
@@ -29,11 +31,12 @@ class Stream:
         self.w, self.int8 = TFLiteWriter(), int8
         self.rng = np.random.default_rng(seed)
         self.shapes: dict[int, tuple[int, ...]] = {}
+        self.scales: dict[int, float] = {}
 
     def value(self, name: str, shape, scale: float = 0.05, zero: int = -3) -> int:
         quant = dict(scale=scale, zero_point=zero) if self.int8 else {}
         t = self.w.tensor(name, shape, np.int8 if self.int8 else np.float32, **quant)
-        self.shapes[t] = tuple(shape)
+        self.shapes[t], self.scales[t] = tuple(shape), scale
         return t
 
     def svdf(self, x: int, units: int, rank: int, memory: int, act: str = "RELU", bias: bool = True) -> int:
@@ -57,6 +60,50 @@ class Stream:
             state = w.tensor("state", state_shape, np.float32, variable=True)
         y = self.value("svdf", [batch, units])
         w.op("SVDF", [x, wf, wt, b if bias else -1, state], [y], {"rank": rank, "fused_activation_function": act})
+        return y
+
+    def lstm(self, x: int, cells: int, projection: int = 0, time_major: bool = False, cifg: bool = False,
+             peephole: bool = False, layer_norm: bool = False, cell_clip: float = 0.0, proj_clip: float = 0.0,
+             act: str = "TANH") -> int:
+        """A float UNIDIRECTIONAL_SEQUENCE_LSTM reading x ([batch, time, input], or [time, batch, input]); returns
+        its output sequence."""
+        shape, w, rng = self.shapes[x], self.w, self.rng
+        (steps, batch), size = (shape[:2] if time_major else shape[1::-1]), shape[2]
+        outputs = projection or cells
+
+        def const(name: str, dims, present: bool = True, scale: float = 0.5) -> int:
+            data = (rng.standard_normal(dims) * scale).astype(np.float32)
+            return w.tensor(name, dims, np.float32, data) if present else -1
+        inputs = [x]
+        inputs += [const(f"input_to_{g}", [cells, size], g != "input" or not cifg) for g in GATES]
+        inputs += [const(f"recurrent_to_{g}", [cells, outputs], g != "input" or not cifg) for g in GATES]
+        inputs += [const(f"cell_to_{g}", [cells], peephole and (g != "input" or not cifg)) for g in PEEPHOLES]
+        inputs += [const(f"{g}_bias", [cells], g != "input" or not cifg) for g in GATES]
+        inputs += [const("projection", [outputs, cells], projection > 0), const("projection_bias", [outputs],
+                                                                                 projection > 0)]
+        inputs += [w.tensor("output_state", [batch, outputs], np.float32, variable=True),
+                   w.tensor("cell_state", [batch, cells], np.float32, variable=True)]
+        inputs += [const(f"{g}_norm", [cells], layer_norm and (g != "input" or not cifg), 0.3) for g in GATES]
+        y = self.value("lstm", [steps, batch, outputs] if time_major else [batch, steps, outputs])
+        w.op("UNIDIRECTIONAL_SEQUENCE_LSTM", inputs, [y], {"fused_activation_function": act, "cell_clip": cell_clip,
+                                                           "proj_clip": proj_clip, "time_major": time_major})
+        return y
+
+    def weighted(self, op: str, x: int, shape, out_shape, scale: float = 0.05, **options) -> int:
+        """CONV_2D or FULLY_CONNECTED over x with random weights [outputs, ...] (int8: per output channel) and bias."""
+        n, w, rng = shape[0], self.w, self.rng
+        y = self.value(op.lower(), out_shape, scale=scale, zero=0)
+        if self.int8:
+            scales = rng.uniform(0.002, 0.01, n)
+            weights = w.tensor("weights", shape, np.int8, rng.integers(-127, 128, shape).astype(np.int8),
+                               scale=list(scales), zero_point=[0] * n)
+            bias = w.tensor("bias", [n], np.int32, rng.integers(-500, 500, n).astype(np.int32),
+                            scale=list(scales * self.scales[x]), zero_point=[0] * n)
+        else:
+            weights = w.tensor("weights", shape, np.float32,
+                               (rng.standard_normal(shape) / np.sqrt(np.prod(shape[1:]))).astype(np.float32))
+            bias = w.tensor("bias", [n], np.float32, rng.standard_normal(n).astype(np.float32) * 0.1)
+        w.op(op, [x, weights, bias], [y], options)
         return y
 
     def build(self, x: int, y: int) -> bytes:
@@ -114,3 +161,50 @@ def test_state_resets(caller_arena, tmp_path):
     net.reset()
     for v, (want,) in zip(inputs, run_litert_sequence(model, [[v] for v in inputs])):
         np.testing.assert_array_equal(net(v)[0], want)
+
+
+@pytest.mark.parametrize("options", [
+    dict(), dict(time_major=True), dict(peephole=True), dict(cifg=True, peephole=True), dict(projection=3),
+    dict(projection=3, proj_clip=0.3, cell_clip=0.8), dict(layer_norm=True), dict(layer_norm=True, cifg=True),
+    dict(act="RELU")], ids=lambda o: ",".join(f"{k}={v}" for k, v in o.items()) or "plain")
+def test_float_lstm(options, tmp_path):
+    s = Stream(False, seed=4)
+    shape = [5, 2, 3] if options.get("time_major") else [2, 5, 3]
+    x = s.value("x", shape)
+    agree(s.build(x, s.lstm(x, 4, **options)), frames(shape, False, runs=3), tmp_path)
+
+
+@pytest.mark.parametrize("int8", KINDS)
+def test_svdf_keyword_spotter(int8, tmp_path):
+    """A streaming spotter, one frame of 40 features an invocation: a convolution over the frame, two SVDF layers
+    (memories of 8 and 4 frames), a dense layer and a float softmax."""
+    s = Stream(int8, seed=5)
+    x = s.value("frame", [1, 1, 40, 1], scale=0.1, zero=0)
+    conv = s.weighted("CONV_2D", x, [8, 1, 5, 1], [1, 1, 18, 8], scale=0.05, padding="VALID", stride_w=2,
+                      stride_h=1, fused_activation_function="RELU")
+    flat = s.value("flat", [1, 144], scale=0.05, zero=0)
+    s.w.op("RESHAPE", [conv, s.w.tensor("shape", [2], np.int32, np.array([1, 144], np.int32))], [flat])
+    h = s.svdf(s.svdf(flat, 16, 1, 8), 16, 2, 4)
+    logits = s.weighted("FULLY_CONNECTED", h, [12, 16], [1, 12], scale=0.3)
+    if int8:
+        real = s.w.tensor("logits_float", [1, 12], np.float32)
+        s.w.op("DEQUANTIZE", [logits], [real])
+        logits = real
+    probs = s.w.tensor("probabilities", [1, 12], np.float32)
+    s.w.op("SOFTMAX", [logits], [probs], {"beta": 1.0})
+    agree(s.build(x, probs), frames((1, 1, 40, 1), int8, runs=12), tmp_path)
+
+
+def test_lstm_keyword_spotter(tmp_path):
+    """A streaming spotter over chunks of 5 frames of 10 features: a dense layer on each frame, an LSTM whose
+    states carry from chunk to chunk, and a dense layer with softmax over the chunk's outputs."""
+    s = Stream(False, seed=6)
+    x = s.value("chunk", [1, 5, 10])
+    rows = s.weighted("FULLY_CONNECTED", x, [16, 10], [5, 16], fused_activation_function="RELU")
+    seq = s.value("frames", [1, 5, 16])
+    s.w.op("RESHAPE", [rows, s.w.tensor("shape", [3], np.int32, np.array([1, 5, 16], np.int32))], [seq])
+    y = s.lstm(seq, 12, peephole=True)
+    logits = s.weighted("FULLY_CONNECTED", y, [12, 60], [1, 12])
+    probs = s.value("probabilities", [1, 12])
+    s.w.op("SOFTMAX", [logits], [probs], {"beta": 1.0})
+    agree(s.build(x, probs), frames((1, 5, 10), False, runs=4), tmp_path)

@@ -1,6 +1,6 @@
 """What the translation of a TFLite model builds: graph nodes (ONNX ops, and cglow's integer ops for the
 quantized ones), constants and types, under fresh value names. Each operator's translation registers here
-(`translator`); the ops live in conv.py, elementwise.py and tensor.py.
+(`translator`); the ops live in conv.py, elementwise.py, tensor.py, svdf.py and lstm.py.
 
 TFLite lays images out NHWC; cglow's Conv and pooling ops take NCHW. Their translations read the input
 through a Transpose and give the result back through one: both are views when lowered (a convolution writes
@@ -180,15 +180,13 @@ def window_pads(sizes, kernel, strides, dilations, padding: str) -> tuple[int, .
     return tuple(t // 2 for t in totals) + tuple(t - t // 2 for t in totals)
 
 
-def float_activation(b: Build, value: str) -> str:
-    """The fused activation of a float operator applied to value."""
-    kind = b.activation()
+def float_activation(b: Build, value: str, kind: str | None = None) -> str:
+    """The fused activation of a float operator (or `kind`, an ActivationFunctionType name) applied to value."""
+    kind = kind or b.activation()
     if kind == "NONE":
         return value
-    if kind == "RELU":
-        return b.add("Relu", [value])
-    if kind == "TANH":
-        return b.add("Tanh", [value])
+    if kind in ("RELU", "TANH", "SIGMOID"):
+        return b.add(kind.capitalize(), [value])  # Relu, Tanh, Sigmoid
     bounds = {"RELU6": (0.0, 6.0), "RELU_N1_TO_1": (-1.0, 1.0)}.get(kind)
     if bounds is None:
         raise CglowError(f"{b.op.describe()}: the fused activation {kind} is not supported")

@@ -13,7 +13,7 @@ from ...errors import CglowError, ModelProblems
 from ...options import MAX_MEMORY
 from ..ir import Graph, Node, TensorType
 from ..limits import checked_type
-from . import conv, elementwise, recurrent, tensor  # noqa: F401  (register their translators)
+from . import conv, elementwise, lstm, svdf, tensor  # noqa: F401  (register their translators)
 from .build import OPSET, TRANSLATORS, Build
 from .reader import Model
 
