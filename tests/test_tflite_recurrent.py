@@ -15,6 +15,7 @@ else:
 
 import cglow
 from cglow import host
+from cglow.errors import CglowError
 from cglow.options import Options
 from tests.tflite_file import TFLiteWriter, run_litert_sequence
 
@@ -208,3 +209,42 @@ def test_lstm_keyword_spotter(tmp_path):
     probs = s.value("probabilities", [1, 12])
     s.w.op("SOFTMAX", [logits], [probs], {"beta": 1.0})
     agree(s.build(x, probs), frames((1, 5, 10), False, runs=4), tmp_path)
+
+
+def _int8_lstm() -> bytes:
+    w = TFLiteWriter()
+    x = w.tensor("x", [1, 2, 3], np.int8, scale=0.1, zero_point=0)
+    inputs = [x] + [w.tensor(f"input_to_{g}", [4, 3], np.int8, np.ones((4, 3), np.int8), scale=0.1) for g in GATES]
+    inputs += [w.tensor(f"recurrent_to_{g}", [4, 4], np.int8, np.ones((4, 4), np.int8), scale=0.1) for g in GATES]
+    inputs += [-1] * 3 + [w.tensor(f"{g}_bias", [4], np.int32, np.ones(4, np.int32), scale=0.01) for g in GATES]
+    inputs += [-1, -1, w.tensor("output_state", [1, 4], np.int8, scale=0.1, zero_point=0, variable=True),
+               w.tensor("cell_state", [1, 4], np.int16, scale=0.001, variable=True)]
+    y = w.tensor("y", [1, 2, 4], np.int8, scale=0.1, zero_point=0)
+    w.op("UNIDIRECTIONAL_SEQUENCE_LSTM", inputs, [y], {"fused_activation_function": "TANH"})
+    return w.build([x], [y])
+
+
+def _svdf_state_not_variable() -> bytes:
+    w = TFLiteWriter()
+    x, y = w.tensor("x", [1, 4], np.float32), w.tensor("y", [1, 2], np.float32)
+    weights = [w.tensor(n, [2, k], np.float32, np.ones((2, k), np.float32)) for n, k in (("wf", 4), ("wt", 3))]
+    w.op("SVDF", [x, *weights, -1, w.tensor("state", [1, 6], np.float32)], [y], {"rank": 1})
+    return w.build([x], [y])
+
+
+def _int8_svdf_tanh() -> bytes:
+    s = Stream(True)
+    x = s.value("x", [1, 8])
+    return s.build(x, s.svdf(x, 4, 1, 3, act="TANH"))
+
+
+@pytest.mark.parametrize("model,words", [
+    (_int8_lstm, "only float32 UNIDIRECTIONAL_SEQUENCE_LSTM is supported"),
+    (_svdf_state_not_variable, "its state input 4 ('state') is not a variable tensor"),
+    (_int8_svdf_tanh, "8-bit SVDF takes the fused activation RELU")])
+def test_refused_in_one_line(model, words, tmp_path):
+    path = tmp_path / "model.tflite"
+    path.write_bytes(model())
+    with pytest.raises(CglowError) as error:
+        cglow.compile_model(path)
+    assert words in str(error.value) and "\n" not in str(error.value)

@@ -56,8 +56,10 @@ class Build:
     # --- the operator's tensors -------------------------------------------------------------------------
     def tensor(self, i: int) -> Tensor:
         """The operator's input i (or -1 - i: its output i)."""
-        index = self.op.inputs[i] if i >= 0 else self.op.outputs[-1 - i]
-        return self.model.tensors[index]
+        refs, k = (self.op.inputs, i) if i >= 0 else (self.op.outputs, -1 - i)
+        if k >= len(refs) or not 0 <= refs[k] < len(self.model.tensors):
+            raise CglowError(f"{self.op.describe()}: its {('input', 'output')[i < 0]} {k} is missing")
+        return self.model.tensors[refs[k]]
 
     def has(self, i: int) -> bool:
         return len(self.op.inputs) > i and self.op.inputs[i] >= 0
@@ -86,11 +88,17 @@ class Build:
             self.variables[t.index] = [self.names[t.index]] * 2
         return self.variables[t.index]
 
-    def assign(self, i: int, value: str) -> None:
-        """The operator leaves `value` in its variable input i: later operators, and the next run, read it."""
+    def state(self, i: int) -> str:
+        """The value of the operator's variable input i, as value() gives it; refused if it is no variable."""
         t = self.tensor(i)
         if not t.variable:
             raise CglowError(f"{self.op.describe()}: its state input {i} ('{t.name}') is not a variable tensor")
+        return self.value(i)
+
+    def assign(self, i: int, value: str) -> None:
+        """The operator leaves `value` in its variable input i (state() checked it is one): later operators, and
+        the next run, read it."""
+        t = self.tensor(i)
         if self.types[value] != TensorType(t.dtype, t.shape):
             raise CglowError(f"{self.op.describe()}: the variable tensor '{t.name}' is {TensorType(t.dtype, t.shape)}, "
                              f"the operator computes {self.types[value]}")

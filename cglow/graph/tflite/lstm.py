@@ -127,7 +127,7 @@ def _lstm(b: Build, op) -> None:
     cell = _Cell(b, cells, size, outputs)
     seq = b.value(0) if time_major else b.transpose(b.value(0), (1, 0, 2))
     projected = cell.projections(seq, steps, batch, size)
-    h, c, ys = b.value(OUTPUT_STATE), b.value(CELL_STATE), []
+    h, c, ys = b.state(OUTPUT_STATE), b.state(CELL_STATE), []
     for t in range(steps):
         step = b.add("Reshape", [_rows(b, projected, t, 1, axis=0), _shape(b, batch, len(cell.gates) * cells)])
         h, c = cell.step(step, h, c, b.option("CellClip") or 0.0)

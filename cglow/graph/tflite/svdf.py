@@ -36,12 +36,13 @@ def _scale(b: Build, i: int) -> float:
 
 def _window(b: Build, newest: str, batch: int, filters: int, memory: int) -> str:
     """The memory [batch, filters, memory] with `newest` [batch, filters] shifted in last; it becomes the state."""
+    state = b.state(4)
     column = b.add("Reshape", [newest, _shape(b, batch, filters, 1)])
     if memory == 1:
         window = column
     else:
-        state = b.add("Reshape", [b.value(4), _shape(b, batch, filters, memory)])
-        older = b.add("Slice", [state, _shape(b, 1), _shape(b, memory), _shape(b, 2)])
+        memories = b.add("Reshape", [state, _shape(b, batch, filters, memory)])
+        older = b.add("Slice", [memories, _shape(b, 1), _shape(b, memory), _shape(b, 2)])
         window = b.add("Concat", [older, column], {"axis": 2})
     b.assign(4, b.add("Reshape", [window, _shape(b, batch, filters * memory)]))
     return window
