@@ -8,8 +8,8 @@ c' = f c + i g (CIFG, no input gate: i = 1 - f) is clipped to +-cell_clip, the o
 tensors: a sequence starts from what the last invocation left, and leaves its last h and c (Build.assign).
 
 The ONNX LSTM node has no CIFG, projection, layer normalization nor TFLite's clips, so the step is built of
-primitives: the input projections of the whole sequence in one Gemm, then per step one Gemm of the output
-state over all gates with that step's projections as its C, and the gates' maps."""
+primitives: a Gemm of the step's input over all gates (the input projection), one of the output state with
+that projection as its C, and the gates' maps."""
 from __future__ import annotations
 
 import numpy as np
@@ -56,29 +56,24 @@ class _Cell:
         self.recurrent = b.const("recurrent_weights", self._stacked(RECURRENT_WEIGHTS, outputs))
         self.input = b.const("input_weights", self._stacked(INPUT_WEIGHTS, size))
         self.act = b.activation()
+        self.biases = None if self.norm else b.const("biases", self._stacked(BIASES, None))
 
-    def _stacked(self, first: int, columns: int) -> np.ndarray:
-        """The gates' weights [cells, columns] one above the other, in the order of self.gates."""
-        parts = [self.b.weights(first + GATES.index(g)) for g in self.gates]
+    def _stacked(self, first: int, columns: int | None) -> np.ndarray:
+        """The gates' weights [cells, columns] (or biases [cells], zeros where a gate has none) one after the
+        other, in the order of self.gates."""
+        shape = (self.cells,) if columns is None else (self.cells, columns)
+        b = self.b
+        parts = [b.weights(first + GATES.index(g)) if b.has(first + GATES.index(g)) else np.zeros(shape, np.float32)
+                 for g in self.gates]
         for part in parts:
-            if part.shape != (self.cells, columns):
-                raise CglowError(f"{self.b.op.describe()}: a gate's weights are {list(part.shape)}, expected "
-                                 f"[{self.cells}, {columns}]")
+            if part.shape != shape:
+                raise CglowError(f"{b.op.describe()}: a gate's weights are {list(part.shape)}, expected {list(shape)}")
         return np.concatenate(parts).astype(np.float32)
 
-    def projections(self, x: str, steps: int, batch: int, size: int) -> str:
-        """The input projections of every step [steps, batch, gates x cells], the biases in them unless each
-        gate is normalized (then they come after)."""
-        rows = self.b.add("Reshape", [x, _shape(self.b, steps * batch, size)])
-        bias = [] if self.norm else [self._bias()]
-        out = self.b.add("Gemm", [rows, self.input] + bias, {"transB": 1})
-        return self.b.add("Reshape", [out, _shape(self.b, steps, batch, len(self.gates) * self.cells)])
-
-    def _bias(self) -> str:
-        b = self.b
-        parts = [self.bias[g] if g in self.bias else b.const("zero_bias", np.zeros(self.cells, np.float32))
-                 for g in self.gates]
-        return b.add("Concat", parts, {"axis": 0}) if len(parts) > 1 else parts[0]
+    def projection(self, x: str) -> str:
+        """A step's input projection [batch, gates x cells], the biases in it unless each gate is normalized
+        (then they come after). Step by step: one step's projection alive, not the whole sequence's."""
+        return self.b.add("Gemm", [x, self.input] + ([self.biases] if self.biases else []), {"transB": 1})
 
     def _gate(self, pre: str, g: str, c: str, act: str) -> str:
         """Gate g of the pre-activations: its peephole (with cell state c), normalization and activation."""
@@ -91,10 +86,10 @@ class _Cell:
                           {"axis": -1, "epsilon": EPSILON})
         return float_activation(b, value, act)
 
-    def step(self, projected: str, h: str, c: str, cell_clip: float) -> tuple[str, str]:
-        """One step from output state h and cell state c: the new ones."""
+    def step(self, x: str, h: str, c: str, cell_clip: float) -> tuple[str, str]:
+        """One step of input x [batch, input] from output state h and cell state c: the new ones."""
         b = self.b
-        pre = b.add("Gemm", [h, self.recurrent, projected], {"transB": 1})
+        pre = b.add("Gemm", [h, self.recurrent, self.projection(x)], {"transB": 1})
         f = self._gate(pre, "f", c, "SIGMOID")
         if "i" in self.gates:
             i = self._gate(pre, "i", c, "SIGMOID")
@@ -126,11 +121,10 @@ def _lstm(b: Build, op) -> None:
                              f"expected {list(shape)}")
     cell = _Cell(b, cells, size, outputs)
     seq = b.value(0) if time_major else b.transpose(b.value(0), (1, 0, 2))
-    projected = cell.projections(seq, steps, batch, size)
     h, c, ys = b.state(OUTPUT_STATE), b.state(CELL_STATE), []
     for t in range(steps):
-        step = b.add("Reshape", [_rows(b, projected, t, 1, axis=0), _shape(b, batch, len(cell.gates) * cells)])
-        h, c = cell.step(step, h, c, b.option("CellClip") or 0.0)
+        x_t = b.add("Reshape", [_rows(b, seq, t, 1, axis=0), _shape(b, batch, size)])
+        h, c = cell.step(x_t, h, c, b.option("CellClip") or 0.0)
         if b.has(PROJECTION):
             h = b.add("Gemm", [h, b.value(PROJECTION)] + ([b.value(PROJECTION_BIAS)] if b.has(PROJECTION_BIAS) else []),
                       {"transB": 1})
