@@ -14,10 +14,12 @@ else:
     pytest.importorskip("ai_edge_litert")
 
 import cglow
-from cglow import host
+from cglow import cross, host
 from cglow.errors import CglowError
 from cglow.options import Options
+from cglow.targets import TARGETS
 from tests.tflite_file import TFLiteWriter, run_litert_sequence
+from tests.util import need_tool
 
 RUNS = 6  # invocations: more than an SVDF's memory, so that its oldest frames drop out
 KINDS = [pytest.param(False, id="float"), pytest.param(True, id="int8")]
@@ -175,8 +177,7 @@ def test_float_lstm(options, tmp_path):
     agree(s.build(x, s.lstm(x, 4, **options)), frames(shape, False, runs=3), tmp_path)
 
 
-@pytest.mark.parametrize("int8", KINDS)
-def test_svdf_keyword_spotter(int8, tmp_path):
+def svdf_spotter(int8: bool) -> bytes:
     """A streaming spotter, one frame of 40 features an invocation: a convolution over the frame, two SVDF layers
     (memories of 8 and 4 frames), a dense layer and a float softmax."""
     s = Stream(int8, seed=5)
@@ -193,7 +194,26 @@ def test_svdf_keyword_spotter(int8, tmp_path):
         logits = real
     probs = s.w.tensor("probabilities", [1, 12], np.float32)
     s.w.op("SOFTMAX", [logits], [probs], {"beta": 1.0})
-    agree(s.build(x, probs), frames((1, 1, 40, 1), int8, runs=12), tmp_path)
+    return s.build(x, probs)
+
+
+@pytest.mark.parametrize("int8", KINDS)
+def test_svdf_keyword_spotter(int8, tmp_path):
+    agree(svdf_spotter(int8), frames((1, 1, 40, 1), int8, runs=12), tmp_path)
+
+
+def test_int8_svdf_spotter_under_qemu(tmp_path):
+    """The first invocation (the state zero, in .bss) on a Cortex-M4, to the bit."""
+    target = TARGETS["cortex-m4"]
+    for tool in target.tools:
+        need_tool(tool)
+    path = tmp_path / "spotter.tflite"
+    path.write_bytes(svdf_spotter(True))
+    compiled = cglow.compile_model(path, options=Options(target=target.tiles))
+    inputs = frames((1, 1, 40, 1), True, runs=1)
+    run = cross.run_image(cross.build_image(compiled, inputs, target), compiled, target, count=False)
+    np.testing.assert_allclose(run.outputs[0], run_litert_sequence(path.read_bytes(), [inputs])[0][0],
+                               rtol=1e-5, atol=1e-6)
 
 
 def test_lstm_keyword_spotter(tmp_path):
