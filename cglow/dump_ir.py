@@ -57,7 +57,7 @@ def graph_text(graph: Graph) -> str:
     lines = [f"graph {quoted(graph.name)} opset {graph.opset} from {quoted(graph.source)}",
              *(f"input {value(n)}" for n in graph.inputs),
              *(f"output {value(n)}" for n in graph.outputs),
-             *(f"state {value(n)} <- {value(update)}" for n, update in graph.states),
+             *(f"state {value(s.value)} <- {value(s.update)} initial {s.initial}" for s in graph.states),
              f"constants: {len(graph.consts)} ({const_bytes} bytes)",
              f"nodes: {len(graph.nodes)}"]
     for node in graph.nodes:

@@ -110,12 +110,13 @@ class TFLiteWriter:
         self.tensors.append(tflite.TensorEnd(b))
         return len(self.tensors) - 1
 
-    def op(self, builtin: str, inputs, outputs, options: dict | None = None, version: int = 1) -> None:
+    def op(self, builtin: str, inputs, outputs, options: dict | None = None, version: int = 1,
+           intermediates=()) -> None:
         """Add an operator. builtin: the BuiltinOperator name ("CONV_2D", ...); inputs/outputs: tensor indices
         (-1 for an omitted optional input). options: the fields of the options table the schema pairs with the
         operator, by their snake_case schema names; enums by member name ("SAME", "RELU6"), vectors as lists,
         bools as bools. Unset fields take the schema's defaults (stride_w/stride_h default to 0, so set them);
-        options=None writes no table."""
+        options=None writes no table. intermediates: tensor indices whose quantization an 8-bit LSTM reads."""
         b = self.builder
         code = getattr(tflite.BuiltinOperator, builtin)
         opcode_index = self.opcodes.setdefault((code, version), len(self.opcodes))
@@ -124,10 +125,14 @@ class TFLiteWriter:
             options_offset = self._options(table, options)
         inputs_vec = b.CreateNumpyVector(np.asarray(inputs, np.int32))
         outputs_vec = b.CreateNumpyVector(np.asarray(outputs, np.int32))
+        if intermediates:
+            intermediates_vec = b.CreateNumpyVector(np.asarray(intermediates, np.int32))
         tflite.OperatorStart(b)
         tflite.OperatorAddOpcodeIndex(b, opcode_index)
         tflite.OperatorAddInputs(b, inputs_vec)
         tflite.OperatorAddOutputs(b, outputs_vec)
+        if intermediates:
+            tflite.OperatorAddIntermediates(b, intermediates_vec)
         if options is not None:
             tflite.OperatorAddBuiltinOptionsType(b, getattr(tflite.BuiltinOptions, table))
             tflite.OperatorAddBuiltinOptions(b, options_offset)

@@ -24,7 +24,7 @@ class Buffer:
     size: int               # elements
     label: str              # the ONNX tensor it was made for (data, not code)
     index: int = 0          # position among the graph inputs or outputs
-    data: np.ndarray | None = field(default=None, compare=False)  # a const buffer's values, flat
+    data: np.ndarray | None = field(default=None, compare=False)  # a const buffer's values, a state's initial ones
     dtype: np.dtype = np.dtype(np.float32)
 
     @property

@@ -14,7 +14,7 @@ import numpy as np
 import tflite
 
 from ...errors import CglowError
-from ..ir import Node, TensorType
+from ..ir import Node, State, TensorType
 from ..registry import SHAPE_RULES, Args
 from .reader import Model, Operator, Quant, Tensor
 
@@ -83,7 +83,7 @@ class Build:
         if t.index not in self.variables:
             if t.data is not None:
                 raise CglowError(f"{self.op.describe()}: the variable tensor '{t.name}' has initial values; cglow "
-                                 f"starts every variable at zero, as LiteRT does")
+                                 f"starts every variable as LiteRT does (at zero, an int8 one at its zero point)")
             self.types[self.names[t.index]] = TensorType(t.dtype, t.shape)
             self.variables[t.index] = [self.names[t.index]] * 2
         return self.variables[t.index]
@@ -104,9 +104,15 @@ class Build:
                              f"the operator computes {self.types[value]}")
         self._variable(t)[1] = value
 
-    def states(self) -> tuple[tuple[str, str], ...]:
-        """The graph's states: each variable tensor that an operator assigns, and its value at the run's end."""
-        return tuple((first, last) for first, last in self.variables.values() if last != first)
+    def states(self) -> tuple[State, ...]:
+        """The graph's states: each variable tensor that an operator assigns, with its value at the run's end and
+        before the first run (LiteRT's ResetVariableTensor: an int8 one's zero point, else zero)."""
+        return tuple(State(first, last, self._initial(index)) for index, (first, last) in self.variables.items()
+                     if last != first)
+
+    def _initial(self, index: int) -> int:
+        t = self.model.tensors[index]
+        return int(t.quant.zero[0]) if t.dtype == np.int8 and t.quant is not None else 0
 
     def out(self, i: int = 0) -> str:
         return self.names[self.op.outputs[i]]

@@ -1,11 +1,12 @@
-"""UNIDIRECTIONAL_SEQUENCE_LSTM (float32), unrolled over its static sequence into ONNX nodes, step by step as
-LiteRT's float kernel computes (lstm_eval.cc, LstmStepFloat): each gate of i, f, c, o (TFLite's order) is its
-input projection plus the recurrent one of the last output state, plus peephole x cell state for i, f (the
-old cell state) and o (the new one), then layer normalized if the model has coefficients (the bias added after
-the normalization, else before), and activated: sigmoid for i, f, o, the fused activation for c. The cell state
-c' = f c + i g (CIFG, no input gate: i = 1 - f) is clipped to +-cell_clip, the output h = o act(c') projected
-(plus bias) and clipped to +-proj_clip when the model says so. The output state and cell state are variable
-tensors: a sequence starts from what the last invocation left, and leaves its last h and c (Build.assign).
+"""UNIDIRECTIONAL_SEQUENCE_LSTM, unrolled over its static sequence, step by step: float32 ones into ONNX nodes
+here, 8-bit ones into cglow's integer ops (lstm_int8.py). A float step is computed as LiteRT's float kernel
+does (lstm_eval.cc, LstmStepFloat): each gate of i, f, c, o (TFLite's order) is its input projection plus the
+recurrent one of the last output state, plus peephole x cell state for i, f (the old cell state) and o (the new
+one), then layer normalized if the model has coefficients (the bias added after the normalization, else
+before), and activated: sigmoid for i, f, o, the fused activation for c. The cell state c' = f c + i g (CIFG,
+no input gate: i = 1 - f) is clipped to +-cell_clip, the output h = o act(c') projected (plus bias) and clipped
+to +-proj_clip when the model says so. The output state and cell state are variable tensors: a sequence starts
+from what the last invocation left, and leaves its last h and c (Build.assign).
 
 The ONNX LSTM node has no CIFG, projection, layer normalization nor TFLite's clips, so the step is built of
 primitives: a Gemm of the step's input over all gates (the input projection), one of the output state with
@@ -16,21 +17,11 @@ import numpy as np
 
 from ...errors import CglowError
 from .build import Build, float_activation, translator
+from .lstm_inputs import (BIASES, CELL_STATE, GATES, INPUT_WEIGHTS, LAYER_NORMS, OUTPUT_STATE, PEEPHOLES, PROJECTION,
+                          PROJECTION_BIAS, RECURRENT_WEIGHTS, gates, rows, shape_const)
+from .lstm_int8 import IntCell
 
-GATES = "ifco"                                     # TFLite's order
-INPUT_WEIGHTS, RECURRENT_WEIGHTS, BIASES, LAYER_NORMS = 1, 5, 12, 20  # the inputs of gate i, then f, c, o
-PEEPHOLES = {"i": 9, "f": 10, "o": 11}  # cell_to_*_weights: the cell gate has none
-PROJECTION, PROJECTION_BIAS, OUTPUT_STATE, CELL_STATE = 16, 17, 18, 19
 EPSILON = 1e-8  # LiteRT's normalization constant (kLayerNormEpsilon)
-
-
-def _shape(b: Build, *dims: int) -> str:
-    return b.const("shape", np.array(dims, np.int64))
-
-
-def _rows(b: Build, value: str, first: int, count: int, axis: int = 1) -> str:
-    """value[..., first:first + count] along axis."""
-    return b.add("Slice", [value, _shape(b, first), _shape(b, first + count), _shape(b, axis)])
 
 
 def _clip(b: Build, value: str, bound: float) -> str:
@@ -45,7 +36,7 @@ class _Cell:
 
     def __init__(self, b: Build, cells: int, size: int, outputs: int):
         self.b, self.cells = b, cells
-        self.gates = GATES[1:] if not b.has(INPUT_WEIGHTS) else GATES  # CIFG: no input gate
+        self.gates = gates(b)
         self.peephole = {g: b.value(i) for g, i in PEEPHOLES.items() if b.has(i)}
         self.norm = {g: b.value(LAYER_NORMS + GATES.index(g)) for g in self.gates
                      if b.has(LAYER_NORMS + GATES.index(g))}
@@ -78,7 +69,7 @@ class _Cell:
     def _gate(self, pre: str, g: str, c: str, act: str) -> str:
         """Gate g of the pre-activations: its peephole (with cell state c), normalization and activation."""
         b, k = self.b, self.gates.index(g)
-        value = _rows(b, pre, k * self.cells, self.cells)
+        value = rows(b, pre, k * self.cells, self.cells)
         if g in self.peephole:
             value = b.add("Add", [value, b.add("Mul", [c, self.peephole[g]])])
         if self.norm:
@@ -86,7 +77,7 @@ class _Cell:
                           {"axis": -1, "epsilon": EPSILON})
         return float_activation(b, value, act)
 
-    def step(self, x: str, h: str, c: str, cell_clip: float) -> tuple[str, str]:
+    def step(self, x: str, h: str, c: str) -> tuple[str, str]:
         """One step of input x [batch, input] from output state h and cell state c: the new ones."""
         b = self.b
         pre = b.add("Gemm", [h, self.recurrent, self.projection(x)], {"transB": 1})
@@ -96,17 +87,22 @@ class _Cell:
         else:
             i = b.add("Sub", [b.const("one", np.array(1, np.float32)), f])
         g = self._gate(pre, "c", c, self.act)
-        c = _clip(b, b.add("Add", [b.add("Mul", [f, c]), b.add("Mul", [i, g])]), cell_clip)
+        c = _clip(b, b.add("Add", [b.add("Mul", [f, c]), b.add("Mul", [i, g])]), b.option("CellClip") or 0.0)
         o = self._gate(pre, "o", c, "SIGMOID")
-        return b.add("Mul", [o, float_activation(b, c, self.act)]), c
+        h = b.add("Mul", [o, float_activation(b, c, self.act)])
+        if b.has(PROJECTION):
+            bias = [b.value(PROJECTION_BIAS)] if b.has(PROJECTION_BIAS) else []
+            h = _clip(b, b.add("Gemm", [h, b.value(PROJECTION)] + bias, {"transB": 1}), b.option("ProjClip") or 0.0)
+        return h, c
 
 
 @translator("UNIDIRECTIONAL_SEQUENCE_LSTM")
 def _lstm(b: Build, op) -> None:
     x = b.tensor(0)
-    if b.tensor(-1).dtype != np.float32 or x.dtype != np.float32 or b.tensor(2).dtype != np.float32:
-        raise CglowError(f"{op.describe()}: only float32 UNIDIRECTIONAL_SEQUENCE_LSTM is supported (8-bit and "
-                         f"hybrid ones are not yet)")
+    kinds = {x.dtype, b.tensor(2).dtype, b.tensor(-1).dtype}
+    if kinds not in ({np.dtype(np.float32)}, {np.dtype(np.int8)}):
+        raise CglowError(f"{op.describe()}: float32 and int8 UNIDIRECTIONAL_SEQUENCE_LSTM are supported (input, "
+                         f"weights and output of one type), not {', '.join(sorted(k.name for k in kinds))}")
     if b.option("DiagonalRecurrentTensors"):
         raise CglowError(f"{op.describe()}: diagonal recurrent weights are not supported")
     if len(x.shape) != 3:
@@ -119,17 +115,12 @@ def _lstm(b: Build, op) -> None:
         if b.tensor(i).shape != shape:
             raise CglowError(f"{op.describe()}: input {i} ('{b.tensor(i).name}') is {list(b.tensor(i).shape)}, "
                              f"expected {list(shape)}")
-    cell = _Cell(b, cells, size, outputs)
+    cell = (IntCell if x.dtype == np.int8 else _Cell)(b, cells, size, outputs)
     seq = b.value(0) if time_major else b.transpose(b.value(0), (1, 0, 2))
     h, c, ys = b.state(OUTPUT_STATE), b.state(CELL_STATE), []
     for t in range(steps):
-        x_t = b.add("Reshape", [_rows(b, seq, t, 1, axis=0), _shape(b, batch, size)])
-        h, c = cell.step(x_t, h, c, b.option("CellClip") or 0.0)
-        if b.has(PROJECTION):
-            h = b.add("Gemm", [h, b.value(PROJECTION)] + ([b.value(PROJECTION_BIAS)] if b.has(PROJECTION_BIAS) else []),
-                      {"transB": 1})
-            h = _clip(b, h, b.option("ProjClip") or 0.0)
-        ys.append(b.add("Reshape", [h, _shape(b, 1, batch, outputs)]))
+        h, c = cell.step(b.add("Reshape", [rows(b, seq, t, 1, axis=0), shape_const(b, batch, size)]), h, c)
+        ys.append(b.add("Reshape", [h, shape_const(b, 1, batch, outputs)]))
     b.assign(OUTPUT_STATE, h)
     b.assign(CELL_STATE, c)
     y = b.add("Concat", ys, {"axis": 0}) if steps > 1 else ys[0]

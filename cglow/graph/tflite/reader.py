@@ -48,6 +48,7 @@ class Operator:
     inputs: tuple[int, ...]        # tensor indices, -1 for an omitted optional input
     outputs: tuple[int, ...]
     options: Any                   # the generated options table (tflite.Conv2DOptions...), or None
+    intermediates: tuple[int, ...] = ()  # tensors whose quantization an 8-bit LSTM takes its scales from
 
     def describe(self) -> str:
         return f"{self.op} operator {self.index}"
@@ -145,4 +146,5 @@ def _operator(op: tflite.Operator, index: int, codes) -> Operator:
         options.Init(table.Bytes, table.Pos)
     inputs = tuple(int(i) for i in op.InputsAsNumpy()) if op.InputsLength() else ()
     outputs = tuple(int(i) for i in op.OutputsAsNumpy()) if op.OutputsLength() else ()
-    return Operator(index, name, inputs, outputs, options)
+    intermediates = tuple(int(i) for i in op.IntermediatesAsNumpy()) if op.IntermediatesLength() else ()
+    return Operator(index, name, inputs, outputs, options, intermediates)

@@ -20,7 +20,9 @@ from ..context import Context, lowering
 from ..literals import c_float, c_int, c_type
 from .nn import CHANNELS_LAST, _pixel_rows, _window_2d, as_2d
 
-INTERNAL_OPS = ("IntConv", "IntGemm", "IntAdd", "IntMul", "IntAvgPool", "IntTable")  # made by graph passes only
+# made by graph passes and the TFLite import only (IntLogistic, IntTanh, IntLstmCell: lower/ops/tflite_lstm.py)
+INTERNAL_OPS = ("IntConv", "IntGemm", "IntAdd", "IntMul", "IntAvgPool", "IntTable", "IntLogistic", "IntTanh",
+                "IntLstmCell")
 I32 = np.dtype(np.int32)
 
 
