@@ -45,8 +45,8 @@ def quoted(name: str) -> str:
 
 
 def graph_text(graph: Graph) -> str:
-    """The graph's inputs, outputs and constants, then one line per node: op, name, inputs -> outputs
-    with their types, attributes."""
+    """The graph's inputs, outputs, states (each with the value a run leaves in it) and constants, then one
+    line per node: op, name, inputs -> outputs with their types, attributes."""
     def value(name: str) -> str:
         if not name:
             return "-"
@@ -57,6 +57,7 @@ def graph_text(graph: Graph) -> str:
     lines = [f"graph {quoted(graph.name)} opset {graph.opset} from {quoted(graph.source)}",
              *(f"input {value(n)}" for n in graph.inputs),
              *(f"output {value(n)}" for n in graph.outputs),
+             *(f"state {value(s.value)} <- {value(s.update)} initial {s.initial}" for s in graph.states),
              f"constants: {len(graph.consts)} ({const_bytes} bytes)",
              f"nodes: {len(graph.nodes)}"]
     for node in graph.nodes:

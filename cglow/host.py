@@ -109,6 +109,8 @@ class HostModel:
         declarations = [f"int {name}_run({', '.join(params) or 'void'});"]
         if options.io_in_arena and not options.caller_arena:
             declarations += [f"{t.ctype} *{name}_{n}(void);" for n, t in io]
+        if compiled.plan.state_bytes:
+            declarations.append(f"void {name}_reset({'void *' if options.caller_arena else 'void'});")
         self.ffi.cdef("\n".join(declarations))
         self.lib = self.ffi.dlopen(str(library))
         self.fn = getattr(self.lib, f"{name}_run")
@@ -125,6 +127,13 @@ class HostModel:
         if options.io_in_arena:  # where each input and output lives
             ids = compiled.program.inputs + compiled.program.outputs
             self.slots = [self._in_arena(n, t, compiled.plan.offsets[b]) for (n, t), b in zip(io, ids)]
+        self.reset()  # a library loaded twice is one in memory: a new model starts from no state all the same
+
+    def reset(self) -> None:
+        """Forget the state a streaming model keeps between runs (if it has any): the next run is as the first."""
+        if self.compiled.plan.state_bytes:
+            reset = getattr(self.lib, f"{self.compiled.name}_reset")
+            reset(*([self.arena] if self.compiled.options.caller_arena else []))
 
     def _in_arena(self, name: str, info, offset: int):
         if self.compiled.options.caller_arena:

@@ -72,11 +72,13 @@ class TFLiteWriter:
         self.operators = []  # offsets of the finished Operator tables
         self.opcodes = {}  # (builtin code, version) -> index in the operator_codes vector
 
-    def tensor(self, name: str, shape, dtype, data=None, scale=None, zero_point=None, axis: int = 0) -> int:
+    def tensor(self, name: str, shape, dtype, data=None, scale=None, zero_point=None, axis: int = 0,
+               variable: bool = False) -> int:
         """Add a tensor; returns its index. dtype: a numpy dtype (float32, int8, uint8, int16, int32, int64, bool).
         data: a numpy array for a constant (written to a buffer of its own), None for an activation (buffer 0).
         scale/zero_point: a float or a 1-D sequence (per channel along `axis`, the quantized_dimension);
-        zero_point defaults to 0s."""
+        zero_point defaults to 0s. variable: a variable tensor (is_variable), the state an operator such as SVDF
+        keeps between invocations."""
         b = self.builder
         dtype = np.dtype(dtype)
         buffer = 0
@@ -101,17 +103,20 @@ class TFLiteWriter:
         tflite.TensorAddType(b, getattr(tflite.TensorType, dtype.name.upper()))
         tflite.TensorAddBuffer(b, buffer)
         tflite.TensorAddName(b, name_str)
+        if variable:
+            tflite.TensorAddIsVariable(b, True)
         if quantization is not None:
             tflite.TensorAddQuantization(b, quantization)
         self.tensors.append(tflite.TensorEnd(b))
         return len(self.tensors) - 1
 
-    def op(self, builtin: str, inputs, outputs, options: dict | None = None, version: int = 1) -> None:
+    def op(self, builtin: str, inputs, outputs, options: dict | None = None, version: int = 1,
+           intermediates=()) -> None:
         """Add an operator. builtin: the BuiltinOperator name ("CONV_2D", ...); inputs/outputs: tensor indices
         (-1 for an omitted optional input). options: the fields of the options table the schema pairs with the
         operator, by their snake_case schema names; enums by member name ("SAME", "RELU6"), vectors as lists,
         bools as bools. Unset fields take the schema's defaults (stride_w/stride_h default to 0, so set them);
-        options=None writes no table."""
+        options=None writes no table. intermediates: tensor indices whose quantization an 8-bit LSTM reads."""
         b = self.builder
         code = getattr(tflite.BuiltinOperator, builtin)
         opcode_index = self.opcodes.setdefault((code, version), len(self.opcodes))
@@ -120,10 +125,14 @@ class TFLiteWriter:
             options_offset = self._options(table, options)
         inputs_vec = b.CreateNumpyVector(np.asarray(inputs, np.int32))
         outputs_vec = b.CreateNumpyVector(np.asarray(outputs, np.int32))
+        if intermediates:
+            intermediates_vec = b.CreateNumpyVector(np.asarray(intermediates, np.int32))
         tflite.OperatorStart(b)
         tflite.OperatorAddOpcodeIndex(b, opcode_index)
         tflite.OperatorAddInputs(b, inputs_vec)
         tflite.OperatorAddOutputs(b, outputs_vec)
+        if intermediates:
+            tflite.OperatorAddIntermediates(b, intermediates_vec)
         if options is not None:
             tflite.OperatorAddBuiltinOptionsType(b, getattr(tflite.BuiltinOptions, table))
             tflite.OperatorAddBuiltinOptions(b, options_offset)
@@ -206,11 +215,21 @@ class TFLiteWriter:
 def run_litert(model: bytes, inputs: list[np.ndarray]) -> list[np.ndarray]:
     """Run `model` in the LiteRT interpreter with the reference kernels (BUILTIN_REF, whose integer arithmetic is
     TFLite Micro's), feeding `inputs` in the subgraph's input order; returns copies of the outputs, in order."""
+    return run_litert_sequence(model, [inputs])[0]
+
+
+def run_litert_sequence(model: bytes, invocations: list[list[np.ndarray]]) -> list[list[np.ndarray]]:
+    """Invoke one interpreter of `model` once per list of inputs, in order: the variable tensors (the state of
+    SVDF and LSTM operators) start at zero and carry over from one invocation to the next. Returns each
+    invocation's outputs."""
     from ai_edge_litert.interpreter import Interpreter, OpResolverType
 
     interpreter = Interpreter(model_content=model, experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
     interpreter.allocate_tensors()
-    for detail, value in zip(interpreter.get_input_details(), inputs, strict=True):
-        interpreter.set_tensor(detail["index"], value)  # raises on a wrong dtype or shape
-    interpreter.invoke()
-    return [interpreter.get_tensor(detail["index"]) for detail in interpreter.get_output_details()]
+    results = []
+    for inputs in invocations:
+        for detail, value in zip(interpreter.get_input_details(), inputs, strict=True):
+            interpreter.set_tensor(detail["index"], value)  # raises on a wrong dtype or shape
+        interpreter.invoke()
+        results.append([interpreter.get_tensor(detail["index"]) for detail in interpreter.get_output_details()])
+    return results

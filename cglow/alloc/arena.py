@@ -1,7 +1,8 @@
 """Static arena allocation: buffer lifetimes become offsets in one arena, with a verifier.
 
 The allocator takes only (buffer, size, lifetime) and returns offsets: greedy placement (each buffer where
-it overlaps no buffer alive at the same time) under several orderings, the smallest arena kept.
+it overlaps no buffer alive at the same time) under several orderings, the smallest arena kept. The state
+kept between runs (buffers of kind "state") comes first, at the arena's start, where nothing else goes.
 """
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ class Plan:
     size: int                    # arena bytes
     intervals: tuple[Interval, ...]
     align: int = 16              # every offset is a multiple
+    state_bytes: int = 0         # the arena's first bytes, holding the state between runs
 
 
 def lifetimes(prog: Program, align: int = 16, io: bool = False) -> list[Interval]:
@@ -90,7 +92,7 @@ def floor(intervals: list[Interval]) -> int:
 def allocate(prog: Program, align: int = 16, io: bool = False) -> Plan:
     """Every buffer starts at a multiple of `align` bytes (at least its element size). Tries several
     orderings and keeps the smallest arena, stopping as soon as one reaches the floor."""
-    align = max([align] + [b.dtype.itemsize for b in prog.buffers if b.kind == "arena" or io])
+    align = max([align] + [b.dtype.itemsize for b in prog.buffers if b.kind in ("arena", "state") or io])
     intervals = lifetimes(prog, align, io)
     lowest = floor(intervals)
     best: Plan | None = None
@@ -104,8 +106,24 @@ def allocate(prog: Program, align: int = 16, io: bool = False) -> Plan:
                 break
         if best.size == lowest:
             break
+    best = _after_states(prog, best)
     verify(prog, best)
     return best
+
+
+def _after_states(prog: Program, plan: Plan) -> Plan:
+    """The plan moved past the state buffers, which come first, alive through every instruction: their values
+    outlive the run, and a fixed place lets the caller's arena keep them (docs/c-api.md)."""
+    states = [b for b in prog.buffers if b.kind == "state"]
+    if not states:
+        return plan
+    offsets, intervals, start = {}, [], 0
+    for b in states:
+        offsets[b.id] = start
+        intervals.append(Interval(b.id, slot(b.nbytes, plan.align), 0, max(len(prog.instrs) - 1, 0)))
+        start += intervals[-1].size
+    offsets.update((buf, offset + start) for buf, offset in plan.offsets.items())
+    return Plan(offsets, plan.size + start, tuple(intervals) + plan.intervals, plan.align, start)
 
 
 def verify(prog: Program, plan: Plan) -> None:

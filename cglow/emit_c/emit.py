@@ -16,7 +16,7 @@ from ..instr.ir import Buffer, Program, View, reads
 from ..kernels.render import PRIMITIVE_NAMES, comment, render
 from ..kernels.tiles import tiles_for
 from ..options import Options
-from ..lower.literals import c_array_lines, c_float, c_type
+from ..lower.literals import c_array_lines, c_float, c_literal, c_type
 
 ENV = jinja2.Environment(loader=jinja2.PackageLoader("cglow", "emit_c"), trim_blocks=True, lstrip_blocks=True,
                          undefined=jinja2.StrictUndefined, autoescape=False, keep_trailing_newline=True)
@@ -135,7 +135,8 @@ def emit(prog: Program, plan: Plan, prefix: str, source: str, opset: int,
         dict(name=weight_names[b.id], size=max(b.size, 1), ctype=c_type(b.dtype), comment=comment(b.label),
              body="    " + "\n    ".join(c_array_lines(b.data)))
         for b in consts.values()]
-    in_arena = {b.id for b in prog.buffers if b.kind == "arena" or options.io_in_arena and b.kind in ("input", "output")}
+    in_arena = {b.id for b in prog.buffers
+                if b.kind in ("arena", "state") or options.io_in_arena and b.kind in ("input", "output")}
 
     def base(view: View) -> str:
         buf = prog.buffer(view.buf)
@@ -183,12 +184,19 @@ def emit(prog: Program, plan: Plan, prefix: str, source: str, opset: int,
     ctx = dict(prefix=prefix, P=prefix.upper(), guard=f"{prefix.upper()}_H", header=header or f"{prefix}.h",
                version=__version__, source=comment(source, 120), opset=opset, params=", ".join(params) or "void",
                arena_slots=-(-plan.size // 8), arena_bytes=plan.size, align=plan.align, options=options, io=io,
+               state_bytes=plan.state_bytes, fills=_fills(prog, plan),
                line_align=0 if tiles_for(options.target).scalar else CACHE_LINE,
                weights_bytes=weights_bytes, weights=weights, kernels=kernels, blob=blob, tag_bytes=TAG_BYTES,
                calls=unused + calls, instr_count=len(prog.instrs), helpers=runtime_helpers(kernels), trace=trace,
                inputs=[_tensor(t) for t in inputs], outputs=[_tensor(t) for t in outputs])
     return Emitted(ENV.get_template("net.c.j2").render(ctx), ENV.get_template("net.h.j2").render(ctx),
                    plan.size, weights_bytes, len(prog.instrs), blob.data if blob else b"", tuple(functions))
+
+
+def _fills(prog: Program, plan: Plan) -> list[dict]:
+    """The states that do not start at zero (an int8 one at its zero point): net_reset sets each element."""
+    return [dict(offset=plan.offsets[b.id], ctype=c_type(b.dtype), count=b.size, label=comment(b.label),
+                 value=c_literal(b.data[0], b.dtype)) for b in prog.buffers if b.kind == "state" and np.any(b.data)]
 
 
 def _tensor(t: TensorInfo) -> dict:

@@ -25,9 +25,10 @@ class Site:
         return self.graph.types[name].shape
 
     def sole_reader(self, name: str) -> Node | None:
-        """The one node that reads the value, once, if nothing else does (a graph output is read by the caller)."""
+        """The one node that reads the value, once, if nothing else does (a graph output is read by the caller,
+        a state's update by the next run)."""
         readers = self.readers.get(name, [])
-        if name in self.graph.outputs or len(readers) != 1 or readers[0].inputs.count(name) != 1:
+        if name in self.graph.results or len(readers) != 1 or readers[0].inputs.count(name) != 1:
             return None
         return readers[0]
 

@@ -46,6 +46,16 @@ class Node:
 
 
 @dataclass(frozen=True)
+class State:
+    """Values kept between runs (a TFLite variable tensor): `value` is read like an input, holding at each run's
+    start what the last run left; `update`, computed by the nodes, is what this run leaves. Before the first run
+    every element is `initial` (LiteRT starts an int8 variable at its zero point, any other at zero)."""
+    value: str
+    update: str
+    initial: int = 0
+
+
+@dataclass(frozen=True)
 class Graph:
     name: str
     opset: int
@@ -56,9 +66,15 @@ class Graph:
     nodes: tuple[Node, ...]
     source: str = ""
     io_quant: dict[str, tuple[float, int]] = field(default_factory=dict)  # 8-bit input or output: scale, zero point
+    states: tuple[State, ...] = ()
 
     def with_nodes(self, nodes, **changes) -> "Graph":
         return replace(self, nodes=tuple(nodes), **changes)
+
+    @property
+    def results(self) -> tuple[str, ...]:
+        """The values read after a run, whose names the passes keep: the outputs and the states' updates."""
+        return self.outputs + tuple(s.update for s in self.states)
 
     def consumers(self) -> dict[str, list[Node]]:
         users: dict[str, list[Node]] = {}

@@ -14,8 +14,8 @@ from .rules.tensor import pad_widths
 
 
 def eliminate_dead(graph: Graph) -> Graph:
-    """Drop nodes none of whose outputs reach a graph output."""
-    needed = set(graph.outputs)
+    """Drop nodes none of whose outputs reach a graph output or a state's update."""
+    needed = set(graph.results)
     kept = []
     for node in reversed(graph.nodes):
         if any(o in needed for o in node.outputs):
@@ -40,7 +40,7 @@ def _transpose(site: Site, node: Node) -> Graph | None:
         composed = replace(node, inputs=inner.inputs, attrs={**node.attrs, "perm": tuple(first[i] for i in then)})
         return site.rewritten([(node, composed)])
     source, out = node.inputs[0], node.outputs[0]
-    if _perm(site, node) != tuple(range(len(site.shape(source)))) or out in site.graph.outputs:
+    if _perm(site, node) != tuple(range(len(site.shape(source)))) or out in site.graph.results:
         return None
     readers = {id(r): r for r in site.readers.get(out, [])}.values()
     return site.rewritten([(node, None)] + [(r, replace(r, inputs=tuple(source if n == out else n for n in r.inputs)))
@@ -74,7 +74,7 @@ def _pad(site: Site, pad: Node) -> Graph | None:
     value = site.const(value_name) if value_name else np.zeros(1)
     out = pad.outputs[0]
     readers = site.readers.get(out, [])
-    if value is None or value.size != 1 or out in site.graph.outputs or not readers or \
+    if value is None or value.size != 1 or out in site.graph.results or not readers or \
             not all(_takes_pads(r, out, value.reshape(-1)[0]) for r in readers):
         return None
     g = site.graph

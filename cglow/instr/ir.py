@@ -14,7 +14,7 @@ import numpy as np
 
 from ..graph.geometry import Window
 
-KINDS = ("input", "output", "const", "arena")
+KINDS = ("input", "output", "const", "arena", "state")  # state: in the arena, kept between runs
 
 
 @dataclass(frozen=True)
@@ -24,7 +24,7 @@ class Buffer:
     size: int               # elements
     label: str              # the ONNX tensor it was made for (data, not code)
     index: int = 0          # position among the graph inputs or outputs
-    data: np.ndarray | None = field(default=None, compare=False)  # a const buffer's values, flat
+    data: np.ndarray | None = field(default=None, compare=False)  # a const buffer's values, a state's initial ones
     dtype: np.dtype = np.dtype(np.float32)
 
     @property

@@ -160,8 +160,8 @@ def _combine(prog: Program, rule) -> Program:
         instrs = list(current.instrs)
         writers, read_count = _usage(current)
         for j, b in enumerate(instrs):
-            if not isinstance(b, Map):
-                continue
+            if not isinstance(b, Map) or prog.buffer(b.out.buf).kind == "state":
+                continue  # a state's copy stays: its producer may read the old state, which it would overwrite
             for k, v in enumerate(b.ins):
                 t = prog.buffer(v.buf)
                 if t.kind != "arena" or len(writers.get(t.id, ())) != 1 or read_count[t.id] != 1:
@@ -216,7 +216,8 @@ def elide_copies(prog: Program) -> Program:
     """A whole buffer T copied, as its last use, into a contiguous region D (a concat slice, a graph
     output): every instruction that touched T works in D instead, and the copy goes, unless D's buffer,
     alive earlier, would raise the floor. D's region is written by nobody else (each element of a value is
-    written once), so this keeps the semantics."""
+    written once), so this keeps the semantics; a state's region holds its old value until the copy, so
+    its copy stays."""
     instrs = list(prog.instrs)
     j = 0
     while j < len(instrs):
@@ -225,7 +226,8 @@ def elide_copies(prog: Program) -> Program:
             t = prog.buffer(b.ins[0].buf)
             dest = b.out.reshape((b.out.size,))
             last = max(i for i, x in enumerate(instrs) if t.id in {v.buf for v in (x.out,) + reads(x)})
-            if t.kind == "arena" and t.id != b.out.buf and t.dtype == prog.buffer(b.out.buf).dtype and last == j \
+            if t.kind == "arena" and prog.buffer(b.out.buf).kind != "state" and t.id != b.out.buf \
+                    and t.dtype == prog.buffer(b.out.buf).dtype and last == j \
                     and b.ins[0].covers(t.size) \
                     and dest is not None and dest.strides == (1,):
                 renamed = [_rename(x, t.id, dest) for x in instrs[:j]] + instrs[j + 1:]

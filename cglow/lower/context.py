@@ -34,6 +34,10 @@ class Context:
                             for i, n in enumerate(graph.inputs))
         for name, buf in zip(graph.inputs, self.inputs):
             self.views[name] = View.of(buf, graph.types[name].shape)
+        for i, s in enumerate(graph.states):  # read like inputs; their buffers outlive the run
+            initial = np.full(graph.types[s.value].size, s.initial, self.dtype(s.value))
+            buf = self._buffer("state", initial.size, s.value, initial.dtype, i, initial)
+            self.views[s.value] = View.of(buf, graph.types[s.value].shape)
 
     def _buffer(self, kind: str, size: int, label: str, dtype: np.dtype, index: int = 0, data=None) -> int:
         self.buffers.append(Buffer(len(self.buffers), kind, size, label, index, data, np.dtype(dtype)))
@@ -164,6 +168,8 @@ def lower(graph: Graph) -> Program:
         outputs.append(buf)
         out = View.of(buf, graph.types[name].shape)
         ctx.emit(Map(out, (ctx.view(name),), "{0}", f"output {name}", Value(name, out)))
+    for s in graph.states:  # last: every read of the state's old value comes before
+        ctx.emit(Map(ctx.views[s.value], (ctx.view(s.update),), "{0}", f"state {s.value}"))
     return Program(graph.name, tuple(ctx.buffers), _with_values(ctx), ctx.inputs, tuple(outputs))
 
 

@@ -1,7 +1,7 @@
 """What the translation of a TFLite model builds: graph nodes (ONNX ops, and cglow's integer ops for the
 quantized ones), constants and types, under fresh value names. Each operator's translation registers here
-(`translator`); the ops live in activations.py, conv.py, elementwise.py, matmul.py, resize.py, slicing.py,
-softmax.py, tensor.py and transpose_conv.py.
+(`translator`); the ops live in activations.py, conv.py, elementwise.py, lstm.py, matmul.py, resize.py,
+slicing.py, softmax.py, svdf.py, tensor.py and transpose_conv.py.
 
 TFLite lays images out NHWC; cglow's Conv and pooling ops take NCHW. Their translations read the input
 through a Transpose and give the result back through one: both are views when lowered (a convolution writes
@@ -15,7 +15,7 @@ import numpy as np
 import tflite
 
 from ...errors import CglowError
-from ..ir import Node, TensorType
+from ..ir import Node, State, TensorType
 from ..registry import SHAPE_RULES, Args
 from .reader import Model, Operator, Quant, Tensor
 
@@ -44,6 +44,8 @@ class Build:
         self.taken: set[str] = set()
         self.names = [self._fresh(t.name) for t in model.tensors]
         self.op: Operator | None = None  # the operator being translated, for node names and messages
+        # a variable tensor's index -> [the graph value holding it at the run's start, its current value]
+        self.variables: dict[int, list[str]] = {}
 
     def _fresh(self, base: str) -> str:
         name, k = base, 1
@@ -55,15 +57,20 @@ class Build:
     # --- the operator's tensors -------------------------------------------------------------------------
     def tensor(self, i: int) -> Tensor:
         """The operator's input i (or -1 - i: its output i)."""
-        index = self.op.inputs[i] if i >= 0 else self.op.outputs[-1 - i]
-        return self.model.tensors[index]
+        refs, k = (self.op.inputs, i) if i >= 0 else (self.op.outputs, -1 - i)
+        if k >= len(refs) or not 0 <= refs[k] < len(self.model.tensors):
+            raise CglowError(f"{self.op.describe()}: its {('input', 'output')[i < 0]} {k} is missing")
+        return self.model.tensors[refs[k]]
 
     def has(self, i: int) -> bool:
         return len(self.op.inputs) > i and self.op.inputs[i] >= 0
 
     def value(self, i: int) -> str:
-        """The graph value of the operator's input i, a constant's read in."""
+        """The graph value of the operator's input i, a constant's read in; a variable tensor's as the operators
+        before have left it (at first, what the last run left)."""
         t = self.tensor(i)
+        if t.variable:
+            return self._variable(t)[1]
         name = self.names[t.index]
         if name not in self.types:
             if t.data is None:
@@ -72,6 +79,41 @@ class Build:
             self.consts[name] = t.data
             self.types[name] = TensorType(t.dtype, t.shape)
         return name
+
+    def _variable(self, t: Tensor) -> list[str]:
+        if t.index not in self.variables:
+            if t.data is not None:
+                raise CglowError(f"{self.op.describe()}: the variable tensor '{t.name}' has initial values; cglow "
+                                 f"starts every variable as LiteRT does (at zero, an int8 one at its zero point)")
+            self.types[self.names[t.index]] = TensorType(t.dtype, t.shape)
+            self.variables[t.index] = [self.names[t.index]] * 2
+        return self.variables[t.index]
+
+    def state(self, i: int) -> str:
+        """The value of the operator's variable input i, as value() gives it; refused if it is no variable."""
+        t = self.tensor(i)
+        if not t.variable:
+            raise CglowError(f"{self.op.describe()}: its state input {i} ('{t.name}') is not a variable tensor")
+        return self.value(i)
+
+    def assign(self, i: int, value: str) -> None:
+        """The operator leaves `value` in its variable input i (state() checked it is one): later operators, and
+        the next run, read it."""
+        t = self.tensor(i)
+        if self.types[value] != TensorType(t.dtype, t.shape):
+            raise CglowError(f"{self.op.describe()}: the variable tensor '{t.name}' is {TensorType(t.dtype, t.shape)}, "
+                             f"the operator computes {self.types[value]}")
+        self._variable(t)[1] = value
+
+    def states(self) -> tuple[State, ...]:
+        """The graph's states: each variable tensor that an operator assigns, with its value at the run's end and
+        before the first run (LiteRT's ResetVariableTensor: an int8 one's zero point, else zero)."""
+        return tuple(State(first, last, self._initial(index)) for index, (first, last) in self.variables.items()
+                     if last != first)
+
+    def _initial(self, index: int) -> int:
+        t = self.model.tensors[index]
+        return int(t.quant.zero[0]) if t.dtype == np.int8 and t.quant is not None else 0
 
     def out(self, i: int = 0) -> str:
         return self.names[self.op.outputs[i]]
@@ -170,15 +212,13 @@ def window_pads(sizes, kernel, strides, dilations, padding: str) -> tuple[int, .
     return tuple(t // 2 for t in totals) + tuple(t - t // 2 for t in totals)
 
 
-def float_activation(b: Build, value: str) -> str:
-    """The fused activation of a float operator applied to value."""
-    kind = b.activation()
+def float_activation(b: Build, value: str, kind: str | None = None) -> str:
+    """The fused activation of a float operator (or `kind`, an ActivationFunctionType name) applied to value."""
+    kind = kind or b.activation()
     if kind == "NONE":
         return value
-    if kind == "RELU":
-        return b.add("Relu", [value])
-    if kind == "TANH":
-        return b.add("Tanh", [value])
+    if kind in ("RELU", "TANH", "SIGMOID"):
+        return b.add(kind.capitalize(), [value])  # Relu, Tanh, Sigmoid
     bounds = {"RELU6": (0.0, 6.0), "RELU_N1_TO_1": (-1.0, 1.0)}.get(kind)
     if bounds is None:
         raise CglowError(f"{b.op.describe()}: the fused activation {kind} is not supported")

@@ -13,7 +13,8 @@ from ...options import MAX_MEMORY
 from ..ir import Graph, TensorType
 from ..limits import checked_type
 from ..quant.io import float_io as to_float_io
-from . import activations, conv, elementwise, matmul, resize, slicing, softmax, tensor, transpose_conv  # noqa: F401
+from . import (activations, conv, elementwise, lstm, matmul, resize, slicing, softmax, svdf, tensor,  # noqa: F401
+               transpose_conv)  # (register their translators)
 from .build import OPSET, TRANSLATORS, Build
 from .reader import Model
 
@@ -79,5 +80,5 @@ def import_tflite(model: Model, shapes: dict[str, tuple[int, ...]] | None = None
     consts = {k: np.ascontiguousarray(v) for k, v in b.consts.items()}
     graph = Graph(name=Path(source).stem or "model", opset=OPSET, inputs=tuple(b.names[i] for i in model.inputs),
                  outputs=tuple(b.names[i] for i in model.outputs), types=b.types, consts=consts,
-                 nodes=tuple(b.nodes), source=source, io_quant=io_quant)
+                 nodes=tuple(b.nodes), source=source, io_quant=io_quant, states=b.states())
     return to_float_io(graph, {"rounding": "tflite"}) if float_io else graph

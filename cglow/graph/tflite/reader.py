@@ -38,6 +38,7 @@ class Tensor:
     dtype: np.dtype
     data: np.ndarray | None        # a constant's values, shaped
     quant: Quant | None
+    variable: bool = False         # a variable tensor: state that operators (SVDF, LSTM) keep between invocations
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,7 @@ class Operator:
     inputs: tuple[int, ...]        # tensor indices, -1 for an omitted optional input
     outputs: tuple[int, ...]
     options: Any                   # the generated options table (tflite.Conv2DOptions...), or None
+    intermediates: tuple[int, ...] = ()  # tensors whose quantization an 8-bit LSTM takes its scales from
 
     def describe(self) -> str:
         return f"{self.op} operator {self.index}"
@@ -117,7 +119,8 @@ def _tensor(t: tflite.Tensor, index: int, buffers) -> Tensor:
             raise CglowError(f"tensor {index} ('{name}'): its buffer holds {len(raw)} bytes, its shape "
                              f"{list(shape)} of {kind} needs {count * dtype.itemsize}")
         data = np.frombuffer(raw, dtype).astype(dtype.newbyteorder("="), copy=True).reshape(shape)
-    return Tensor(index, name, shape, signature, np.dtype(DTYPES[kind]), data, _quant(t.Quantization()))
+    return Tensor(index, name, shape, signature, np.dtype(DTYPES[kind]), data, _quant(t.Quantization()),
+                  bool(t.IsVariable()))
 
 
 def _quant(q: tflite.QuantizationParameters | None) -> Quant | None:
@@ -143,4 +146,5 @@ def _operator(op: tflite.Operator, index: int, codes) -> Operator:
         options.Init(table.Bytes, table.Pos)
     inputs = tuple(int(i) for i in op.InputsAsNumpy()) if op.InputsLength() else ()
     outputs = tuple(int(i) for i in op.OutputsAsNumpy()) if op.OutputsLength() else ()
-    return Operator(index, name, inputs, outputs, options)
+    intermediates = tuple(int(i) for i in op.IntermediatesAsNumpy()) if op.IntermediatesLength() else ()
+    return Operator(index, name, inputs, outputs, options, intermediates)

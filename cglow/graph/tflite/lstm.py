@@ -1,0 +1,127 @@
+"""UNIDIRECTIONAL_SEQUENCE_LSTM, unrolled over its static sequence, step by step: float32 ones into ONNX nodes
+here, 8-bit ones into cglow's integer ops (lstm_int8.py). A float step is computed as LiteRT's float kernel
+does (lstm_eval.cc, LstmStepFloat): each gate of i, f, c, o (TFLite's order) is its input projection plus the
+recurrent one of the last output state, plus peephole x cell state for i, f (the old cell state) and o (the new
+one), then layer normalized if the model has coefficients (the bias added after the normalization, else
+before), and activated: sigmoid for i, f, o, the fused activation for c. The cell state c' = f c + i g (CIFG,
+no input gate: i = 1 - f) is clipped to +-cell_clip, the output h = o act(c') projected (plus bias) and clipped
+to +-proj_clip when the model says so. The output state and cell state are variable tensors: a sequence starts
+from what the last invocation left, and leaves its last h and c (Build.assign).
+
+The ONNX LSTM node has no CIFG, projection, layer normalization nor TFLite's clips, so the step is built of
+primitives: a Gemm of the step's input over all gates (the input projection), one of the output state with
+that projection as its C, and the gates' maps."""
+from __future__ import annotations
+
+import numpy as np
+
+from ...errors import CglowError
+from .build import Build, float_activation, translator
+from .lstm_inputs import (BIASES, CELL_STATE, GATES, INPUT_WEIGHTS, LAYER_NORMS, OUTPUT_STATE, PEEPHOLES, PROJECTION,
+                          PROJECTION_BIAS, RECURRENT_WEIGHTS, gates, rows, shape_const)
+from .lstm_int8 import IntCell
+
+EPSILON = 1e-8  # LiteRT's normalization constant (kLayerNormEpsilon)
+
+
+def _clip(b: Build, value: str, bound: float) -> str:
+    if not bound:
+        return value
+    lo, hi = (b.const(n, np.array(v, np.float32)) for n, v in (("min", -bound), ("max", bound)))
+    return b.add("Clip", [value, lo, hi])
+
+
+class _Cell:
+    """The weights of one LSTM operator, and its step."""
+
+    def __init__(self, b: Build, cells: int, size: int, outputs: int):
+        self.b, self.cells = b, cells
+        self.gates = gates(b)
+        self.peephole = {g: b.value(i) for g, i in PEEPHOLES.items() if b.has(i)}
+        self.norm = {g: b.value(LAYER_NORMS + GATES.index(g)) for g in self.gates
+                     if b.has(LAYER_NORMS + GATES.index(g))}
+        self.bias = {g: b.value(BIASES + GATES.index(g)) for g in self.gates if b.has(BIASES + GATES.index(g))}
+        if self.norm and len(self.norm) != len(self.gates) or set(self.peephole) - set(self.gates):
+            raise CglowError(f"{b.op.describe()}: layer normalization coefficients must be given for every gate, "
+                             f"and no input gate peephole without the input gate (CIFG)")
+        self.recurrent = b.const("recurrent_weights", self._stacked(RECURRENT_WEIGHTS, outputs))
+        self.input = b.const("input_weights", self._stacked(INPUT_WEIGHTS, size))
+        self.act = b.activation()
+        self.biases = None if self.norm else b.const("biases", self._stacked(BIASES, None))
+
+    def _stacked(self, first: int, columns: int | None) -> np.ndarray:
+        """The gates' weights [cells, columns] (or biases [cells], zeros where a gate has none) one after the
+        other, in the order of self.gates."""
+        shape = (self.cells,) if columns is None else (self.cells, columns)
+        b = self.b
+        parts = [b.weights(first + GATES.index(g)) if b.has(first + GATES.index(g)) else np.zeros(shape, np.float32)
+                 for g in self.gates]
+        for part in parts:
+            if part.shape != shape:
+                raise CglowError(f"{b.op.describe()}: a gate's weights are {list(part.shape)}, expected {list(shape)}")
+        return np.concatenate(parts).astype(np.float32)
+
+    def projection(self, x: str) -> str:
+        """A step's input projection [batch, gates x cells], the biases in it unless each gate is normalized
+        (then they come after). Step by step: one step's projection alive, not the whole sequence's."""
+        return self.b.add("Gemm", [x, self.input] + ([self.biases] if self.biases else []), {"transB": 1})
+
+    def _gate(self, pre: str, g: str, c: str, act: str) -> str:
+        """Gate g of the pre-activations: its peephole (with cell state c), normalization and activation."""
+        b, k = self.b, self.gates.index(g)
+        value = rows(b, pre, k * self.cells, self.cells)
+        if g in self.peephole:
+            value = b.add("Add", [value, b.add("Mul", [c, self.peephole[g]])])
+        if self.norm:
+            value = b.add("LayerNormalization", [value, self.norm[g]] + ([self.bias[g]] if g in self.bias else []),
+                          {"axis": -1, "epsilon": EPSILON})
+        return float_activation(b, value, act)
+
+    def step(self, x: str, h: str, c: str) -> tuple[str, str]:
+        """One step of input x [batch, input] from output state h and cell state c: the new ones."""
+        b = self.b
+        pre = b.add("Gemm", [h, self.recurrent, self.projection(x)], {"transB": 1})
+        f = self._gate(pre, "f", c, "SIGMOID")
+        if "i" in self.gates:
+            i = self._gate(pre, "i", c, "SIGMOID")
+        else:
+            i = b.add("Sub", [b.const("one", np.array(1, np.float32)), f])
+        g = self._gate(pre, "c", c, self.act)
+        c = _clip(b, b.add("Add", [b.add("Mul", [f, c]), b.add("Mul", [i, g])]), b.option("CellClip") or 0.0)
+        o = self._gate(pre, "o", c, "SIGMOID")
+        h = b.add("Mul", [o, float_activation(b, c, self.act)])
+        if b.has(PROJECTION):
+            bias = [b.value(PROJECTION_BIAS)] if b.has(PROJECTION_BIAS) else []
+            h = _clip(b, b.add("Gemm", [h, b.value(PROJECTION)] + bias, {"transB": 1}), b.option("ProjClip") or 0.0)
+        return h, c
+
+
+@translator("UNIDIRECTIONAL_SEQUENCE_LSTM")
+def _lstm(b: Build, op) -> None:
+    x = b.tensor(0)
+    kinds = {x.dtype, b.tensor(2).dtype, b.tensor(-1).dtype}
+    if kinds not in ({np.dtype(np.float32)}, {np.dtype(np.int8)}):
+        raise CglowError(f"{op.describe()}: float32 and int8 UNIDIRECTIONAL_SEQUENCE_LSTM are supported (input, "
+                         f"weights and output of one type), not {', '.join(sorted(k.name for k in kinds))}")
+    if b.option("DiagonalRecurrentTensors"):
+        raise CglowError(f"{op.describe()}: diagonal recurrent weights are not supported")
+    if len(x.shape) != 3:
+        raise CglowError(f"{op.describe()}: the input must be 3-D, it is {list(x.shape)}")
+    time_major = bool(b.option("TimeMajor"))
+    steps, batch = x.shape[:2] if time_major else x.shape[1::-1]
+    cells, size = b.weights(2).shape
+    outputs = b.weights(PROJECTION).shape[0] if b.has(PROJECTION) else cells
+    for i, shape in ((OUTPUT_STATE, (batch, outputs)), (CELL_STATE, (batch, cells))):
+        if b.tensor(i).shape != shape:
+            raise CglowError(f"{op.describe()}: input {i} ('{b.tensor(i).name}') is {list(b.tensor(i).shape)}, "
+                             f"expected {list(shape)}")
+    cell = (IntCell if x.dtype == np.int8 else _Cell)(b, cells, size, outputs)
+    seq = b.value(0) if time_major else b.transpose(b.value(0), (1, 0, 2))
+    h, c, ys = b.state(OUTPUT_STATE), b.state(CELL_STATE), []
+    for t in range(steps):
+        h, c = cell.step(b.add("Reshape", [rows(b, seq, t, 1, axis=0), shape_const(b, batch, size)]), h, c)
+        ys.append(b.add("Reshape", [h, shape_const(b, 1, batch, outputs)]))
+    b.assign(OUTPUT_STATE, h)
+    b.assign(CELL_STATE, c)
+    y = b.add("Concat", ys, {"axis": 0}) if steps > 1 else ys[0]
+    b.finish(y if time_major else b.transpose(y, (1, 0, 2)))

@@ -1,0 +1,100 @@
+"""UNIDIRECTIONAL_SEQUENCE_LSTM against LiteRT's reference kernels over consecutive invocations, its output and cell
+states carried from one to the next: float32 with each option (within 1e-5), int8 as TFLite's integer kernel
+computes it (to the bit; its gemmlowp int16 logistic and tanh checked on every input against tests/gemmlowp16.py),
+and streaming keyword spotters of a dense layer, an LSTM and a softmax."""
+from __future__ import annotations
+
+import os
+import subprocess
+
+import numpy as np
+import pytest
+
+if os.environ.get("CI") == "true":
+    import ai_edge_litert  # noqa: F401  (in CI a missing LiteRT is a failure, not a skip)
+else:
+    pytest.importorskip("ai_edge_litert")
+
+import cglow
+from cglow.emit_c.emit import runtime_helpers
+from cglow.errors import CglowError
+from cglow.host import HOST_FLAGS, build_cached
+from tests import gemmlowp16
+from tests.tflite_stream import Stream, agree, frames
+
+KINDS = [pytest.param(False, id="float"), pytest.param(True, id="int8")]
+
+
+@pytest.mark.parametrize("options", [
+    dict(), dict(time_major=True), dict(peephole=True), dict(cifg=True, peephole=True), dict(projection=3),
+    dict(projection=3, proj_clip=0.3, cell_clip=0.8), dict(layer_norm=True), dict(layer_norm=True, cifg=True),
+    dict(act="RELU")], ids=lambda o: ",".join(f"{k}={v}" for k, v in o.items()) or "plain")
+def test_float_lstm(options, tmp_path):
+    s = Stream(False, seed=4)
+    shape = [5, 2, 3] if options.get("time_major") else [2, 5, 3]
+    x = s.value("x", shape)
+    agree(s.build(x, s.lstm(x, 4, **options)), frames(shape, False, runs=3), tmp_path)
+
+
+@pytest.mark.parametrize("options", [
+    dict(), dict(hidden_zero=0), dict(cifg=True), dict(cell_clip=0.4), dict(time_major=True)],
+    ids=lambda o: ",".join(f"{k}={v}" for k, v in o.items()) or "plain")
+@pytest.mark.parametrize("seed", [0, 1])
+def test_int8_lstm(options, seed, tmp_path):
+    """The output state starts at its zero point (LiteRT resets an int8 variable so), the cell state at zero."""
+    s = Stream(True, seed=seed)
+    shape = [4, 2, 6] if options.get("time_major") else [2, 4, 6]
+    x = s.value("x", shape, scale=0.04, zero=7)
+    agree(s.build(x, s.lstm8(x, 8, **options)), frames(shape, True, seed=seed, runs=3), tmp_path)
+
+
+def test_gemmlowp_int16_functions_on_every_input():
+    """runtime_c's logistic16 and tanh16 (a value in Q(bits), bits 0 to 6) equal gemmlowp's, step by step in
+    Python, on every int16 input."""
+    driver = "\n".join(["#include <stdint.h>", "#include <stdio.h>"] +
+                       runtime_helpers(["cglow_logistic16( cglow_tanh16("]) + ["""
+int main(void)
+{
+    int32_t a, bits;
+    for (bits = 0; bits <= 6; ++bits) {
+        for (a = -32768; a < 32768; ++a) {
+            printf("%d %d\\n", (int)cglow_logistic16(a, bits), (int)cglow_tanh16(a, bits));
+        }
+    }
+    return 0;
+}"""])
+    program = build_cached({"gemmlowp16.c": driver}, "cc", HOST_FLAGS, "gemmlowp16-{}")
+    got = np.array(subprocess.run([str(program)], capture_output=True, text=True, check=True).stdout.split(),
+                   np.int64).reshape(7, 65536, 2)
+    for bits in range(7):
+        want = [(gemmlowp16.logistic(a, bits), gemmlowp16.tanh(a, bits)) for a in range(-32768, 32768)]
+        np.testing.assert_array_equal(got[bits], np.array(want), err_msg=f"Q{bits}")
+
+
+@pytest.mark.parametrize("int8", KINDS)
+def test_lstm_keyword_spotter(int8, tmp_path):
+    """A streaming spotter over chunks of 5 frames of 10 features: a dense layer on each frame, an LSTM whose
+    states carry from chunk to chunk, and a dense layer with a float softmax over the chunk's outputs."""
+    s = Stream(int8, seed=6)
+    x = s.value("chunk", [1, 5, 10], scale=0.1, zero=0)
+    rows = s.weighted("FULLY_CONNECTED", x, [16, 10], [5, 16], fused_activation_function="RELU")
+    seq = s.value("frames", [1, 5, 16], zero=0)
+    s.w.op("RESHAPE", [rows, s.w.tensor("shape", [3], np.int32, np.array([1, 5, 16], np.int32))], [seq])
+    y = s.lstm8(seq, 12) if int8 else s.lstm(seq, 12, peephole=True)
+    logits = s.weighted("FULLY_CONNECTED", y, [12, 60], [1, 12], scale=0.2)
+    if int8:
+        real = s.w.tensor("logits_float", [1, 12], np.float32)
+        s.w.op("DEQUANTIZE", [logits], [real])
+        logits = real
+    probs = s.w.tensor("probabilities", [1, 12], np.float32)
+    s.w.op("SOFTMAX", [logits], [probs], {"beta": 1.0})
+    agree(s.build(x, probs), frames((1, 5, 10), int8, runs=4), tmp_path)
+
+
+def test_int8_lstm_with_peepholes_is_refused(tmp_path):
+    s = Stream(True)
+    x = s.value("x", [1, 3, 4])
+    path = tmp_path / "model.tflite"
+    path.write_bytes(s.build(x, s.lstm8(x, 4, peephole=True)))
+    with pytest.raises(CglowError, match="8-bit LSTM with peepholes is not supported yet"):
+        cglow.compile_model(path)

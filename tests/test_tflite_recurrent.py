@@ -1,0 +1,120 @@
+"""SVDF against LiteRT's reference kernels over several consecutive invocations, the state carried from one to the
+next (8-bit results to the bit, float within 1e-5), the state's reset, a streaming keyword spotter of SVDF layers,
+and the refusals of streaming models cglow does not take (tests/test_tflite_lstm.py: the LSTM's)."""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+if os.environ.get("CI") == "true":
+    import ai_edge_litert  # noqa: F401  (in CI a missing LiteRT is a failure, not a skip)
+else:
+    pytest.importorskip("ai_edge_litert")
+
+import cglow
+from cglow import cross
+from cglow.errors import CglowError
+from cglow.options import Options
+from cglow.targets import TARGETS
+from tests.tflite_file import TFLiteWriter, run_litert_sequence
+from tests.tflite_stream import Stream, agree, frames
+from tests.util import need_tool
+
+KINDS = [pytest.param(False, id="float"), pytest.param(True, id="int8")]
+
+
+@pytest.mark.parametrize("int8", KINDS)
+@pytest.mark.parametrize("batch,units,rank,memory,bias", [(1, 4, 1, 3, True), (2, 3, 2, 4, True),
+                                                          (3, 5, 1, 1, False)])
+def test_svdf(int8, batch, units, rank, memory, bias, tmp_path):
+    s = Stream(int8)
+    x = s.value("x", [batch, 7], scale=0.1, zero=5)
+    y = s.svdf(x, units, rank, memory, bias=bias)
+    agree(s.build(x, y), frames((batch, 7), int8), tmp_path)
+
+
+@pytest.mark.parametrize("act", ["NONE", "TANH", "RELU6"])
+def test_float_svdf_activations(act, tmp_path):
+    s = Stream(False, seed=2)
+    x = s.value("x", [1, 6])
+    agree(s.build(x, s.svdf(x, 4, 2, 5, act=act)), frames((1, 6), False), tmp_path)
+
+
+@pytest.mark.parametrize("caller_arena", [False, True])
+def test_state_resets(caller_arena, tmp_path):
+    """After net_reset the model computes as from its first run; with --caller-arena the state is the arena's."""
+    s = Stream(True, seed=3)
+    x = s.value("x", [1, 8], scale=0.1, zero=0)
+    model = s.build(x, s.svdf(x, 4, 1, 3))
+    inputs = frames((1, 8), True)
+    net = agree(model, inputs, tmp_path, Options(caller_arena=caller_arena))
+    assert "NET_STATE_BYTES" in net.compiled.h_source
+    net.reset()
+    for v, (want,) in zip(inputs, run_litert_sequence(model, [[v] for v in inputs])):
+        np.testing.assert_array_equal(net(v)[0], want)
+
+
+def svdf_spotter(int8: bool) -> bytes:
+    """A streaming spotter, one frame of 40 features an invocation: a convolution over the frame, two SVDF layers
+    (memories of 8 and 4 frames), a dense layer and a float softmax."""
+    s = Stream(int8, seed=5)
+    x = s.value("frame", [1, 1, 40, 1], scale=0.1, zero=0)
+    conv = s.weighted("CONV_2D", x, [8, 1, 5, 1], [1, 1, 18, 8], scale=0.05, padding="VALID", stride_w=2,
+                      stride_h=1, fused_activation_function="RELU")
+    flat = s.value("flat", [1, 144], scale=0.05, zero=0)
+    s.w.op("RESHAPE", [conv, s.w.tensor("shape", [2], np.int32, np.array([1, 144], np.int32))], [flat])
+    h = s.svdf(s.svdf(flat, 16, 1, 8), 16, 2, 4)
+    logits = s.weighted("FULLY_CONNECTED", h, [12, 16], [1, 12], scale=0.3)
+    if int8:
+        real = s.w.tensor("logits_float", [1, 12], np.float32)
+        s.w.op("DEQUANTIZE", [logits], [real])
+        logits = real
+    probs = s.w.tensor("probabilities", [1, 12], np.float32)
+    s.w.op("SOFTMAX", [logits], [probs], {"beta": 1.0})
+    return s.build(x, probs)
+
+
+@pytest.mark.parametrize("int8", KINDS)
+def test_svdf_keyword_spotter(int8, tmp_path):
+    agree(svdf_spotter(int8), frames((1, 1, 40, 1), int8, runs=12), tmp_path)
+
+
+def test_int8_svdf_spotter_under_qemu(tmp_path):
+    """The first invocation (the state zero, in .bss) on a Cortex-M4, to the bit."""
+    target = TARGETS["cortex-m4"]
+    for tool in target.tools:
+        need_tool(tool)
+    path = tmp_path / "spotter.tflite"
+    path.write_bytes(svdf_spotter(True))
+    compiled = cglow.compile_model(path, options=Options(target=target.tiles))
+    inputs = frames((1, 1, 40, 1), True, runs=1)
+    run = cross.run_image(cross.build_image(compiled, inputs, target), compiled, target, count=False)
+    np.testing.assert_allclose(run.outputs[0], run_litert_sequence(path.read_bytes(), [inputs])[0][0],
+                               rtol=1e-5, atol=1e-6)
+
+
+def _svdf_state_not_variable() -> bytes:
+    w = TFLiteWriter()
+    x, y = w.tensor("x", [1, 4], np.float32), w.tensor("y", [1, 2], np.float32)
+    weights = [w.tensor(n, [2, k], np.float32, np.ones((2, k), np.float32)) for n, k in (("wf", 4), ("wt", 3))]
+    w.op("SVDF", [x, *weights, -1, w.tensor("state", [1, 6], np.float32)], [y], {"rank": 1})
+    return w.build([x], [y])
+
+
+def _int8_svdf_tanh() -> bytes:
+    s = Stream(True)
+    x = s.value("x", [1, 8])
+    return s.build(x, s.svdf(x, 4, 1, 3, act="TANH"))
+
+
+@pytest.mark.parametrize("model,words", [
+    (_svdf_state_not_variable, "its state input 4 ('state') is not a variable tensor"),
+    (_int8_svdf_tanh, "8-bit SVDF takes the fused activation RELU")])
+def test_refused_in_one_line(model, words, tmp_path):
+    path = tmp_path / "model.tflite"
+    path.write_bytes(model())
+    with pytest.raises(CglowError) as error:
+        cglow.compile_model(path)
+    assert words in str(error.value) and "\n" not in str(error.value)
