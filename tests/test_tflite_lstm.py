@@ -82,12 +82,7 @@ def test_lstm_keyword_spotter(int8, tmp_path):
     s.w.op("RESHAPE", [rows, s.w.tensor("shape", [3], np.int32, np.array([1, 5, 16], np.int32))], [seq])
     y = s.lstm8(seq, 12) if int8 else s.lstm(seq, 12, peephole=True)
     logits = s.weighted("FULLY_CONNECTED", y, [12, 60], [1, 12], scale=0.2)
-    if int8:
-        real = s.w.tensor("logits_float", [1, 12], np.float32)
-        s.w.op("DEQUANTIZE", [logits], [real])
-        logits = real
-    probs = s.w.tensor("probabilities", [1, 12], np.float32)
-    s.w.op("SOFTMAX", [logits], [probs], {"beta": 1.0})
+    probs = s.probabilities(logits, 12)
     agree(s.build(x, probs), frames((1, 5, 10), int8, runs=4), tmp_path)
 
 

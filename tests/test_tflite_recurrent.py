@@ -67,12 +67,7 @@ def svdf_spotter(int8: bool) -> bytes:
     s.w.op("RESHAPE", [conv, s.w.tensor("shape", [2], np.int32, np.array([1, 144], np.int32))], [flat])
     h = s.svdf(s.svdf(flat, 16, 1, 8), 16, 2, 4)
     logits = s.weighted("FULLY_CONNECTED", h, [12, 16], [1, 12], scale=0.3)
-    if int8:
-        real = s.w.tensor("logits_float", [1, 12], np.float32)
-        s.w.op("DEQUANTIZE", [logits], [real])
-        logits = real
-    probs = s.w.tensor("probabilities", [1, 12], np.float32)
-    s.w.op("SOFTMAX", [logits], [probs], {"beta": 1.0})
+    probs = s.probabilities(logits, 12)
     return s.build(x, probs)
 
 

@@ -125,6 +125,16 @@ class Stream:
         w.op(op, [x, weights, bias], [y], options)
         return y
 
+    def probabilities(self, logits: int, classes: int) -> int:
+        """A keyword spotter's head: the logits (dequantized when 8-bit) through a float SOFTMAX."""
+        if self.int8:
+            real = self.w.tensor("logits_float", [1, classes], np.float32)
+            self.w.op("DEQUANTIZE", [logits], [real])
+            logits = real
+        probs = self.w.tensor("probabilities", [1, classes], np.float32)
+        self.w.op("SOFTMAX", [logits], [probs], {"beta": 1.0})
+        return probs
+
     def build(self, x: int, y: int) -> bytes:
         return self.w.build([x], [y])
 

@@ -12,8 +12,8 @@ static int32_t cglow_exp16(int32_t a, int32_t integer_bits)
     const int32_t x2 = cglow_mul16(x, x);
     const int32_t x3 = cglow_mul16(x2, x);
     const int32_t x4 = cglow_mul16(x2, x2);
-    const int32_t cubic = cglow_wrap16(cglow_rdbpot(x4, 2) + x3); /* x^4 / 4 + x^3, times 1/3 below */
-    const int32_t series = cglow_rdbpot(cglow_wrap16(cglow_mul16(cubic, 10923) + x2), 1);
+    const int32_t cubic = cglow_wrap16(cglow_divide_pot_tfl(x4, 2) + x3); /* x^4 / 4 + x^3, times 1/3 below */
+    const int32_t series = cglow_divide_pot_tfl(cglow_wrap16(cglow_mul16(cubic, 10923) + x2), 1);
     const int32_t remainder = cglow_wrap16(reduced - a);
     int32_t result = cglow_mul16(28918, cglow_wrap16(x + series)) + 28918; /* e^-1/8 (1 + ...), saturated */
     int32_t k;

@@ -19,6 +19,6 @@ def _cell(ctx: Context, node: Node) -> None:
     CIFG (then 1 - f: 32767 - f): c' = f c / 2^15 + i g / 2^shift, each product divided rounding to nearest
     (RoundingDivideByPOT) and kept as int16, the sum saturated and clipped to [lo, hi] (UpdateLstmCellInteger)."""
     i = "{3}" if len(node.inputs) > 3 else "(32767 - {0})"
-    forget = "cglow_wrap16(cglow_rdbpot((int32_t){0} * {1}, 15))"
-    update = f"cglow_wrap16(cglow_rdbpot((int32_t){i} * {{2}}, {node.attr('shift')}))"
+    forget = "cglow_wrap16(cglow_divide_pot_tfl((int32_t){0} * {1}, 15))"
+    update = f"cglow_wrap16(cglow_divide_pot_tfl((int32_t){i} * {{2}}, {node.attr('shift')}))"
     ctx.elementwise(node, f"cglow_clamp({forget} + {update}, {node.attr('lo')}, {node.attr('hi')})")
