@@ -144,9 +144,9 @@ def _qparams(lo: float, hi: float) -> tuple[float, int]:
     return scale, int(np.clip(round(-128 - lo / scale), -128, 127))
 
 
-def _write(net: _Net, ranges: dict[str, tuple[float, float]] | None, softmax: bool = True) -> bytes:
-    """The layers as a .tflite file: float32, or int8 with the activations' ranges (then without the final
-    SOFTMAX unless `softmax`)."""
+def _write(net: _Net, ranges: dict[str, tuple[float, float]] | None) -> bytes:
+    """The layers as a .tflite file: float32, or int8 with the activations' ranges (a SOFTMAX's output takes
+    the parameters TFLite fixes for it, 1/256 and -128; the layers that only move values their input's)."""
     w = TFLiteWriter()
     tensors: dict[str, int] = {}
     quant: dict[str, tuple[float, int]] = {}
@@ -156,18 +156,16 @@ def _write(net: _Net, ranges: dict[str, tuple[float, float]] | None, softmax: bo
             if ranges is None:
                 tensors[name] = w.tensor(name, net.shapes[name], np.float32)
             else:
-                quant[name] = (1 / 256, -128) if name.endswith("#softmax") else _qparams(*ranges[name])
+                quant[name] = (1 / 256, -128) if name in softmaxes else _qparams(*ranges[name])
                 tensors[name] = w.tensor(name, net.shapes[name], np.int8, scale=quant[name][0],
                                          zero_point=quant[name][1])
         return tensors[name]
 
-    layers = net.layers if ranges is None or softmax else [la for la in net.layers if la.op != "SOFTMAX"]
-    for k, layer in enumerate(layers):
-        if ranges is not None and layer.op in ("AVERAGE_POOL_2D", "RESHAPE", "PAD") or \
-                (ranges is not None and layer.op == "SOFTMAX"):
-            quant_of = layer.inputs[0] if layer.op != "SOFTMAX" else None
-            if quant_of:
-                ranges[layer.output] = ranges[quant_of]
+    layers = net.layers
+    softmaxes = {la.output for la in layers if la.op == "SOFTMAX"}
+    for layer in layers:
+        if ranges is not None and layer.op in ("AVERAGE_POOL_2D", "RESHAPE", "PAD"):
+            ranges[layer.output] = ranges[layer.inputs[0]]
         inputs = [act(x) for x in layer.inputs]
         out = act(layer.output)
         for i, data in enumerate(layer.consts):
@@ -215,10 +213,10 @@ def _ranges(net: _Net, model: bytes, samples: int = 4) -> dict[str, tuple[float,
 
 
 def tflite_model(name: str, int8: bool) -> bytes:
-    """The zoo network `name` as a .tflite file: float32, or int8 (ending at its int8 logits)."""
+    """The zoo network `name` as a .tflite file: float32, or int8."""
     net = _Net(zoo.build(name))
     model = _write(net, None)
-    return _write(net, _ranges(net, model), softmax=False) if int8 else model
+    return _write(net, _ranges(net, model)) if int8 else model
 
 
 __all__ = ["tflite_model", "run_litert"]
