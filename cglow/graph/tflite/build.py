@@ -15,8 +15,10 @@ import numpy as np
 import tflite
 
 from ...errors import CglowError
+from ...names import fresh_name
 from ..ir import Node, State, TensorType
 from ..registry import SHAPE_RULES, Args
+from .arith import quantize
 from .reader import Model, Operator, Quant, Tensor
 
 OPSET = 17  # the ONNX semantics of the nodes built (Clip bounds, Pad, Split and Squeeze operands as inputs)
@@ -25,6 +27,8 @@ Translator = Callable[["Build", Operator], None]
 TRANSLATORS: dict[str, Translator] = {}
 _ACTIVATIONS = {v: k for k, v in vars(tflite.ActivationFunctionType).items() if not k.startswith("_")}
 _PADDINGS = {v: k for k, v in vars(tflite.Padding).items() if not k.startswith("_")}
+# the real range of each clamping activation (fused, or the RELU-family operators): low, high (None: open)
+RANGES = {"NONE": (None, None), "RELU": (0.0, None), "RELU6": (0.0, 6.0), "RELU_N1_TO_1": (-1.0, 1.0)}
 
 
 def translator(*ops: str):
@@ -48,11 +52,7 @@ class Build:
         self.variables: dict[int, list[str]] = {}
 
     def _fresh(self, base: str) -> str:
-        name, k = base, 1
-        while name in self.taken:
-            name, k = f"{base}_{k}", k + 1
-        self.taken.add(name)
-        return name
+        return fresh_name(base, self.taken)
 
     # --- the operator's tensors -------------------------------------------------------------------------
     def tensor(self, i: int) -> Tensor:
@@ -143,8 +143,7 @@ class Build:
         return self.tensor(-1).dtype.itemsize == 1 and self.tensor(-1).dtype.kind in "iu"
 
     def option(self, name: str):
-        value = getattr(self.op.options, name)() if self.op.options is not None else None
-        return value
+        return getattr(self.op.options, name)() if self.op.options is not None else None
 
     # --- nodes ------------------------------------------------------------------------------------------
     def const(self, base: str, data: np.ndarray) -> str:
@@ -219,24 +218,22 @@ def float_activation(b: Build, value: str, kind: str | None = None) -> str:
         return value
     if kind in ("RELU", "TANH", "SIGMOID"):
         return b.add(kind.capitalize(), [value])  # Relu, Tanh, Sigmoid
-    bounds = {"RELU6": (0.0, 6.0), "RELU_N1_TO_1": (-1.0, 1.0)}.get(kind)
-    if bounds is None:
+    if kind not in RANGES:
         raise CglowError(f"{b.op.describe()}: the fused activation {kind} is not supported")
-    lo, hi = (b.const(n, np.array(v, np.float32)) for n, v in zip(("min", "max"), bounds))
+    lo, hi = (b.const(n, np.array(v, np.float32)) for n, v in zip(("min", "max"), RANGES[kind]))
     return b.add("Clip", [value, lo, hi])
 
 
-def activation_bounds(b: Build, q: Quant, dtype: np.dtype) -> tuple[int, int]:
-    """CalculateActivationRangeQuantized: the fused activation as the output's integer bounds."""
-    from .arith import quantize
+def activation_bounds(b: Build, q: Quant, dtype: np.dtype, kind: str | None = None) -> tuple[int, int]:
+    """CalculateActivationRangeQuantized: the fused activation (or `kind`, a RELU-family operator) as the
+    output's integer bounds."""
     info = np.iinfo(dtype)
     lo, hi = int(info.min), int(info.max)
-    kind = b.activation()
+    kind = kind or b.activation()
     s, z = float(q.scale[0]), int(q.zero[0])
-    reals = {"NONE": (None, None), "RELU": (0.0, None), "RELU6": (0.0, 6.0), "RELU_N1_TO_1": (-1.0, 1.0)}
-    if kind not in reals:
+    if kind not in RANGES:
         raise CglowError(f"{b.op.describe()}: the fused activation {kind} is not supported on 8-bit integers")
-    low, high = reals[kind]
+    low, high = RANGES[kind]
     if low is not None:
         lo = max(lo, quantize(low, s, z))
     if high is not None:

@@ -68,17 +68,11 @@ def requantized(b: Build, lo: int, hi: int, ratio=np.float64):
 
 @translator("RELU", "RELU6", "RELU_N1_TO_1")
 def _relu(b: Build, op) -> None:
-    reals = {"RELU": (0.0, None), "RELU6": (0.0, 6.0), "RELU_N1_TO_1": (-1.0, 1.0)}[op.op]
+    """The fused activation's own operators: a Relu or Clip on floats; on 8-bit values ReluX, the input
+    requantized and clamped to the range's integer bounds."""
     if not b.quantized():
-        if op.op == "RELU":
-            return b.finish(b.add("Relu", [b.value(0)]))
-        bounds = [b.const(n, np.array(v, np.float32)) for n, v in zip(("min", "max"), reals)]
-        return b.finish(b.add("Clip", [b.value(0)] + bounds))
-    sy, zy = one_scale(b, -1)
-    info = np.iinfo(b.tensor(-1).dtype)
-    lo = max(int(info.min), arith.quantize(reals[0], sy, zy))
-    hi = int(info.max) if reals[1] is None else min(int(info.max), arith.quantize(reals[1], sy, zy))
-    table(b, requantized(b, lo, hi, np.float32))
+        return b.finish(float_activation(b, b.value(0), op.op))
+    table(b, requantized(b, *activation_bounds(b, b.quant(-1), b.tensor(-1).dtype, op.op), np.float32))
 
 
 @translator("QUANTIZE")
