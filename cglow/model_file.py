@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 from functools import cached_property
+from importlib.metadata import version
 from pathlib import Path
 
 import numpy as np
@@ -96,10 +97,4 @@ def litert_outputs(model: TFLiteFile, inputs: list[np.ndarray]) -> tuple[str, li
         outputs = [np.array(runner.get_tensor(d["index"])) for d in runner.get_output_details()]
     except Exception as exc:  # noqa: BLE001 - the interpreter's own errors, of many types
         raise CglowError(f"LiteRT cannot run the model ({str(exc).strip().splitlines()[0][:200]})") from None
-    version = getattr(litert, "__version__", "") or _litert_version()
-    return f"LiteRT {version} (reference kernels)", outputs
-
-
-def _litert_version() -> str:
-    from importlib.metadata import version
-    return version("ai-edge-litert")
+    return f"LiteRT {version('ai-edge-litert')} (reference kernels)", outputs

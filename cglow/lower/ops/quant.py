@@ -57,25 +57,19 @@ def requantized(node: Node, out_dtype: np.dtype, acc: str, c: _Operands, bound=N
     negated less 2); with "half_up", one rounding with halves up, which
     cglow_requant_high computes exactly wherever it applies (it rounds halves up)."""
     mults, shifts = np.asarray(node.attr("mult")), np.asarray(node.attr("shift"))
-    if node.attr("rounding") == "half_up" and not (np.all(shifts > 32) and offset_fits(node.attr("y_zero"), shifts)):
-        return f"(({c_type(out_dtype)})cglow_requant_up({acc}, {c(mults, f'{node.name} multipliers')}, " \
-               f"{c(shifts, f'{node.name} shifts', np.int8)}, {node.attr('y_zero')}, {node.attr('lo')}, " \
-               f"{node.attr('hi')}))"
-    if node.attr("rounding") == "tflite":
+    rounding, zero = node.attr("rounding"), node.attr("y_zero")
+    if rounding == "tflite":
         high = np.all(shifts <= -2)
-        shift = c(-2 - shifts, f"{node.name} shifts negated less 2", np.int8) if high else \
-            c(shifts, f"{node.name} shifts", np.int8)
-        return f"(({c_type(out_dtype)})cglow_requant_tfl{'_high' if high else ''}({acc}, " \
-               f"{c(mults, f'{node.name} multipliers')}, {shift}, {node.attr('y_zero')}, {node.attr('lo')}, " \
-               f"{node.attr('hi')}))"
-    high = node.attr("rounding") == "half_up" or \
-        bound is not None and never_halfway(mults, shifts, bound) and offset_fits(node.attr("y_zero"), shifts)
-    helper = "cglow_requant_high" if high else "cglow_requant"
+        helper, shifts, label = ("cglow_requant_tfl_high", -2 - shifts, "shifts negated less 2") if high else \
+            ("cglow_requant_tfl", shifts, "shifts")
+    elif (rounding == "half_up" and np.all(shifts > 32) or bound is not None and never_halfway(mults, shifts, bound)) \
+            and offset_fits(zero, shifts):
+        helper, shifts, label = "cglow_requant_high", shifts - 33, "shifts less 33"
+    else:
+        helper, label = "cglow_requant_up" if rounding == "half_up" else "cglow_requant", "shifts"
     mult = c(mults, f"{node.name} multipliers")
-    shift = c(shifts - 33, f"{node.name} shifts less 33", np.int8) if high else \
-        c(shifts, f"{node.name} shifts", np.int8)
-    return f"(({c_type(out_dtype)}){helper}({acc}, {mult}, {shift}, {node.attr('y_zero')}, " \
-           f"{node.attr('lo')}, {node.attr('hi')}))"
+    shift = c(shifts, f"{node.name} {label}", np.int8)
+    return f"(({c_type(out_dtype)}){helper}({acc}, {mult}, {shift}, {zero}, {node.attr('lo')}, {node.attr('hi')}))"
 
 
 def never_halfway(mults: np.ndarray, shifts: np.ndarray, bound) -> bool:
