@@ -22,12 +22,6 @@ f32 = np.float32
 HIRES_SHIFT = 7  # HARD_SWISH computes on the input times 2^7 in int16
 
 
-def _round_away(x: np.ndarray) -> np.ndarray:
-    """roundf of float32 values (exact in float64, where adding the half cannot round)."""
-    x = np.asarray(x, np.float64)
-    return np.copysign(np.floor(np.abs(x) + 0.5), x)
-
-
 def _logistic32(x: np.ndarray) -> np.ndarray:
     """1.0f / (1.0f + std::exp(-x)) in float32 (past float32's range the exponential is inf, the result 0)."""
     with np.errstate(over="ignore"):
@@ -46,7 +40,7 @@ def _float_table(b: Build, fn) -> None:
 
     def values(x):
         y = fn(f32(sx) * (x - zx).astype(f32)) * (f32(1) / f32(sy))
-        return np.clip((_round_away(y) + zy).astype(np.int64), info.min, info.max)
+        return np.clip((arith.round_away(y) + zy).astype(np.int64), info.min, info.max)
     table(b, values)
 
 

@@ -8,9 +8,11 @@ import math
 import numpy as np
 
 
-def round_away(x: float) -> int:
-    """std::round: halves away from zero."""
-    return int(math.copysign(math.floor(abs(x) + 0.5), x))
+def round_away(x):
+    """std::round (roundf of float32 values too: exact in float64, where adding the half cannot round): halves
+    away from zero, as a float64 array (or scalar) of whole numbers."""
+    x = np.asarray(x, np.float64)
+    return np.copysign(np.floor(np.abs(x) + 0.5), x)
 
 
 def quantize_multiplier(real: float) -> tuple[int, int]:
@@ -18,7 +20,7 @@ def quantize_multiplier(real: float) -> tuple[int, int]:
     if real == 0.0:
         return 0, 0
     q, shift = math.frexp(real)
-    fixed = round_away(q * (1 << 31))
+    fixed = int(round_away(q * (1 << 31)))
     if fixed == 1 << 31:
         fixed, shift = fixed // 2, shift + 1
     if shift < -31:
@@ -57,7 +59,7 @@ def scale(x, multiplier: int, shift: int) -> np.ndarray:
 
 def quantize(real: float, s: float, zero: int) -> int:
     """A real value in a tensor's integers, as the activation ranges are computed (float division)."""
-    return zero + round_away(float(np.float32(real) / np.float32(s)))
+    return zero + int(round_away(np.float32(real) / np.float32(s)))
 
 
 def wrap16(x) -> np.ndarray:

@@ -152,6 +152,10 @@ class Build:
         self.types[name] = TensorType(self.consts[name].dtype, self.consts[name].shape)
         return name
 
+    def shape_const(self, *dims: int) -> str:
+        """A constant int64 vector: a Reshape's shape, a Slice's bounds, a reduction's axes."""
+        return self.const("shape", np.array(dims, np.int64))
+
     def add(self, op: str, inputs, attrs: dict | None = None, out: str | None = None,
             out_type: TensorType | None = None) -> str:
         """A node of one output (`out`, or a fresh name) whose type is `out_type` or its shape rule's."""

@@ -13,8 +13,8 @@ from ...options import MAX_MEMORY
 from ..ir import Graph, TensorType
 from ..limits import checked_type
 from ..quant.io import float_io as to_float_io
-from . import (activations, conv, elementwise, lstm, matmul, resize, slicing, softmax, svdf, tensor,  # noqa: F401
-               transpose_conv)  # (register their translators)
+from . import activations, conv, elementwise, lstm, matmul, resize  # noqa: F401  (register their translators)
+from . import slicing, softmax, svdf, tensor, transpose_conv  # noqa: F401  (as do these)
 from .build import OPSET, TRANSLATORS, Build
 from .reader import Model
 

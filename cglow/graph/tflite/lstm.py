@@ -18,7 +18,7 @@ import numpy as np
 from ...errors import CglowError
 from .build import Build, float_activation, translator
 from .lstm_inputs import (BIASES, CELL_STATE, GATES, INPUT_WEIGHTS, LAYER_NORMS, OUTPUT_STATE, PEEPHOLES, PROJECTION,
-                          PROJECTION_BIAS, RECURRENT_WEIGHTS, gates, rows, shape_const)
+                          PROJECTION_BIAS, RECURRENT_WEIGHTS, gates, rows)
 from .lstm_int8 import IntCell
 
 EPSILON = 1e-8  # LiteRT's normalization constant (kLayerNormEpsilon)
@@ -119,8 +119,8 @@ def _lstm(b: Build, op) -> None:
     seq = b.value(0) if time_major else b.transpose(b.value(0), (1, 0, 2))
     h, c, ys = b.state(OUTPUT_STATE), b.state(CELL_STATE), []
     for t in range(steps):
-        h, c = cell.step(b.add("Reshape", [rows(b, seq, t, 1, axis=0), shape_const(b, batch, size)]), h, c)
-        ys.append(b.add("Reshape", [h, shape_const(b, 1, batch, outputs)]))
+        h, c = cell.step(b.add("Reshape", [rows(b, seq, t, 1, axis=0), b.shape_const(batch, size)]), h, c)
+        ys.append(b.add("Reshape", [h, b.shape_const(1, batch, outputs)]))
     b.assign(OUTPUT_STATE, h)
     b.assign(CELL_STATE, c)
     y = b.add("Concat", ys, {"axis": 0}) if steps > 1 else ys[0]

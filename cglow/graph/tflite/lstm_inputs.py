@@ -2,8 +2,6 @@
 lstm_int8.py's integer one) build with."""
 from __future__ import annotations
 
-import numpy as np
-
 from .build import Build
 
 GATES = "ifco"                                     # TFLite's order
@@ -12,13 +10,9 @@ PEEPHOLES = {"i": 9, "f": 10, "o": 11}  # cell_to_*_weights: the cell gate has n
 PROJECTION, PROJECTION_BIAS, OUTPUT_STATE, CELL_STATE = 16, 17, 18, 19
 
 
-def shape_const(b: Build, *dims: int) -> str:
-    return b.const("shape", np.array(dims, np.int64))
-
-
 def rows(b: Build, value: str, first: int, count: int, axis: int = 1) -> str:
     """value[..., first:first + count] along axis."""
-    return b.add("Slice", [value, shape_const(b, first), shape_const(b, first + count), shape_const(b, axis)])
+    return b.add("Slice", [value, b.shape_const(first), b.shape_const(first + count), b.shape_const(axis)])
 
 
 def gates(b: Build) -> str:

@@ -41,7 +41,7 @@ def nearest(n: int, out: int, align: bool, half: bool) -> np.ndarray:
     f32 = np.float32
     scale = f32(n - 1) / f32(out - 1) if align and out > 1 else f32(n) / f32(out)
     at = [(f32(o) + f32(0.5 if half else 0.0)) * scale for o in range(out)]
-    index = [min(round_away(float(v)) if align else math.floor(v), n - 1) for v in at]
+    index = [min(int(round_away(float(v))) if align else math.floor(v), n - 1) for v in at]
     return np.array([max(i, 0) for i in index] if half else index, np.int64)
 
 

@@ -28,7 +28,7 @@ def scaling(beta: float, scale: float) -> tuple[int, int, int]:
     if not real > 1:
         raise CglowError(f"beta times the input's scale is {beta * scale!r}; TFLite's 8-bit SOFTMAX takes "
                          f"more than 2^-{31 - DIFF_BITS}")
-    mult, shift = arith.quantize_multiplier(real) if real < 1 << 30 else (arith.round_away(real), 31)
+    mult, shift = arith.quantize_multiplier(real) if real < 1 << 30 else (int(arith.round_away(real)), 31)
     radius = math.floor(((1 << DIFF_BITS) - 1) * (1 << (31 - DIFF_BITS)) / (1 << shift))
     return mult, shift, -radius
 

@@ -22,10 +22,6 @@ from .build import Build, float_activation, translator
 I16 = np.iinfo(np.int16)
 
 
-def _shape(b: Build, *dims: int) -> str:
-    return b.const("shape", np.array(dims, np.int64))
-
-
 def _scale(b: Build, i: int) -> float:
     q = b.quant(i)
     if q.axis is not None or np.any(q.zero):
@@ -37,25 +33,25 @@ def _scale(b: Build, i: int) -> float:
 def _window(b: Build, newest: str, batch: int, filters: int, memory: int) -> str:
     """The memory [batch, filters, memory] with `newest` [batch, filters] shifted in last; it becomes the state."""
     state = b.state(4)
-    column = b.add("Reshape", [newest, _shape(b, batch, filters, 1)])
+    column = b.add("Reshape", [newest, b.shape_const(batch, filters, 1)])
     if memory == 1:
         window = column
     else:
-        memories = b.add("Reshape", [state, _shape(b, batch, filters, memory)])
-        older = b.add("Slice", [memories, _shape(b, 1), _shape(b, memory), _shape(b, 2)])
+        memories = b.add("Reshape", [state, b.shape_const(batch, filters, memory)])
+        older = b.add("Slice", [memories, b.shape_const(1), b.shape_const(memory), b.shape_const(2)])
         window = b.add("Concat", [older, column], {"axis": 2})
-    b.assign(4, b.add("Reshape", [window, _shape(b, batch, filters * memory)]))
+    b.assign(4, b.add("Reshape", [window, b.shape_const(batch, filters * memory)]))
     return window
 
 
 def _time_sums(b: Build, window: str, weights: np.ndarray, units: int, dtype) -> str:
     """Each unit's sum over its filters' memories weighed by weights_time: [batch, units], in `dtype`."""
     batch, filters, memory = b.types[window].shape
-    per_unit = b.add("Reshape", [window, _shape(b, batch, units, filters // units * memory)])
+    per_unit = b.add("Reshape", [window, b.shape_const(batch, units, filters // units * memory)])
     if b.types[per_unit].dtype != dtype:
         per_unit = b.add("Cast", [per_unit], {"to": helper.np_dtype_to_tensor_dtype(np.dtype(dtype))})
     weighed = b.add("Mul", [per_unit, b.const("weights_time", weights.reshape(units, -1).astype(dtype))])
-    return b.add("ReduceSum", [weighed, _shape(b, 2)], {"keepdims": 0})
+    return b.add("ReduceSum", [weighed, b.shape_const(2)], {"keepdims": 0})
 
 
 @translator("SVDF")

@@ -26,14 +26,10 @@ def same_quant(b: Build, inputs=(0,), outputs: int = 1) -> None:
                                  f"points (TFLite's converter gives them the same)")
 
 
-def _shape_const(b: Build) -> str:
-    return b.const("shape", np.array(b.tensor(-1).shape, np.int64))
-
-
 @translator("RESHAPE", "SQUEEZE", "EXPAND_DIMS")
 def _reshape(b: Build, op) -> None:
     same_quant(b)
-    b.finish(b.add("Reshape", [b.value(0), _shape_const(b)]))
+    b.finish(b.add("Reshape", [b.value(0), b.shape_const(*b.tensor(-1).shape)]))
 
 
 @translator("CONCATENATION")
@@ -128,7 +124,7 @@ def _mean(b: Build, op) -> None:
                                   "mult": np.array([mult], np.int32), "shift": np.array([shift], np.int32),
                                   "y_zero": zy, "lo": int(info.min), "hi": int(info.max), "rounding": "tflite"},
               out_type=TensorType(b.tensor(-1).dtype, (1, channels) + (1,) * len(window)))
-    b.finish(b.add("Reshape", [y, _shape_const(b)]))
+    b.finish(b.add("Reshape", [y, b.shape_const(*b.tensor(-1).shape)]))
 
 
 def mean_multiplier(sx: float, sy: float, count: int) -> tuple[int, int]:
