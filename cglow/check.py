@@ -122,8 +122,11 @@ def check_model(path: str, shapes: dict[str, tuple[int, ...]], options: Options,
         raise CglowError("--all-tensors compares the tensors of ONNX models only; check the .tflite file without it")
     compiled = compile_model(model, "net", shapes, options)
     inputs = read_inputs(input_files, compiled) if input_files else seeded_inputs(compiled, seed)
-    feeds = None if isinstance(model, TFLiteFile) else reference_feeds(model, compiled, inputs)
-    runtime, want = litert_reals(model, inputs) if isinstance(model, TFLiteFile) else reference_outputs(model, feeds)
+    if isinstance(model, TFLiteFile):
+        feeds, (runtime, want) = None, litert_reals(model, inputs)
+    else:
+        feeds = reference_feeds(model, compiled, inputs)
+        runtime, want = reference_outputs(model, feeds)
     how, got = (target_outputs(compiled, inputs, options.target, opt_flags) if options.target in TARGETS
                 else host_outputs(compiled, inputs, cc, opt_flags or HOST_OPT_FLAGS))
     source = f"inputs from {', '.join(input_files)}" if input_files else f"seeded random inputs (seed {seed})"

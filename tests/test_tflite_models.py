@@ -19,7 +19,8 @@ from cglow import cross, zoo
 from cglow.options import Options
 from cglow.targets import TARGETS
 from tests.quantized import quantized
-from tests.tflite_zoo import run_litert, tflite_model
+from tests.tflite_file import run_litert
+from tests.tflite_zoo import tflite_model
 from tests.util import need_tool
 
 NETWORKS = ("kws", "vww", "resnet8", "autoencoder")

@@ -15,7 +15,7 @@ import onnx
 from onnx import numpy_helper
 
 from cglow import zoo
-from tests.tflite_file import TFLiteWriter, run_litert
+from tests.tflite_file import TFLiteWriter
 
 TO_NHWC = (0, 2, 3, 1)
 
@@ -218,5 +218,3 @@ def tflite_model(name: str, int8: bool) -> bytes:
     model = _write(net, None)
     return _write(net, _ranges(net, model)) if int8 else model
 
-
-__all__ = ["tflite_model", "run_litert"]
