@@ -212,3 +212,51 @@ def test_tflite_fixed_point_helpers_round_as_gemmlowp():
         assert quotient == half_away(Fraction(a, 2 ** e))
         assert times == min(max(a * 2 ** (1 + e % 2), low), 2 ** 31 - 1)
         assert zeros == 32 - (a % 2 ** 32).bit_length()
+
+
+TFL_REQUANT_DRIVER = """#include <stdint.h>
+#include <stdio.h>
+{helpers}
+int main(void)
+{{
+    int32_t v[4];
+    while (fread(v, sizeof v, 1, stdin) == 1) {{
+        const int32_t y[2] = {{cglow_requant_tfl(v[0], v[1], v[2], v[3], -128, 127),
+                              cglow_requant_tfl_high(v[0], (int32_t)(2 * (int64_t)v[1] - 4294967296), -v[2], v[3],
+                                                     -128, 127)}};
+        fwrite(y, sizeof y, 1, stdout);
+    }}
+    return 0;
+}}
+"""
+
+
+def test_tflite_requantizations_round_twice_as_litert():
+    """cglow_requant_tfl and cglow_requant_tfl_high (its multiplier M given as 2M - 2^32, its shift negated)
+    against exact rational arithmetic: MultiplyByQuantizedMultiplier's product rounded half up at 2^31, then
+    divided by 2^r rounded half away from zero, plus the zero point, clamped. Power-of-two multipliers make
+    ties on purpose; the ends of int32 and of the multipliers are taken. cglow_requant_tfl_high is taken where
+    requantized() gives it (accumulators below 2^30, the zero point's term (1 + 2 zero) 2^(r-1) below 2^29),
+    up to those edges."""
+    names = ("clamp", "dsp", "scale_tfl", "requant_tfl", "requant_tfl_high")
+    helpers = "\n".join((HELPERS / f"{n}.c").read_text() for n in names)
+    program = build_cached({"tfl.c": TFL_REQUANT_DRIVER.format(helpers=helpers)}, "cc", HOST_FLAGS, "tfl-{}")
+    rng = np.random.default_rng(8)
+    low, top = -2 ** 31, 2 ** 31 - 1
+    rows = [(a, 1 << 30, -r, z) for r in (1, 2, 5, 12, 31) for z in (-128, 0, 5) for a in range(-300, 300)]
+    edges = (low, low + 1, -2 ** 30 + 1, -1, 0, 1, 2 ** 30 - 1, top)
+    rows += [(a, m, -r, z) for a in edges for m in (1 << 30, top) for r in (1, 7, 20, 31) for z in (-128, 0, 127)]
+    rows += [(int(a), int(m), -int(r), int(z)) for a, m, r, z in zip(
+        rng.integers(low, top, 30000, endpoint=True), rng.integers(1 << 30, top, 30000, endpoint=True),
+        rng.integers(1, 32, 30000), rng.integers(-128, 128, 30000))]
+    run = subprocess.run([str(program)], input=np.array(rows, "<i4").tobytes(), capture_output=True, check=True)
+    got = np.frombuffer(run.stdout, "<i4").reshape(-1, 2)
+
+    def half_away(q: Fraction) -> int:
+        return int(math.copysign(math.floor(abs(q) + Fraction(1, 2)), q))
+    want = [min(127, max(-128, half_away(Fraction(math.floor(Fraction(a * m, 2 ** 31) + Fraction(1, 2)), 2 ** -s))
+                         + z)) for a, m, s, z in rows]
+    high = [abs(a) < 1 << 30 and abs(1 + 2 * z) << (-s - 1) < 1 << 29 for a, _, s, z in rows]
+    assert np.array_equal(got[:, 0], want)
+    assert np.array_equal(got[high, 1], np.array(want)[high]) and sum(high) > 10000
+    assert any(abs(1 + 2 * z) << (-s - 1) >= 1 << 28 for (_, _, s, z), h in zip(rows, high) if h)

@@ -13,8 +13,11 @@ else:
     pytest.importorskip("ai_edge_litert")
 
 import cglow
-from cglow import host
+from cglow import cross, host
+from cglow.options import Options
+from cglow.targets import TARGETS
 from tests.tflite_file import TFLiteWriter, run_litert
+from tests.util import need_tool
 
 
 class Net:
@@ -69,19 +72,30 @@ class Net:
                 yield self.rng.standard_normal(shape).astype(np.float32)
 
 
-def check(net: Net, outputs, tmp_path) -> None:
+def check(net: Net, outputs, tmp_path, target: str | None = None) -> None:
+    """The model's outputs from cglow (on the host, or under QEMU for a cross target) equal LiteRT's."""
     model = net.w.build([t for t, _ in net.inputs], outputs)
     inputs = list(net.data())
     expected = run_litert(model, inputs)
     path = tmp_path / "model.tflite"
     path.write_bytes(model)
-    got = host.build(cglow.compile_model(path)).run(*inputs)
+    if target is None:
+        got = host.build(cglow.compile_model(path)).run(*inputs)
+    else:
+        got = _on_target(path, inputs, TARGETS[target])
     for e, g in zip(expected, got):
         assert g.dtype == e.dtype and g.shape == e.shape
         if net.int8:
             np.testing.assert_array_equal(g, e)
         else:
             np.testing.assert_allclose(g, e, rtol=1e-5, atol=1e-5)
+
+
+def _on_target(path, inputs, target):
+    for tool in target.tools:
+        need_tool(tool)
+    compiled = cglow.compile_model(path, options=Options(target=target.tiles))
+    return cross.run_image(cross.build_image(compiled, inputs, target), compiled, target, count=False).outputs
 
 
 KINDS = [pytest.param(False, id="float"), pytest.param(True, id="int8")]
@@ -248,45 +262,60 @@ def test_float_mean(tmp_path):
     check(net, [y], tmp_path)
 
 
+def ties_net(op: str, trial: int, rng) -> tuple[Net, int]:
+    """Thousands of accumulators under a random scale, so that some land on (or next to) the halves where the
+    roundings differ, and the op's output."""
+    net = Net(True, seed=100 + trial)
+    n = 1024
+    weights = np.array([127, 113, 71, 1], np.int8)
+    ws = float(rng.uniform(0.001, 0.05))
+    zx = int(rng.integers(-5, 5))
+    x = net.input("x", [1, n, 1, 4], scale=0.01, zero=zx)
+    ys = float(rng.uniform(0.02, 0.5))
+    if op in ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED"):
+        depthwise = op == "DEPTHWISE_CONV_2D"
+        m = 4 if depthwise else 1
+        shape = [1, 4] if op == "FULLY_CONNECTED" else [1, 1, 1, 4]
+        w = net.w.tensor("w", shape, np.int8, weights.reshape(shape), scale=[ws] * m, zero_point=[0] * m,
+                         axis=3 if depthwise else 0)
+        b = net.w.tensor("b", [m], np.int32, rng.integers(-99, 99, m).astype(np.int32),
+                         scale=[0.01 * ws] * m, zero_point=[0] * m)
+        if op == "FULLY_CONNECTED":
+            y = net.value("y", [n, 1], scale=ys, zero=3)
+            net.w.op(op, [x, w, b], [y], {})
+        else:
+            y = net.value("y", [1, n, 1, m], scale=ys, zero=3)
+            net.w.op(op, [x, w, b], [y], {"padding": "VALID", "stride_w": 1, "stride_h": 1,
+                                          **({"depth_multiplier": 1} if depthwise else {})})
+    elif op in ("ADD", "MUL"):
+        x2 = net.input("x2", [1, n, 1, 4], scale=float(rng.uniform(0.005, 0.05)), zero=2)
+        y = net.value("y", [1, n, 1, 4], scale=ys / (8 if op == "ADD" else 1), zero=-1)
+        net.w.op(op, [x, x2], [y], {})
+    elif op == "RELU":
+        y = net.value("y", [1, n, 1, 4], scale=float(rng.uniform(0.003, 0.02)), zero=-100)
+        net.w.op(op, [x], [y])
+    else:
+        y = net.value("y", [1, n // 2, 1, 4], scale=0.01, zero=zx)
+        net.w.op(op, [x], [y], {"padding": "VALID", "stride_w": 1, "stride_h": 2, "filter_width": 1,
+                                "filter_height": 2})
+    return net, y
+
+
 @pytest.mark.parametrize("op", ["CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "ADD", "MUL", "RELU",
                                 "AVERAGE_POOL_2D"])
 def test_ties_round_as_litert(op, tmp_path):
-    """Thousands of accumulators under several random scales, so that some land on (or next to) the halves
-    where the roundings differ: LiteRT's convolutions round twice (MultiplyByQuantizedMultiplier), its
-    fully-connected kernels once with halves up, its Add scales each input first."""
+    """Near-ties under several random scales (ties_net): LiteRT's convolutions round twice
+    (MultiplyByQuantizedMultiplier), its fully-connected kernels once with halves up, its Add scales each input
+    first."""
     rng = np.random.default_rng(11)
     for trial in range(4):
-        net = Net(True, seed=100 + trial)
-        n = 1024
-        weights = np.array([127, 113, 71, 1], np.int8)
-        ws = float(rng.uniform(0.001, 0.05))
-        zx = int(rng.integers(-5, 5))
-        x = net.input("x", [1, n, 1, 4], scale=0.01, zero=zx)
-        ys = float(rng.uniform(0.02, 0.5))
-        if op in ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED"):
-            depthwise = op == "DEPTHWISE_CONV_2D"
-            m = 4 if depthwise else 1
-            shape = [1, 4] if op == "FULLY_CONNECTED" else [1, 1, 1, 4]
-            w = net.w.tensor("w", shape, np.int8, weights.reshape(shape), scale=[ws] * m, zero_point=[0] * m,
-                             axis=3 if depthwise else 0)
-            b = net.w.tensor("b", [m], np.int32, rng.integers(-99, 99, m).astype(np.int32),
-                             scale=[0.01 * ws] * m, zero_point=[0] * m)
-            if op == "FULLY_CONNECTED":
-                y = net.value("y", [n, 1], scale=ys, zero=3)
-                net.w.op(op, [x, w, b], [y], {})
-            else:
-                y = net.value("y", [1, n, 1, m], scale=ys, zero=3)
-                net.w.op(op, [x, w, b], [y], {"padding": "VALID", "stride_w": 1, "stride_h": 1,
-                                              **({"depth_multiplier": 1} if depthwise else {})})
-        elif op in ("ADD", "MUL"):
-            x2 = net.input("x2", [1, n, 1, 4], scale=float(rng.uniform(0.005, 0.05)), zero=2)
-            y = net.value("y", [1, n, 1, 4], scale=ys / (8 if op == "ADD" else 1), zero=-1)
-            net.w.op(op, [x, x2], [y], {})
-        elif op == "RELU":
-            y = net.value("y", [1, n, 1, 4], scale=float(rng.uniform(0.003, 0.02)), zero=-100)
-            net.w.op(op, [x], [y])
-        else:
-            y = net.value("y", [1, n // 2, 1, 4], scale=0.01, zero=zx)
-            net.w.op(op, [x], [y], {"padding": "VALID", "stride_w": 1, "stride_h": 2, "filter_width": 1,
-                                    "filter_height": 2})
-        check(net, [y], tmp_path)
+        check(*ties_net(op, trial, rng), tmp_path)
+
+
+@pytest.mark.parametrize("op", ["CONV_2D", "DEPTHWISE_CONV_2D"])
+def test_ties_round_as_litert_on_cortex_m4(op, tmp_path):
+    """The same on a Cortex-M4 under QEMU, where the convolutions' requantization is one SMMLAR
+    (runtime_c/requant_tfl_high.c)."""
+    rng = np.random.default_rng(11)
+    for trial in range(2):
+        check(*ties_net(op, trial, rng), tmp_path, target="cortex-m4")

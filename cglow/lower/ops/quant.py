@@ -53,21 +53,25 @@ def requantized(node: Node, out_dtype: np.dtype, acc: str, c: _Operands, bound=N
     largest magnitude the accumulator can reach (per channel, or one for all), where known: it may allow the
     cheaper cglow_requant_high, which takes each shift less 33. Shifts (1 to 62) are stored as int8. Ops from
     a .tflite file requantize as LiteRT's kernels do: with rounding "tflite", MultiplyByQuantizedMultiplier's
-    two roundings (the shifts are TFLite's exponents; all -2 or below, cglow_requant_tfl_high takes them
-    negated less 2); with "half_up", one rounding with halves up, which
+    two roundings (the shifts are TFLite's exponents; where the accumulators are bounded below 2^30, every
+    multiplier is 2^30 or more, every shift -1 or below and the zero point's term fits, cglow_requant_tfl_high
+    takes each multiplier M as 2M - 2^32 and the shifts negated); with "half_up", one rounding with halves up, which
     cglow_requant_high computes exactly wherever it applies (it rounds halves up)."""
     mults, shifts = np.asarray(node.attr("mult")), np.asarray(node.attr("shift"))
     rounding, zero = node.attr("rounding"), node.attr("y_zero")
-    if rounding == "tflite":
-        high = np.all(shifts <= -2)
-        helper, shifts, label = ("cglow_requant_tfl_high", -2 - shifts, "shifts negated less 2") if high else \
-            ("cglow_requant_tfl", shifts, "shifts")
+    mult_label, label = "multipliers", "shifts"
+    if rounding == "tflite" and bound is not None and np.max(bound) < 1 << 30 and np.all(mults >= 1 << 30) and \
+            np.all(shifts <= -1) and abs(1 + 2 * zero) << int(-1 - np.min(shifts)) < 1 << 29:
+        helper, mults, shifts = "cglow_requant_tfl_high", 2 * mults.astype(np.int64) - (1 << 32), -shifts
+        mult_label, label = "multipliers M as 2M - 2^32", "shifts negated"
+    elif rounding == "tflite":
+        helper = "cglow_requant_tfl"
     elif (rounding == "half_up" and np.all(shifts > 32) or bound is not None and never_halfway(mults, shifts, bound)) \
             and offset_fits(zero, shifts):
         helper, shifts, label = "cglow_requant_high", shifts - 33, "shifts less 33"
     else:
-        helper, label = "cglow_requant_up" if rounding == "half_up" else "cglow_requant", "shifts"
-    mult = c(mults, f"{node.name} multipliers")
+        helper = "cglow_requant_up" if rounding == "half_up" else "cglow_requant"
+    mult = c(mults, f"{node.name} {mult_label}")
     shift = c(shifts, f"{node.name} {label}", np.int8)
     return f"(({c_type(out_dtype)}){helper}({acc}, {mult}, {shift}, {zero}, {node.attr('lo')}, {node.attr('hi')}))"
 
