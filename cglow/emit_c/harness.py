@@ -1,10 +1,11 @@
 """A plain C `main` for a generated model: embedded inputs, printed outputs (exact hex floats).
 
-Used by the example job, `cglow check` and the tests on the host. With `samples`, it is a host benchmark
+Used by the example job and the tests on the host. With `samples`, it is a host benchmark
 instead (POSIX clock_gettime; `cglow bench`, scripts/bench.py): warm-up, then samples of R runs each, the
 median printed as "us per run".
-Cross targets (cglow.cross) use the bare-metal variant: no clock, no printf, outputs as hex bit patterns,
-marker calls around net_run for an instruction counter, and a sequence of invocations for a streaming model."""
+Cross targets (cglow.cross) and `cglow check` use the bare-metal variant: no clock, no printf, outputs as hex
+bit patterns, marker calls around net_run for an instruction counter, and a sequence of invocations for a
+streaming model."""
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
@@ -20,14 +21,13 @@ from .emit import ENV
 
 
 def harness_source(compiled: CompiledModel, inputs: list[np.ndarray], repeat: int = 1, samples: int = 0,
-                   sample_ms: float = 30.0, warmup_ms: float = 200.0, warmup_runs: int = 3, trace: bool = False) -> str:
+                   sample_ms: float = 30.0, warmup_ms: float = 200.0, warmup_runs: int = 3) -> str:
     """The test harness (runs net_run `repeat` times, times them with clock()); or with `samples` > 0 the
     benchmark harness: at least `warmup_runs` runs and `warmup_ms` of warm-up, then `samples` samples of R
-    runs each, R chosen from the warm-up so that a sample lasts about `sample_ms`. With `trace`, the test
-    harness defines <prefix>_trace for the model's C emitted with tracing (cglow.trace)."""
+    runs each, R chosen from the warm-up so that a sample lasts about `sample_ms`."""
     bench = dict(samples=samples, sample_ms=float(sample_ms), warmup_ms=float(warmup_ms),
                  warmup_runs=max(int(warmup_runs), 1)) if samples > 0 else None
-    return ENV.get_template("harness.c.j2").render(repeat=repeat, bench=bench, trace=trace,
+    return ENV.get_template("harness.c.j2").render(repeat=repeat, bench=bench,
                                                    **template_io(compiled, [inputs]))
 
 
@@ -47,7 +47,8 @@ def baremetal_source(compiled: CompiledModel, inputs: list[np.ndarray], trace: b
     """The bare-metal harness (baremetal.c.j2): net_run on `inputs`, then on each input set of `then` in turn
     (a streaming model keeps its state from one invocation to the next; net_reset before the invocations whose
     numbers are in `resets`, the first 0), each call between instruction-counter marks and each invocation's
-    outputs printed; with `trace`, it defines <prefix>_trace as the test harness does."""
+    outputs printed. With `trace`, it defines <prefix>_trace for the model's C emitted with tracing
+    (cglow.trace, `cglow check --all-tensors`)."""
     if compiled.options.caller_arena or compiled.options.io_in_arena:
         raise CglowError("the bare-metal harness takes the default C API (no --caller-arena, no --io-in-arena)")
     if resets and not compiled.plan.state_bytes:
