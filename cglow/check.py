@@ -119,10 +119,10 @@ def target_outputs(compiled: CompiledModel, runs: list[list[np.ndarray]], name: 
 def check_model(path: str, shapes: dict[str, tuple[int, ...]], options: Options, input_files: list[str],
                 seed: int, cc: str, opt_flags: tuple[str, ...], tolerance: float, max_steps: float,
                 all_tensors: bool = False) -> int:
-    """`cglow check`: print how far each output of the model's C is from the reference; 1 when one is further
-    than `tolerance` (of its scale) or, for a quantized output, `max_steps` quantization steps. With
-    `all_tensors`, every graph value that a kernel writes whole is compared too (cglow.trace), and the first
-    that departs is named."""
+    """`cglow check`: print how far each output of the model's C is from the reference (at each of INVOCATIONS
+    invocations in a row, for a model with state); 1 when one is further than `tolerance` (of its scale) or, for
+    a quantized output, `max_steps` quantization steps. With `all_tensors`, every graph value that a kernel
+    writes whole is compared too (cglow.trace), and the first that departs is named."""
     model = open_model(path, options.max_memory)
     if all_tensors and isinstance(model, TFLiteFile):
         raise CglowError("--all-tensors compares the tensors of ONNX models only; check the .tflite file without it")

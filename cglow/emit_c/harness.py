@@ -1,8 +1,8 @@
 """A plain C `main` for a generated model: embedded inputs, printed outputs (exact hex floats).
 
-Used by the example job and the tests on the host. With `samples`, it is a host benchmark
-instead (POSIX clock_gettime; `cglow bench`, scripts/bench.py): warm-up, then samples of R runs each, the
-median printed as "us per run".
+Used by the example job and the tests on the host. With `samples`, it is a host benchmark instead (POSIX
+clock_gettime; `cglow bench`, scripts/bench.py): warm-up, then samples of R runs each, the median printed as
+"us per run".
 Cross targets (cglow.cross) and `cglow check` use the bare-metal variant: no clock, no printf, outputs as hex
 bit patterns, marker calls around net_run for an instruction counter, and a sequence of invocations for a
 streaming model."""
@@ -54,6 +54,8 @@ def baremetal_source(compiled: CompiledModel, inputs: list[np.ndarray], trace: b
     if resets and not compiled.plan.state_bytes:
         raise CglowError("net_reset between invocations: the model keeps no state and has no net_reset")
     runs = [inputs, *then]
+    if any(not 0 <= k < len(runs) for k in resets):
+        raise ValueError(f"net_reset before invocations {sorted(resets)} of {len(runs)}")
     return ENV.get_template("baremetal.c.j2").render(
         trace=trace, runs=len(runs), resets=[int(k in resets) for k in range(len(runs))] if resets else [],
         **template_io(compiled, runs, "[r]"))
