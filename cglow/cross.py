@@ -1,16 +1,18 @@
 """Build a compiled model for a cross target (cglow.targets) and run it under the target's emulator.
 
 build_image links the generated C with the bare-metal harness (cglow.emit_c.harness.baremetal_source:
-embedded inputs, one net_run, outputs written as hex bit patterns) using the target's compiler, the strict
-warning flags and the target's machine and link flags; images are cached by a hash like host builds.
-run_image runs one under the emulator with a timeout, parses the outputs back into arrays, bit-exact, and
-with `count` loads a QEMU TCG plugin (cglow/qemu/tb_profile.c, built with the host compiler into the
-cache) that records the executed path between the harness's marks (cglow.tb_profile). The net_run call's
-instructions are those across it minus those between two back-to-back marks: exact and the same on every
-run; cglow.m4_cycles estimates the call's Cortex-M4 cycles from the same path. soft_double_helpers lists the
-libgcc software double-precision routines an image links."""
+embedded inputs, one net_run or a sequence of them with the state kept between them and net_reset where asked,
+outputs written as hex bit patterns) using the target's compiler, the strict warning flags and the target's
+machine and link flags; images are cached by a hash like host builds. run_image runs one under the emulator
+with a timeout (one start for the whole sequence), parses every invocation's outputs back into arrays,
+bit-exact, and with `count` loads a QEMU TCG plugin (cglow/qemu/tb_profile.c, built with the host compiler
+into the cache) that records the executed path between the harness's marks (cglow.tb_profile). The first
+net_run call's instructions are those across it minus those between two back-to-back marks: exact and the
+same on every run; cglow.m4_cycles estimates the call's Cortex-M4 cycles from the same path.
+soft_double_helpers lists the libgcc software double-precision routines an image links."""
 from __future__ import annotations
 
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
@@ -36,17 +38,25 @@ SOFT_DOUBLE = re.compile(r"^__aeabi_(d[a-z0-9]+|[a-z0-9]+2d)$"
 
 @dataclass(frozen=True)
 class Run:
-    outputs: list[np.ndarray]
-    instructions: int | None       # executed by the net_run call (None when not counted)
+    invocations: list[list[np.ndarray]]  # each net_run call's outputs, in order
+    instructions: int | None       # executed by the first net_run call (None when not counted)
     stdout: str = ""               # what the image printed
     profile: Profile | None = None  # the executed path (when counted)
 
+    @property
+    def outputs(self) -> list[np.ndarray]:
+        """The first invocation's outputs (the only one's, unless the image runs a sequence)."""
+        return self.invocations[0]
+
 
 def build_image(compiled: CompiledModel, inputs: list[np.ndarray], target: Target, opt=OPT_FLAGS,
-                traced: str = "") -> Path:
+                traced: str = "", then: Sequence[list[np.ndarray]] = (), resets: Collection[int] = ()) -> Path:
     """The model and the bare-metal harness on `inputs`, linked for `target` (cached); the image's path. With
-    `traced`, the model's C with tracing (cglow.trace), and the harness that prints what it hands over."""
-    files = {**sources(compiled), f"{compiled.name}_main.c": baremetal_source(compiled, inputs, bool(traced))}
+    `traced`, the model's C with tracing (cglow.trace), and the harness that prints what it hands over. With
+    `then`, net_run runs again on each of those input sets, the state kept, and net_reset before the
+    invocations numbered in `resets` (the first is 0; baremetal_source)."""
+    main = baremetal_source(compiled, inputs, bool(traced), then, resets)
+    files = {**sources(compiled), f"{compiled.name}_main.c": main}
     if traced:
         files[f"{compiled.name}.c"] = traced
     flags = (*opt, *STRICT_FLAGS, *target.cflags, *target.ldflags)
@@ -92,7 +102,7 @@ def profile_plugin(cc: str = "cc") -> Path:
 
 def emulate(image: Path, target: Target, count: bool = True, timeout: float = 600.0) -> tuple[str, Profile | None]:
     """Run an image under the target's emulator: what it printed and, with `count`, the path it took between
-    its marks (three calls of insn_mark: cglow.tb_profile)."""
+    its marks (three calls of insn_mark per invocation: cglow.tb_profile)."""
     with tempfile.TemporaryDirectory() as tmp:
         records = Path(tmp, "pairs")
         plugin = ""
@@ -111,17 +121,17 @@ def emulate(image: Path, target: Target, count: bool = True, timeout: float = 60
         if not count:
             return result.stdout, None
         profile = Profile.parse(records.read_text(), mark)
-    if profile.intervals != 4:
-        raise RuntimeError(f"expected 3 marks from {image.name}, got {profile.intervals - 1}")
+    if profile.intervals < 4 or profile.intervals % 3 != 1:
+        raise RuntimeError(f"expected 3 marks per invocation from {image.name}, got {profile.intervals - 1}")
     return result.stdout, profile
 
 
 def run_image(image: Path, compiled: CompiledModel, target: Target, count: bool = True,
               timeout: float = 600.0) -> Run:
-    """Run an image from build_image under the target's emulator: its outputs and, with `count`, the
-    instructions its net_run call executed and the path they took."""
+    """Run an image from build_image under the target's emulator: every invocation's outputs and, with
+    `count`, the instructions its first net_run call executed and the path they took."""
     stdout, profile = emulate(image, target, count, timeout)
-    outputs = parse_output_bits(stdout, compiled)
+    invocations = parse_output_bits(stdout, compiled)
     if profile is None:
-        return Run(outputs, None, stdout)
-    return Run(outputs, profile.instructions(CALL) - profile.instructions(EMPTY_CALL), stdout, profile)
+        return Run(invocations, None, stdout)
+    return Run(invocations, profile.instructions(CALL) - profile.instructions(EMPTY_CALL), stdout, profile)

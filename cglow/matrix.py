@@ -40,8 +40,8 @@ def bitwise_alike(a: Setting, b: Setting) -> bool:
 def outputs(compiled: CompiledModel, inputs: list[np.ndarray], setting: Setting) -> list[np.ndarray]:
     """The model's outputs with the C built under `setting` (compiled for its target's tiles)."""
     if setting.target:
-        return target_outputs(compiled, inputs, setting.target, (setting.opt,))[1]
-    return host_outputs(compiled, inputs, setting.cc, (setting.opt,))[1]
+        return target_outputs(compiled, [inputs], setting.target, (setting.opt,))[1][0]
+    return host_outputs(compiled, [inputs], setting.cc, (setting.opt,))[1][0]
 
 
 def same_bits(a: list[np.ndarray], b: list[np.ndarray]) -> bool:

@@ -75,15 +75,16 @@ def litert_real_outputs(model: TFLiteFile, outputs: list[np.ndarray]) -> list[np
     return reals
 
 
-def litert_reals(model: TFLiteFile, inputs: list[np.ndarray]) -> tuple[str, list[np.ndarray]]:
-    """litert_outputs of net_run's inputs, as real values."""
-    runtime, outputs = litert_outputs(model, litert_feeds(model, inputs))
-    return runtime, litert_real_outputs(model, outputs)
+def litert_reals(model: TFLiteFile, runs: list[list[np.ndarray]]) -> tuple[str, list[list[np.ndarray]]]:
+    """litert_outputs of net_run's input sets, as real values."""
+    runtime, outputs = litert_outputs(model, [litert_feeds(model, inputs) for inputs in runs])
+    return runtime, [litert_real_outputs(model, o) for o in outputs]
 
 
-def litert_outputs(model: TFLiteFile, inputs: list[np.ndarray]) -> tuple[str, list[np.ndarray]]:
-    """LiteRT's name and the model's outputs, computed by its reference kernels (TFLite Micro's arithmetic),
-    the inputs given in the file's order."""
+def litert_outputs(model: TFLiteFile, runs: list[list[np.ndarray]]) -> tuple[str, list[list[np.ndarray]]]:
+    """LiteRT's name and the model's outputs, computed by its reference kernels (TFLite Micro's arithmetic): one
+    interpreter invoked on each input set of `runs` in turn (the inputs in the file's order), so that a streaming
+    model's variable tensors start at zero and carry over from one invocation to the next, as net_run's state."""
     try:
         from ai_edge_litert import interpreter as litert
     except ImportError:
@@ -92,10 +93,12 @@ def litert_outputs(model: TFLiteFile, inputs: list[np.ndarray]) -> tuple[str, li
         runner = litert.Interpreter(model_path=str(model.path),
                                     experimental_op_resolver_type=litert.OpResolverType.BUILTIN_REF)
         runner.allocate_tensors()
-        for detail, x in zip(runner.get_input_details(), inputs):
-            runner.set_tensor(detail["index"], x)
-        runner.invoke()
-        outputs = [np.array(runner.get_tensor(d["index"])) for d in runner.get_output_details()]
+        outputs = []
+        for inputs in runs:
+            for detail, x in zip(runner.get_input_details(), inputs):
+                runner.set_tensor(detail["index"], x)
+            runner.invoke()
+            outputs.append([np.array(runner.get_tensor(d["index"])) for d in runner.get_output_details()])
     except Exception as exc:  # noqa: BLE001 - the interpreter's own errors, of many types
         raise CglowError(f"LiteRT cannot run the model ({str(exc).strip().splitlines()[0][:200]})") from None
     return f"LiteRT {version('ai-edge-litert')} (reference kernels)", outputs

@@ -3,8 +3,8 @@ interval between marks, how often each translated block ran after each other blo
 
 A block is named by its first instruction's address and its number of instructions. Interval k is the
 code run after the k-th start of the marker function (the harness, cglow/emit_c/baremetal.c.j2, marks
-twice before net_run and once after): EMPTY_CALL is the code between two back-to-back marks, CALL the
-code across the net_run call, so CALL less EMPTY_CALL is net_run's own."""
+twice before each net_run and once after): EMPTY_CALL is the code between two back-to-back marks, CALL the
+code across the first net_run call, so CALL less EMPTY_CALL is that call's own."""
 from __future__ import annotations
 
 from collections import defaultdict

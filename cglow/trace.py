@@ -4,7 +4,7 @@ first one that departs names the node, and the kernel, to look at: an error that
 outputs, or outputs too small to show it, cannot hide there.
 
 The traced C is the model's C with a call after each such kernel (cglow.emit_c.emit with trace=True) that hands
-the value's buffer to the test harness, which prints its bytes (harness.c.j2); the view the instruction keeps
+the value's buffer to the test harness, which prints its bytes (trace.c.j2); the view the instruction keeps
 (instr.ir.Value) says where each element lies. The reference runs the model with every compared value as an
 extra output. Values that cglow's graph passes made (not in the model) have no reference and are not listed."""
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Cross builds for the cortex-m4 target (cglow.cross, cglow.targets): the keyword-spotting model built with
 arm-none-eabi-gcc and run under qemu-system-arm (mps2-an386) against onnxruntime, the instruction count of
-the QEMU plugin, the image's symbols; the bare-metal harness itself, built for the host; and a small model
-on every other preset."""
+the QEMU plugin, the image's symbols; the bare-metal harness itself, built for the host (one invocation, and
+a streaming model's sequence with a reset); and a small model on every other preset."""
 from __future__ import annotations
 
 import dataclasses
@@ -22,6 +22,7 @@ from cglow.matrix import same_bits
 from cglow.options import Options
 from cglow.targets import TARGETS
 
+from .tflite_stream import Stream, frames
 from .util import need_tool, ort_run, random_feeds, rel_error
 
 M4 = TARGETS["cortex-m4"]
@@ -106,10 +107,33 @@ def test_baremetal_harness_is_bit_exact_on_the_host():
              "net_main.c": baremetal_source(compiled, inputs)}
     exe = build_cached(files, "cc", ("-O2", *STRICT_FLAGS), "baremetal-host-{}", quiet=True)
     run = subprocess.run([str(exe)], capture_output=True, text=True, check=True)
-    got = parse_output_bits(run.stdout, compiled)
+    (got,) = parse_output_bits(run.stdout, compiled)
     for g, want in zip(got, cglow.build(compiled)(*inputs)):
         assert g.dtype == want.dtype and g.shape == want.shape
         assert g.tobytes() == want.tobytes()
+
+
+def test_baremetal_harness_runs_a_sequence_on_the_host(tmp_path):
+    """A streaming model's invocations in turn, the state kept and net_reset before the fourth: the outputs the
+    model built as a host library gives over the same calls, to the bit."""
+    need_tool("cc")
+    s = Stream(True, seed=3)
+    x = s.value("x", [1, 8], scale=0.1, zero=0)
+    path = tmp_path / "svdf.tflite"
+    path.write_bytes(s.build(x, s.svdf(x, 4, 1, 3)))
+    compiled = cglow.compile_model(path)
+    runs = [[frame] for frame in frames((1, 8), True)]
+    files = {"net.c": compiled.c_source, "net.h": compiled.h_source,
+             "net_main.c": baremetal_source(compiled, runs[0], then=runs[1:], resets=[3])}
+    exe = build_cached(files, "cc", ("-O2", *STRICT_FLAGS), "baremetal-host-{}", quiet=True)
+    got = parse_output_bits(subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout, compiled)
+    net = cglow.build(compiled)
+    want = []
+    for k, inputs in enumerate(runs):
+        if k == 3:
+            net.reset()
+        want.append(net(*inputs))
+    assert len(got) == len(runs) and same_bits(sum(got, []), sum(want, []))
 
 
 @pytest.mark.parametrize("name", sorted(TARGETS))

@@ -1,15 +1,22 @@
-"""The commands on .tflite files: emit, info, check and bench take them; a file cglow cannot read or translate
-gets one error line, exit status 2 and no output file."""
+"""The commands on .tflite files: emit, info, check and bench take them; check runs a streaming model several
+times in a row against one LiteRT interpreter; a file cglow cannot read or translate gets one error line, exit
+status 2 and no output file."""
 from __future__ import annotations
 
+from dataclasses import replace
 import os
 from pathlib import Path
+import re
 
 import numpy as np
 import pytest
 
+from cglow import check, cli
+from cglow.targets import TARGETS
 from tests.test_cli import cglow_cmd
 from tests.tflite_file import TFLiteWriter
+from tests.tflite_stream import svdf_spotter
+from tests.util import need_tool
 
 
 def small_int8(path: Path) -> str:
@@ -55,6 +62,65 @@ def test_info_lists_the_builtins_and_check_agrees_with_litert(tmp_path):
     check = cglow_cmd("check", model)
     assert check.returncode == 0, check.stdout + check.stderr
     assert "reference LiteRT" in check.stdout and "(0 quantization steps)" in check.stdout
+
+
+def _need_litert() -> None:
+    if os.environ.get("CI") != "true":
+        pytest.importorskip("ai_edge_litert")
+
+
+def _check_spotter(tmp_path, capsys, *args: str) -> tuple[int, list[str]]:
+    """`cglow check` on the int8 SVDF spotter (state in two SVDF layers; the probabilities and the int8 logits
+    as outputs): its exit status and the lines it printed."""
+    _need_litert()
+    path = tmp_path / "spotter.tflite"
+    path.write_bytes(svdf_spotter(True))
+    status = cli.main(["check", str(path), *args])
+    out, err = capsys.readouterr()
+    assert not err, err
+    return status, out.splitlines()
+
+
+@pytest.mark.parametrize("target", ["generic", "cortex-m4"])
+def test_check_runs_a_streaming_model_several_times(target, tmp_path, capsys):
+    """Four invocations in a row on seeds 0 to 3, each one's outputs compared with the same LiteRT interpreter's."""
+    for tool in TARGETS[target].tools if target in TARGETS else ["cc"]:
+        need_tool(tool)
+    status, lines = _check_spotter(tmp_path, capsys, "--target", target)
+    assert status == 0, lines
+    assert "seeded random inputs (seeds 0 to 3: 4 invocations in a row, the state kept from one to the next)" \
+        in lines[0]
+    assert [line.split(": ")[0] for line in lines[1:-1]] == [
+        f"invocation {k}, output {name}" for k in range(1, 5) for name in (
+            "'probabilities' float32[1,12]", "'fully_connected' int8[1,12] (scale 0.3, zero point 0)")]
+    assert all(line.endswith("(ok)") for line in lines[1:-1])
+    assert lines[-1].startswith("check: passed: every output of every invocation within")
+
+
+def test_check_of_a_streaming_model_repeats_given_inputs(tmp_path, capsys):
+    need_tool("cc")
+    np.save(tmp_path / "frame.npy", np.linspace(-1, 1, 40, dtype=np.float32).reshape(1, 1, 40, 1))
+    status, lines = _check_spotter(tmp_path, capsys, "--input", str(tmp_path / "frame.npy"))
+    assert status == 0, lines
+    assert f"inputs from {tmp_path / 'frame.npy'} (in each of 4 invocations in a row, the state kept from one to " \
+           "the next)" in lines[0]
+
+
+def test_check_finds_a_state_that_is_not_kept(tmp_path, capsys, monkeypatch):
+    """C that forgets the state at every run agrees with LiteRT on the first invocation only."""
+    need_tool("cc")
+    compile_model = check.compile_model
+
+    def forgetful(*args, **kwargs):
+        compiled = compile_model(*args, **kwargs)
+        (head,) = re.findall(r"int net_run\([^)]*\)\n\{\n", compiled.c_source)
+        return replace(compiled, c_source=compiled.c_source.replace(head, head + "    net_reset();\n"))
+    monkeypatch.setattr(check, "compile_model", forgetful)
+    status, lines = _check_spotter(tmp_path, capsys)
+    assert status == 1
+    assert [line.startswith("invocation 1, ") for line in lines if line.endswith("(ok)")] == [True, True]
+    assert lines[-1].startswith("check: MISMATCH on 'probabilities' in invocations 2, 3, 4, 'fully_connected' in "
+                                "invocations 2, 3, 4 (tolerance: ")
 
 
 def _fails(result, *fragments: str) -> None:

@@ -1,7 +1,8 @@
 """UNIDIRECTIONAL_SEQUENCE_LSTM against LiteRT's reference kernels over consecutive invocations, its output and cell
 states carried from one to the next: float32 with each option (within 1e-5), int8 as TFLite's integer kernel
 computes it (to the bit; its gemmlowp int16 logistic and tanh checked on every input against tests/gemmlowp16.py),
-and streaming keyword spotters of a dense layer, an LSTM and a softmax."""
+and streaming keyword spotters of a dense layer, an LSTM and a softmax (on the host, and under QEMU with a reset
+between two streams)."""
 from __future__ import annotations
 
 import os
@@ -20,7 +21,7 @@ from cglow.emit_c.emit import runtime_helpers
 from cglow.errors import CglowError
 from cglow.host import HOST_FLAGS, build_cached
 from tests import gemmlowp16
-from tests.tflite_stream import Stream, agree, frames
+from tests.tflite_stream import LSTM_FRAMES, Stream, agree, agree_under_qemu, frames, lstm_spotter
 
 KINDS = [pytest.param(False, id="float"), pytest.param(True, id="int8")]
 
@@ -73,17 +74,13 @@ int main(void)
 
 @pytest.mark.parametrize("int8", KINDS)
 def test_lstm_keyword_spotter(int8, tmp_path):
-    """A streaming spotter over chunks of 5 frames of 10 features: a dense layer on each frame, an LSTM whose
-    states carry from chunk to chunk, and a dense layer with a float softmax over the chunk's outputs."""
-    s = Stream(int8, seed=6)
-    x = s.value("chunk", [1, 5, 10], scale=0.1, zero=0)
-    rows = s.weighted("FULLY_CONNECTED", x, [16, 10], [5, 16], fused_activation_function="RELU")
-    seq = s.value("frames", [1, 5, 16], zero=0)
-    s.w.op("RESHAPE", [rows, s.w.tensor("shape", [3], np.int32, np.array([1, 5, 16], np.int32))], [seq])
-    y = s.lstm8(seq, 12) if int8 else s.lstm(seq, 12, peephole=True)
-    logits = s.weighted("FULLY_CONNECTED", y, [12, 60], [1, 12], scale=0.2)
-    probs = s.probabilities(logits, 12)
-    agree(s.build(x, probs), frames((1, 5, 10), int8, runs=4), tmp_path)
+    agree(lstm_spotter(int8), frames(LSTM_FRAMES, int8, runs=4), tmp_path)
+
+
+@pytest.mark.parametrize("int8", KINDS)
+def test_lstm_spotter_under_qemu(int8, tmp_path):
+    """8 chunks on a Cortex-M4, net_reset before the fifth."""
+    agree_under_qemu(lstm_spotter(int8), frames(LSTM_FRAMES, int8, runs=8), 4, tmp_path)
 
 
 def test_int8_lstm_with_peepholes_is_refused(tmp_path):

@@ -65,7 +65,7 @@ def test_network_agrees_with_litert(name, int8, folder):
     assert compiled.arena_bytes <= cglow.compile_model(onnx_model).arena_bytes
 
 
-@pytest.mark.parametrize("name", ["kws", "resnet8"])
+@pytest.mark.parametrize("name", NETWORKS)
 def test_int8_network_under_qemu(name, folder):
     target = TARGETS["cortex-m4"]
     for tool in target.tools:

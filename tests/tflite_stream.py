@@ -1,16 +1,20 @@
 """What the streaming-operator tests share: a streaming model under construction (Stream: SVDF and LSTM layers,
-float32 or int8), inputs for several invocations, and the comparison with LiteRT over consecutive invocations of
-one interpreter, the state carried from one to the next."""
+float32 or int8), two keyword spotters, inputs for several invocations, and the comparison with LiteRT over
+consecutive invocations of one interpreter, the state carried from one to the next: on the host, or under QEMU
+on a Cortex-M4 with a net_reset between two streams."""
 from __future__ import annotations
 
 import numpy as np
 
 import cglow
-from cglow import host
+from cglow import cross, host
 from cglow.options import Options
+from cglow.targets import TARGETS
 from tests.tflite_file import TFLiteWriter, run_litert_sequence
+from tests.util import need_tool
 
 RUNS = 6  # invocations: more than an SVDF's memory, so that its oldest frames drop out
+SVDF_FRAMES, LSTM_FRAMES = (1, 1, 40, 1), (1, 5, 10)  # the spotters' inputs
 GATES = ("input", "forget", "cell", "output")  # TFLite's order
 PEEPHOLES = ("input", "forget", "output")
 
@@ -135,8 +139,37 @@ class Stream:
         self.w.op("SOFTMAX", [logits], [probs], {"beta": 1.0})
         return probs
 
-    def build(self, x: int, y: int) -> bytes:
-        return self.w.build([x], [y])
+    def build(self, x: int, *outputs: int) -> bytes:
+        return self.w.build([x], list(outputs))
+
+
+def svdf_spotter(int8: bool) -> bytes:
+    """A streaming spotter, one frame of 40 features an invocation (SVDF_FRAMES): a convolution over the frame, two
+    SVDF layers (memories of 8 and 4 frames), a dense layer and a float softmax; its outputs are the probabilities
+    and the logits (int8 ones to the bit)."""
+    s = Stream(int8, seed=5)
+    x = s.value("frame", list(SVDF_FRAMES), scale=0.1, zero=0)
+    conv = s.weighted("CONV_2D", x, [8, 1, 5, 1], [1, 1, 18, 8], scale=0.05, padding="VALID", stride_w=2,
+                      stride_h=1, fused_activation_function="RELU")
+    flat = s.value("flat", [1, 144], scale=0.05, zero=0)
+    s.w.op("RESHAPE", [conv, s.w.tensor("shape", [2], np.int32, np.array([1, 144], np.int32))], [flat])
+    h = s.svdf(s.svdf(flat, 16, 1, 8), 16, 2, 4)
+    logits = s.weighted("FULLY_CONNECTED", h, [12, 16], [1, 12], scale=0.3)
+    return s.build(x, s.probabilities(logits, 12), logits)
+
+
+def lstm_spotter(int8: bool) -> bytes:
+    """A streaming spotter over chunks of 5 frames of 10 features (LSTM_FRAMES): a dense layer on each frame, an
+    LSTM whose states carry from chunk to chunk, and a dense layer with a float softmax over the chunk's outputs;
+    its outputs are the probabilities and the logits."""
+    s = Stream(int8, seed=6)
+    x = s.value("chunk", list(LSTM_FRAMES), scale=0.1, zero=0)
+    rows = s.weighted("FULLY_CONNECTED", x, [16, 10], [5, 16], fused_activation_function="RELU")
+    seq = s.value("frames", [1, 5, 16], zero=0)
+    s.w.op("RESHAPE", [rows, s.w.tensor("shape", [3], np.int32, np.array([1, 5, 16], np.int32))], [seq])
+    y = s.lstm8(seq, 12) if int8 else s.lstm(seq, 12, peephole=True)
+    logits = s.weighted("FULLY_CONNECTED", y, [12, 60], [1, 12], scale=0.2)
+    return s.build(x, s.probabilities(logits, 12), logits)
 
 
 def frames(shape, int8: bool, seed: int = 1, runs: int = RUNS) -> list[np.ndarray]:
@@ -146,16 +179,41 @@ def frames(shape, int8: bool, seed: int = 1, runs: int = RUNS) -> list[np.ndarra
     return [rng.standard_normal(shape).astype(np.float32) for _ in range(runs)]
 
 
+def same(got: list[np.ndarray], want: list[np.ndarray]) -> None:
+    """One invocation's outputs: float32 within 1e-5, integers to the bit."""
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype and g.shape == w.shape
+        if g.dtype == np.float32:
+            np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
+        else:
+            np.testing.assert_array_equal(g, w)
+
+
 def agree(model: bytes, inputs: list[np.ndarray], tmp_path, options: Options = Options()) -> host.HostModel:
     """cglow's outputs equal LiteRT's at every invocation of one interpreter; returns the built model."""
     path = tmp_path / "model.tflite"
     path.write_bytes(model)
     net = host.build(cglow.compile_model(path, options=options))
-    for x, (want,) in zip(inputs, run_litert_sequence(model, [[x] for x in inputs])):
-        (got,) = net(x)
-        assert got.dtype == want.dtype and got.shape == want.shape
-        if got.dtype == np.float32:
-            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
-        else:
-            np.testing.assert_array_equal(got, want)
+    for x, want in zip(inputs, run_litert_sequence(model, [[x] for x in inputs])):
+        same(net(x), want)
     return net
+
+
+def agree_under_qemu(model: bytes, inputs: list[np.ndarray], reset_at: int, tmp_path) -> None:
+    """The model's C on a Cortex-M4 under QEMU, one image calling net_run on each input in turn and net_reset
+    before invocation `reset_at` (from 0): each invocation's outputs equal those of one LiteRT interpreter over
+    the inputs before `reset_at` and of a new one (its state zero) from there on."""
+    target = TARGETS["cortex-m4"]
+    for tool in target.tools:
+        need_tool(tool)
+    path = tmp_path / "model.tflite"
+    path.write_bytes(model)
+    compiled = cglow.compile_model(path, options=Options(target=target.tiles))
+    runs = [[x] for x in inputs]
+    image = cross.build_image(compiled, runs[0], target, then=runs[1:], resets=[reset_at])
+    got = cross.run_image(image, compiled, target, count=False).invocations
+    want = run_litert_sequence(model, runs[:reset_at]) + run_litert_sequence(model, runs[reset_at:])
+    assert len(got) == len(want) == len(inputs)
+    for g, w in zip(got, want):
+        same(g, w)
