@@ -1,6 +1,5 @@
 """cglow: ONNX models to one self-contained, portable C99 file."""
-__version__ = "0.1.0"
-
+from .version import __version__  # noqa: F401 (the package's own name for it)
 from .compiler import CompiledModel, compile_model  # noqa: E402
 from .errors import CglowError  # noqa: E402
 from .host import HostModel, build  # noqa: E402

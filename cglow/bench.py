@@ -26,11 +26,11 @@ from .compiler import CompiledModel, compile_model
 from .emit_c.harness import harness_source, parse_outputs, parse_samples_us, parse_time_us, run_harness
 from .errors import CglowError
 from .host import STRICT_FLAGS, build_cached, need_compiler, sources
-from .kernels.tiles import host_target
 from .macs import macs
 from .model_file import TFLiteFile, litert_feeds, litert_real_outputs, open_model
 from .options import Options
 from .reference import MAX_STEPS, difference, ort_reason, ort_session, reference_feeds, seeded_inputs
+from .tiles import host_target
 
 if TYPE_CHECKING:
     import onnx

@@ -9,18 +9,18 @@ import onnx
 from .alloc.arena import Plan, allocate
 from .emit_c.emit import TensorInfo, c_identifier, emit
 from .graph import passes as graph_passes
+from .graph.ir import Graph
 from .graph.limits import check_bytes
 from .graph.onnx_import import import_model, load
 from .graph.quant.io import float_io, integer_io, quantized_io
 from .graph.tflite.importer import import_tflite
-from .graph.ir import Graph
-from .model_file import TFLiteFile, as_model
-from .options import MAX_MEMORY, Options
 from .instr import passes as instr_passes
 from .instr.ir import Program
-from .kernels.tiles import tiles_for
 from .lower.context import lower
+from .model_file import TFLiteFile, as_model
+from .options import MAX_MEMORY, Options
 from .stages import Stages, stage_name
+from .tiles import tiles_for
 
 
 @dataclass(frozen=True)

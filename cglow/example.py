@@ -8,7 +8,7 @@ import subprocess
 import numpy as np
 import onnx
 
-from .cli import write_files
+from .files import write_files
 from .compiler import compile_model
 from .emit_c.harness import harness_source, parse_outputs, parse_time_us, run_harness
 from .errors import CglowError

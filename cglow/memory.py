@@ -13,12 +13,12 @@ from pathlib import Path
 
 import onnx
 
-from .options import MAX_MEMORY, Options
 from .compiler import CompiledModel, compile_model, import_graph as imported_graph
 from .graph import passes as graph_passes
 from .graph.ir import Graph
-from .alloc.arena import floor, lifetimes
+from .instr.liveness import floor, lifetimes
 from .kernels.render import PRIMITIVE_NAMES
+from .options import MAX_MEMORY, Options
 from .stages import Stages
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .errors import CglowError
-from .kernels.tiles import TARGETS
+from .tiles import TARGETS
 
 MAX_MEMORY = 1 << 30  # bytes: the default --max-memory
 
@@ -15,7 +15,7 @@ class Options:
     caller_arena: bool = False      # net_run(void *arena, ...): the caller owns the arena, no static array
     io_in_arena: bool = False       # inputs and outputs live in the arena too: RAM is the arena alone
     external_weights: bool = False  # net_run(const void *weights, ...): the weights are a binary file, not in net.c
-    target: str = "generic"         # the register tile sizes of the conv and matrix kernels (kernels/tiles.py)
+    target: str = "generic"         # the register tile sizes of the conv and matrix kernels (cglow/tiles.py)
     max_memory: int = MAX_MEMORY    # bytes: refuse a model with a larger tensor, or larger weights + arena + I/O
     float_io: bool = False          # a quantized model keeps float inputs and outputs, (de)quantized in net_run
 

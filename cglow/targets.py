@@ -7,7 +7,7 @@ the host through the emulator) and place code and constants in `flash_bytes` at 
 `ram_bytes` at `ram`: the board's memory map, given to picolibc's linker script with --defsym. Linux
 presets link a static program for QEMU's user mode and have no such limits (None).
 
-`tiles` is the `cglow emit --target` preset (cglow/kernels/tiles.py) whose register tiles suit the target.
+`tiles` is the `cglow emit --target` preset (cglow/tiles.py) whose register tiles suit the target.
 `soft_double` says the target has no double-precision floating point in hardware: a double operation would
 link libgcc's software helpers, so a float model's image must contain none (cglow.cross.soft_double_helpers)."""
 from __future__ import annotations

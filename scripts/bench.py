@@ -32,7 +32,7 @@ from cglow import zoo
 from cglow.bench import CFLAGS, build_executable, time_cglow, time_onnxruntime
 from cglow.compiler import CompiledModel
 from cglow.emit_c.harness import harness_source
-from cglow.kernels.tiles import TARGETS, host_target
+from cglow.tiles import TARGETS, host_target
 from cglow.macs import macs
 from cglow.options import Options
 from cglow.reference import TOLERANCE, rel_error, seeded_inputs

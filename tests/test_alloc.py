@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from hypothesis import given, settings, strategies as st
 
-from cglow.alloc.arena import allocate, floor, lifetimes
+from cglow.alloc.arena import allocate
+from cglow.instr.liveness import floor, lifetimes
 from cglow.instr.ir import Buffer, Map, Program, View
 
 

@@ -12,7 +12,7 @@ import pytest
 
 import cglow
 from cglow import zoo
-from cglow.alloc.arena import floor
+from cglow.instr.liveness import floor
 from cglow.memory import analyze_model, import_graph, naive_spans
 
 from .test_cli import cglow_cmd, save, unsupported_model

@@ -13,7 +13,7 @@ from hypothesis import assume, given, settings, strategies as st
 
 import cglow
 from cglow import zoo
-from cglow.alloc.arena import floor, lifetimes
+from cglow.instr.liveness import floor, lifetimes
 from cglow.graph import passes as graph_passes
 from cglow.graph.onnx_import import import_model
 from cglow.instr import passes

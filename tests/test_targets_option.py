@@ -8,7 +8,7 @@ import pytest
 import cglow
 from cglow import zoo
 from cglow.errors import CglowError
-from cglow.kernels.tiles import TILES, host_target, tiles_for
+from cglow.tiles import TILES, host_target, tiles_for
 from cglow.options import Options
 from tests.util import ort_run, rel_error
 

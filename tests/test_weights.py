@@ -12,7 +12,7 @@ import pytest
 import cglow
 from cglow import zoo
 from cglow.host import STRICT_FLAGS, check_warnings, sources
-from cglow.lower.literals import c_array_lines
+from cglow.c_text import c_array_lines
 from cglow.options import Options
 
 from .util import need_tool, random_feeds

@@ -10,13 +10,13 @@ import re
 import jinja2
 import numpy as np
 
-from .. import __version__
 from ..alloc.arena import Plan
+from ..c_text import c_array_lines, c_float, c_literal, c_type
 from ..instr.ir import Buffer, Program, View, reads
 from ..kernels.render import PRIMITIVE_NAMES, comment, render
-from ..kernels.tiles import tiles_for
 from ..options import Options
-from ..lower.literals import c_array_lines, c_float, c_literal, c_type
+from ..tiles import tiles_for
+from ..version import __version__
 
 ENV = jinja2.Environment(loader=jinja2.PackageLoader("cglow", "emit_c"), trim_blocks=True, lstrip_blocks=True,
                          undefined=jinja2.StrictUndefined, autoescape=False, keep_trailing_newline=True)

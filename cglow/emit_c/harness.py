@@ -14,9 +14,9 @@ import subprocess
 
 import numpy as np
 
+from ..c_text import c_array_lines, c_type
 from ..compiler import CompiledModel
 from ..errors import CglowError
-from ..lower.literals import c_array_lines, c_type
 from .emit import ENV
 
 

@@ -12,8 +12,8 @@ import re
 
 import numpy as np
 
-from ..alloc.arena import floor, lifetimes, slot
-from ..lower.literals import c_type
+from ..c_text import c_type
+from .liveness import floor, lifetimes, slot
 from .schedule import schedule
 from .ir import (Buffer, Conv, Epilogue, Gemm, Instr, Map, Program, Value, View, channels_innermost, extent, placeholder_count,
                  reads, substitute)

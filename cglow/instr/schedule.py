@@ -30,8 +30,8 @@ from dataclasses import replace
 from functools import reduce
 from operator import or_
 
-from ..alloc.arena import floor, lifetimes
 from .ir import Map, Program, extent, reads
+from .liveness import floor, lifetimes
 
 ALIGN = 16
 TRANSITIONS = 60_000  # the search's budget over all layers: states times their ready units

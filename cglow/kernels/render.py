@@ -15,9 +15,9 @@ import numpy as np
 from ..instr.passes import channels_contiguous, dot_operands, gemm_dot_products, taps_contiguous
 from ..instr.ir import (Conv, Epilogue, channels_innermost, Gather, Gemm, Instr, Map, Pool, Reduce, View, contiguous_strides, reads,
                         substitute)
+from ..c_text import c_highest, c_literal, c_lowest, c_type
+from ..tiles import TILES, Tiles
 from .arm_steps import dot_step, float_loop, pair_step
-from .tiles import TILES, Tiles
-from ..lower.literals import c_highest, c_literal, c_lowest, c_type
 
 ENV = jinja2.Environment(loader=jinja2.PackageLoader("cglow", "kernels"), trim_blocks=True, lstrip_blocks=True,
                          keep_trailing_newline=True,

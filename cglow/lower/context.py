@@ -6,10 +6,10 @@ from typing import Callable
 
 import numpy as np
 
+from ..c_text import C_TYPES, c_literal
 from ..errors import CglowError
 from ..graph.ir import Graph, Node
 from ..instr.ir import Buffer, Instr, Map, Program, Value, View, substitute
-from .literals import C_TYPES, c_literal
 
 Lowering = Callable[["Context", Node], None]
 LOWERINGS: dict[str, Lowering] = {}

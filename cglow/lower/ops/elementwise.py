@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...c_text import c_float
 from ...graph.ir import Node
 from ...instr.ir import Map, substitute
 from ..context import Context, lowering
-from ..literals import c_float
 
 
 def kind(dtype: np.dtype) -> str:

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...c_text import c_float, c_int
 from ...graph.geometry import Window, window
 from ...graph.ir import Node
 from ...instr.ir import Conv, Epilogue, Gemm, Map, Reduce, View
 from ..context import Context, lowering
-from ..literals import c_float, c_int
 from .nn import CHANNELS_LAST, _pixel_rows
 
 F32, I32 = np.dtype(np.float32), np.dtype(np.int32)

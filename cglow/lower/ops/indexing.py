@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...c_text import c_literal
 from ...graph.geometry import axis
 from ...graph.ir import Node
 from ...graph.rules.indexing import one_hot_depth
 from ...instr.ir import Gather, Map, View, contiguous_strides, substitute
 from ..context import Context, lowering
-from ..literals import c_literal
 from .tensor import node_args
 
 

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...c_text import c_type
 from ...graph.ir import Node
 from ...instr.ir import Map, Reduce
 from ..context import Context, lowering
-from ..literals import c_type
 from .reduce import spread
 
 SUM_BITS = 12  # the row's sum is a Q12.19

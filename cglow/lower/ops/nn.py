@@ -1,11 +1,11 @@
 """Lowering of conv, dense and pooling ops to the Conv, Gemm, Pool and Reduce primitives."""
 from __future__ import annotations
 
+from ...c_text import c_float
 from ...graph.geometry import Window, window
 from ...graph.ir import Node
 from ...instr.ir import Conv, Epilogue, Gemm, Pool, Reduce, View
 from ..context import Context, lowering
-from ..literals import c_float
 
 
 def as_2d(view: View) -> View:

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...c_text import c_float
 from ...errors import CglowError
 from ...graph.geometry import Window, axis
 from ...graph.ir import Node
 from ...instr.ir import Map, Pool, Reduce, View, substitute
 from ..context import Context, lowering
-from ..literals import c_float
 from .reduce import last_axis, positions, spread
 
 

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...graph.geometry import window
+from ...c_text import c_float, c_int, c_type
 from ...errors import CglowError
+from ...graph.geometry import window
 from ...graph.ir import Node
 from ...graph.quant.params import narrow
 from ...instr.ir import Conv, Epilogue, Gather, Gemm, Map, Pool, Reduce, View
 from ..context import Context, lowering
-from ..literals import c_float, c_int, c_type
 from .nn import CHANNELS_LAST, _pixel_rows, _window_2d, as_2d
 
 # made by graph passes or the TFLite import only (IntSoftmax is lowered in int_softmax.py, HybridGemm and

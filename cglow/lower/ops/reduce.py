@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...c_text import c_literal, c_type
 from ...graph.geometry import axis
 from ...graph.ir import Node
 from ...graph.registry import F32
 from ...graph.rules.reduce import reduced_axes
 from ...instr.ir import Map, Reduce, View, substitute
 from ..context import Context, lowering
-from ..literals import c_literal, c_type
 
 # op: (kind, pre, post), C templates over {0} (an input element) and {acc}; {n} is the number of reduced
 # elements, {abs} |{0}|, and {float} / {type} cast to float and back for an integer tensor.

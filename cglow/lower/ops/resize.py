@@ -12,12 +12,12 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from ...c_text import c_float
 from ...errors import CglowError
 from ...graph.ir import Node
 from ...graph.rules.resize import Axis, cropping, resize_axes
 from ...instr.ir import Epilogue, Gemm, Map, View
 from ..context import Context, lowering
-from ..literals import c_float
 
 
 def _source(node: Node, ax: Axis, size: int, dtype=np.float64) -> np.ndarray:

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from ...c_text import c_literal
 from ...graph.geometry import axis
 from ...graph.ir import Node
 from ...graph.registry import Args
 from ...graph.rules.tensor import block_layout, pad_widths, slice_ranges, split_sizes
 from ...instr.ir import Map, View, substitute
 from ..context import Context, lowering
-from ..literals import c_literal
 
 
 def node_args(ctx: Context, node: Node) -> Args:
