@@ -1,7 +1,8 @@
 """UNIDIRECTIONAL_SEQUENCE_LSTM against LiteRT's reference kernels over consecutive invocations, its output and cell
 states carried from one to the next: float32 with each option (within 1e-5), int8 as TFLite's integer kernel
-computes it (to the bit; its gemmlowp int16 logistic and tanh checked on every input against tests/gemmlowp16.py),
-and streaming keyword spotters of a dense layer, an LSTM and a softmax."""
+computes it (to the bit, with layer normalization, peepholes and a projection too; its gemmlowp int16 logistic and
+tanh checked on every input against tests/gemmlowp16.py), and streaming keyword spotters of a dense layer, an LSTM
+and a softmax."""
 from __future__ import annotations
 
 import os
