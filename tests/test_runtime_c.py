@@ -260,3 +260,47 @@ def test_tflite_requantizations_round_twice_as_litert():
     assert np.array_equal(got[:, 0], want)
     assert np.array_equal(got[high, 1], np.array(want)[high]) and sum(high) > 10000
     assert any(abs(1 + 2 * z) << (-s - 1) >= 1 << 28 for (_, _, s, z), h in zip(rows, high) if h)
+
+
+LAYER_NORM_DRIVER = """#include <stdint.h>
+#include <stdio.h>
+{helpers}
+int main(void)
+{{
+    int32_t v[3];
+    while (fread(v, sizeof v, 1, stdin) == 1) {{
+        const int32_t y[3] = {{cglow_inv_sqrt_tfl(v[0]), cglow_inv_sqrt_exp_tfl(v[0]),
+                              cglow_scale_up_tfl(v[0], v[1], v[2])}};
+        fwrite(y, sizeof y, 1, stdout);
+    }}
+    return 0;
+}}
+"""
+
+
+def test_tflite_inverse_square_root_and_neon_product():
+    """TFLite's integer layer normalization's inverse square root (a Q31 multiplier, divided by 2^s where its
+    exponent s is positive) within 2^-19 of 1/sqrt(x) (five Newton steps from 1 leave 1.2e-6 at x = 2), from 2 to
+    2^31 - 1 (every normalization: divisions by 4 from 2^29, shifts by pairs of bits below); and the fixed-point
+    product of LiteRT's Neon lanes against exact rational arithmetic: x (shifted left, wrapping, for a positive
+    shift) times the multiplier / 2^31 rounded half up, then divided by 2^-shift rounded half up again, ties made
+    on purpose."""
+    from cglow.emit_c.emit import runtime_helpers
+    helpers = "\n".join(runtime_helpers(["cglow_inv_sqrt_tfl( cglow_inv_sqrt_exp_tfl( cglow_scale_up_tfl("]))
+    program = build_cached({"norm.c": LAYER_NORM_DRIVER.format(helpers=helpers)}, "cc", HOST_FLAGS, "norm-{}")
+    rng = np.random.default_rng(3)
+    low = -2 ** 31
+    xs = [2, 3, 4, 7, 8, 2 ** 27 - 1, 2 ** 27, 2 ** 29 - 1, 2 ** 29, 2 ** 30, 2 ** 31 - 1]
+    xs += [int(x) for x in np.exp(rng.uniform(math.log(2), math.log(2 ** 31 - 1), 20000))]
+    rows = [(x, 1 << 30, -(x % 8)) for x in range(-300, 301)] + [(x, 1 << 30, -1) for x in xs]
+    rows += [(int(a), int(m), int(s)) for a, m, s in zip(rng.integers(low, 2 ** 31, 20000), rng.integers(
+        2 ** 30, 2 ** 31, 20000), rng.integers(-20, 4, 20000))]
+    run = subprocess.run([str(program)], input=np.array(rows, "<i4").tobytes(), capture_output=True, check=True)
+    got = np.frombuffer(run.stdout, "<i4").reshape(-1, 3)
+    for (x, multiplier, shift), (inverse, exponent, product) in zip(rows, got.tolist()):
+        if x >= 2:
+            assert abs(Fraction(inverse, 2 ** (31 + max(exponent, 0))) * math.sqrt(x) - 1) < 2 ** -19, x
+        shifted = (x << max(shift, 0)) % 2 ** 32
+        shifted -= 2 ** 32 if shifted >= 2 ** 31 else 0
+        high = math.floor(Fraction(shifted * multiplier, 2 ** 31) + Fraction(1, 2))
+        assert product == math.floor(Fraction(high, 2 ** max(-shift, 0)) + Fraction(1, 2)), (x, multiplier, shift)

@@ -1,8 +1,8 @@
 """UNIDIRECTIONAL_SEQUENCE_LSTM against LiteRT's reference kernels over consecutive invocations, its output and cell
 states carried from one to the next: float32 with each option (within 1e-5), int8 as TFLite's integer kernel
-computes it (to the bit; its gemmlowp int16 logistic and tanh checked on every input against tests/gemmlowp16.py),
-and streaming keyword spotters of a dense layer, an LSTM and a softmax (on the host, and under QEMU with a reset
-between two streams)."""
+computes it (to the bit, with layer normalization, peepholes and a projection too; its gemmlowp int16 logistic and
+tanh checked on every input against tests/gemmlowp16.py), and streaming keyword spotters of a dense layer, an LSTM
+and a softmax (on the host, and under QEMU with a reset between two streams)."""
 from __future__ import annotations
 
 import os
@@ -49,6 +49,37 @@ def test_int8_lstm(options, seed, tmp_path):
     agree(s.build(x, s.lstm8(x, 8, **options)), frames(shape, True, seed=seed, runs=3), tmp_path)
 
 
+INT8_EXTRAS = [
+    dict(layer_norm=True), dict(layer_norm=True, cifg=True), dict(layer_norm=True, sparse_forget=True),
+    dict(peephole=True), dict(peephole=True, cifg=True, cell_clip=0.4), dict(projection=5),
+    dict(projection=5, proj_clip=0.5), dict(projection=12, proj_clip=0.5, cifg=True, time_major=True),
+    dict(layer_norm=True, peephole=True, projection=8, proj_clip=0.5, cell_clip=0.4),
+    dict(layer_norm=True, peephole=True, projection=8, cifg=True, time_major=True)]
+
+
+@pytest.mark.parametrize("options", INT8_EXTRAS, ids=lambda o: ",".join(f"{k}={v}" for k, v in o.items()))
+@pytest.mark.parametrize("seed", [0, 1])
+def test_int8_lstm_extras(options, seed, tmp_path):
+    """Layer normalization (TFLite's integer one: the inverse square root's fixed-point Newton steps, the variance
+    guard: sparse_forget), peepholes and a projection (with its clip), alone and together, with and without CIFG,
+    against LiteRT over 8 invocations."""
+    s = Stream(True, seed=seed)
+    shape = [4, 2, 6] if options.get("time_major") else [2, 4, 6]
+    x = s.value("x", shape, scale=0.04, zero=7)
+    agree(s.build(x, s.lstm8(x, 8, **options)), frames(shape, True, seed=seed, runs=8), tmp_path)
+
+
+def test_int8_lstm_peephole_rounding(tmp_path):
+    """LiteRT's peephole term is its Neon kernel's (on x86 too, through NEON_2_SSE): it requantizes whole blocks of
+    16 cells rounding their ties up, the cells after them rounding ties away from zero. With 24 cells and
+    peephole weights at a power-of-two scale (ties everywhere), either rounding alone misses LiteRT's outputs
+    here."""
+    s = Stream(True, seed=2)
+    x = s.value("x", [2, 4, 6], scale=0.04, zero=7)
+    agree(s.build(x, s.lstm8(x, 24, peephole=True, peephole_scale=2.0 ** -4)), frames([2, 4, 6], True, seed=2, runs=8),
+          tmp_path)
+
+
 def test_gemmlowp_int16_functions_on_every_input():
     """runtime_c's logistic16 and tanh16 (a value in Q(bits), bits 0 to 6) equal gemmlowp's, step by step in
     Python, on every int16 input."""
@@ -83,10 +114,13 @@ def test_lstm_spotter_under_qemu(int8, tmp_path):
     agree_under_qemu(lstm_spotter(int8), frames(LSTM_FRAMES, int8, runs=8), 4, tmp_path)
 
 
-def test_int8_lstm_with_peepholes_is_refused(tmp_path):
+def test_int8_lstm_peepholes_with_a_projection_to_another_width_are_refused(tmp_path):
+    """LiteRT's integer kernel applies the peepholes over the output width: another width than the cells' is
+    refused (one error line)."""
     s = Stream(True)
     x = s.value("x", [1, 3, 4])
     path = tmp_path / "model.tflite"
-    path.write_bytes(s.build(x, s.lstm8(x, 4, peephole=True)))
-    with pytest.raises(CglowError, match="8-bit LSTM with peepholes is not supported yet"):
+    path.write_bytes(s.build(x, s.lstm8(x, 4, peephole=True, projection=3)))
+    with pytest.raises(CglowError, match="8-bit LSTM with peepholes and a projection to another width than the "
+                                         "cells' is not supported"):
         cglow.compile_model(path)

@@ -85,31 +85,68 @@ class Stream:
         return y
 
     def lstm8(self, x: int, cells: int, cifg: bool = False, cell_clip: float = 0.0, hidden_zero: int = -3,
-              time_major: bool = False, peephole: bool = False) -> int:
-        """An int8 UNIDIRECTIONAL_SEQUENCE_LSTM (TFLite's 8x8 -> 16: int16 cell state at 2^-11, the output state
-        and the hidden intermediate at the output's scale and zero point) reading x; returns its outputs."""
+              time_major: bool = False, peephole: bool = False, layer_norm: bool = False, projection: int = 0,
+              proj_clip: float = 0.0, peephole_scale: float = 0.0, sparse_forget: bool = False) -> int:
+        """An int8 UNIDIRECTIONAL_SEQUENCE_LSTM (TFLite's 8x8 -> 16: int16 cell state at 2^-11, the hidden
+        intermediate at 1/128) reading x; returns its outputs. Without a projection the output state has the
+        hidden intermediate's scale and zero point. The optional tensors quantized as TFLite's quantizer does:
+        int16 peephole weights and layer normalization coefficients symmetric over their range, the gates' biases
+        then at the coefficients' scale / 2^10, int16 gate intermediates (at Q3.12 without normalization), int8
+        symmetric projection weights with an int32 bias at their scale times the hidden state's. peephole_scale:
+        the peephole weights' scale instead (a power of two makes their requantization land on ties).
+        sparse_forget: the forget gate's weights all zero but its first input weight (1), so that its rows are
+        nearly constant (with layer normalization, variances below 1)."""
         shape, w, rng = self.shapes[x], self.w, self.rng
         (steps, batch), size = (shape[:2] if time_major else shape[1::-1]), shape[2]
+        outputs = projection or cells
+        hidden = dict(scale=1 / 128, zero_point=hidden_zero)
+        state = dict(scale=1 / 40, zero_point=4) if projection else hidden
 
-        def weights(name: str, columns: int, present: bool) -> int:
-            data = rng.integers(-127, 128, (cells, columns)).astype(np.int8)
-            return w.tensor(name, [cells, columns], np.int8, data, scale=float(rng.uniform(0.005, 0.03))) \
+        def present(g: str) -> bool:
+            return g != "input" or not cifg
+
+        def weights(name: str, rows: int, columns: int, present: bool) -> int:
+            data = rng.integers(-127, 128, (rows, columns)).astype(np.int8)
+            if sparse_forget and name.endswith("forget"):
+                data = np.zeros_like(data)
+                data[0, 0] = name.startswith("input")
+            return w.tensor(name, [rows, columns], np.int8, data, scale=float(rng.uniform(0.005, 0.03))) \
                 if present else -1
-        inputs = [x] + [weights(f"input_to_{g}", size, g != "input" or not cifg) for g in GATES]
-        inputs += [weights(f"recurrent_to_{g}", cells, g != "input" or not cifg) for g in GATES]
-        inputs += [w.tensor(f"cell_to_{g}", [cells], np.int16, np.ones(cells, np.int16), scale=1e-3)
-                   if peephole and (g != "input" or not cifg) else -1 for g in PEEPHOLES]
-        inputs += [w.tensor(f"{g}_bias", [cells], np.int32, rng.integers(-3000, 3000, cells).astype(np.int32),
-                            scale=1e-4) if g != "input" or not cifg else -1 for g in GATES] + [-1, -1]
-        quant = dict(scale=1 / 128, zero_point=hidden_zero)
-        inputs += [w.tensor("output_state", [batch, cells], np.int8, **quant, variable=True),
+
+        def symmetric(name: str, real: np.ndarray, dtype, scale: float = 0.0) -> int:
+            scale = scale or float(np.max(np.abs(real))) / np.iinfo(dtype).max
+            t = w.tensor(name, list(real.shape), dtype, np.round(real / scale).astype(dtype), scale=scale)
+            self.scales[t] = scale
+            return t
+        inputs = [x] + [weights(f"input_to_{g}", cells, size, present(g)) for g in GATES]
+        inputs += [weights(f"recurrent_to_{g}", cells, outputs, present(g)) for g in GATES]
+        inputs += [symmetric(f"cell_to_{g}", rng.uniform(-0.6, 0.6, cells), np.int16, peephole_scale)
+                   if peephole and present(g) else -1 for g in PEEPHOLES]
+        norms = [symmetric(f"{g}_norm", rng.uniform(0.2, 1.5, cells), np.int16) if layer_norm and present(g) else -1
+                 for g in GATES]
+        if layer_norm:
+            inputs += [symmetric(f"{g}_bias", rng.uniform(-1, 1, cells), np.int32, self.scales[n] / 1024)
+                       if present(g) else -1 for g, n in zip(GATES, norms)]
+        else:
+            inputs += [w.tensor(f"{g}_bias", [cells], np.int32, rng.integers(-3000, 3000, cells).astype(np.int32),
+                                scale=1e-4) if present(g) else -1 for g in GATES]
+        if projection:
+            inputs.append(symmetric("projection", rng.normal(0, 0.3, (outputs, cells)), np.int8))
+            inputs.append(symmetric("projection_bias", rng.uniform(-0.5, 0.5, outputs), np.int32,
+                                    self.scales[inputs[-1]] * hidden["scale"]))
+        else:
+            inputs += [-1, -1]
+        inputs += [w.tensor("output_state", [batch, outputs], np.int8, **state, variable=True),
                    w.tensor("cell_state", [batch, cells], np.int16, scale=2.0 ** -11, zero_point=0, variable=True)]
-        inputs += [-1] * 4
-        intermediates = [w.tensor(f"gate_{g}", [0], np.int16, scale=2.0 ** -12, zero_point=0) for g in GATES]
-        intermediates.append(w.tensor("hidden", [0], np.int8, **quant))
-        y = self.value("lstm", [steps, batch, cells] if time_major else [batch, steps, cells], 1 / 128, hidden_zero)
+        inputs += norms
+        intermediates = [w.tensor(f"gate_{g}", [0], np.int16, zero_point=0,
+                                  scale=float(rng.uniform(2e-4, 2e-3)) if layer_norm else 2.0 ** -12) for g in GATES]
+        intermediates.append(w.tensor("hidden", [0], np.int8, **hidden))
+        y = self.value("lstm", [steps, batch, outputs] if time_major else [batch, steps, outputs], state["scale"],
+                       state["zero_point"])
         w.op("UNIDIRECTIONAL_SEQUENCE_LSTM", inputs, [y], {"fused_activation_function": "TANH", "cell_clip": cell_clip,
-                                                           "time_major": time_major}, intermediates=intermediates)
+                                                           "proj_clip": proj_clip, "time_major": time_major},
+             intermediates=intermediates)
         return y
 
     def weighted(self, op: str, x: int, shape, out_shape, scale: float = 0.05, **options) -> int:

@@ -130,9 +130,9 @@ def _head(fn: str, instr: Instr, names: list[str], dtypes, scratch: int = 0) -> 
 
 def accumulator(values: np.dtype, out: np.dtype) -> np.dtype:
     """The type a kernel accumulates in: 8- and 16-bit integers (quantized tensors) in int32, whatever they
-    are stored as; everything else in the output's type."""
-    values = np.dtype(values)
-    return np.dtype(np.int32) if values.kind in "iu" and values.itemsize <= 2 else np.dtype(out)
+    are stored as, unless the output is wider (a sum of int16 squares); everything else in the output's type."""
+    values, out = np.dtype(values), np.dtype(out)
+    return np.dtype(np.int32) if values.kind in "iu" and values.itemsize <= 2 and out.itemsize <= 4 else out
 
 
 def minus(zero: int) -> str:

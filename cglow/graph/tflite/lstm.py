@@ -18,7 +18,7 @@ import numpy as np
 from ...errors import CglowError
 from .build import Build, float_activation, translator
 from .lstm_inputs import (BIASES, CELL_STATE, GATES, INPUT_WEIGHTS, LAYER_NORMS, OUTPUT_STATE, PEEPHOLES, PROJECTION,
-                          PROJECTION_BIAS, RECURRENT_WEIGHTS, gates, rows)
+                          PROJECTION_BIAS, RECURRENT_WEIGHTS, extras, gates, rows)
 from .lstm_int8 import IntCell
 
 EPSILON = 1e-8  # LiteRT's normalization constant (kLayerNormEpsilon)
@@ -37,13 +37,10 @@ class _Cell:
     def __init__(self, b: Build, cells: int, size: int, outputs: int):
         self.b, self.cells = b, cells
         self.gates = gates(b)
-        self.peephole = {g: b.value(i) for g, i in PEEPHOLES.items() if b.has(i)}
-        self.norm = {g: b.value(LAYER_NORMS + GATES.index(g)) for g in self.gates
-                     if b.has(LAYER_NORMS + GATES.index(g))}
+        peephole, norm = extras(b, self.gates)
+        self.peephole = {g: b.value(PEEPHOLES[g]) for g in peephole}
+        self.norm = {g: b.value(LAYER_NORMS + GATES.index(g)) for g in norm}
         self.bias = {g: b.value(BIASES + GATES.index(g)) for g in self.gates if b.has(BIASES + GATES.index(g))}
-        if self.norm and len(self.norm) != len(self.gates) or set(self.peephole) - set(self.gates):
-            raise CglowError(f"{b.op.describe()}: layer normalization coefficients must be given for every gate, "
-                             f"and no input gate peephole without the input gate (CIFG)")
         self.recurrent = b.const("recurrent_weights", self._stacked(RECURRENT_WEIGHTS, outputs))
         self.input = b.const("input_weights", self._stacked(INPUT_WEIGHTS, size))
         self.act = b.activation()

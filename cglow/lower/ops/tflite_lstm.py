@@ -1,10 +1,15 @@
 """Lowering of the integer ops that TFLite's 8-bit LSTM is built of (graph/tflite/lstm_int8.py): IntLogistic and
 IntTanh, gemmlowp's int16 fixed-point functions (runtime_c/logistic16.c, tanh16.c: a value in Q(integer_bits) to
-Q0.15), and IntLstmCell, the cell state's update. Each is one elementwise map."""
+Q0.15), IntLstmCell, the cell state's update, and IntPeephole, a gate's peephole term, each elementwise maps;
+IntLayerNorm, the gates' integer layer normalization, reductions over each row and maps."""
 from __future__ import annotations
 
+import numpy as np
+
 from ...graph.ir import Node
+from ...instr.ir import Map, Reduce
 from ..context import Context, lowering
+from .reduce import spread
 
 
 @lowering("IntLogistic", "IntTanh")
@@ -22,3 +27,47 @@ def _cell(ctx: Context, node: Node) -> None:
     forget = "cglow_wrap16(cglow_divide_pot_tfl((int32_t){0} * {1}, 15))"
     update = f"cglow_wrap16(cglow_divide_pot_tfl((int32_t){i} * {{2}}, {node.attr('shift')}))"
     ctx.elementwise(node, f"cglow_clamp({forget} + {update}, {node.attr('lo')}, {node.attr('hi')})")
+
+
+@lowering("IntPeephole")
+def _peephole(ctx: Context, node: Node) -> None:
+    """Gate [rows, n] plus cell state times weights [n] (int16 each), requantized by (mult, shift) and saturated to
+    int16 (VectorBatchVectorCwiseProductAccumulate). LiteRT's kernel is Neon's (on x86 too, through NEON_2_SSE):
+    whole blocks of 16 columns go four lanes at a time, their division by a power of two rounding halves up
+    (runtime_c/scale_up_tfl.c), the columns left one by one, rounding them away from zero (scale_tfl.c)."""
+    gate, cell = ctx.view(node.inputs[0]), ctx.view(node.inputs[1])
+    rows, n = gate.shape
+    views = (ctx.new(node.outputs[0]), gate, cell, ctx.view(node.inputs[2]).broadcast_to((rows, n)))
+    blocks = n // 16 * 16
+    for helper, start, stop in (("cglow_scale_up_tfl", 0, blocks), ("cglow_scale_tfl", blocks, n)):
+        if stop > start:
+            product = f"{helper}((int32_t){{1}} * {{2}}, {node.attr('mult')}, {node.attr('shift')})"
+            out, *ins = (v.slice(1, start, stop - start) for v in views)
+            ctx.emit(Map(out, tuple(ins), f"((int16_t)cglow_clamp({{0}} + {product}, -32768, 32767))", node.name))
+
+
+@lowering("IntLayerNorm")
+def _layer_norm(ctx: Context, node: Node) -> None:
+    """Each row of x [rows, n] (int16) normalized as TFLite's integer kernel does (ApplyLayerNorm): the row's mean
+    times 2^10 (truncated), its variance (runtime_c/variance_tfl.c: from the sum of squares, the guard below 1)
+    and the inverse standard deviation's multiplier and shift (inv_sqrt_tfl.c, inv_sqrt_exp_tfl.c), then each
+    value normalized, times its coefficient plus its bias (normalize_tfl.c: inputs 1 and 2, int16 and int32 per
+    column), requantized by the coefficients' scale (mult, shift) times 2^12 into Q3.12 and saturated."""
+    x = ctx.view(node.inputs[0])
+    rows, n = x.shape
+    stats = {name: ctx.temp((rows,), f"{node.name} {name}", dtype)
+             for name, dtype in (("mean", np.int32), ("squares", np.int64), ("variance", np.int32),
+                                 ("multiplier", np.int32), ("shift", np.int32))}
+    ctx.emit(Reduce(stats["mean"], (x,), "sum", "{0}", f"((int32_t)((int64_t){{acc}} * 1024 / {n}))", node.name))
+    ctx.emit(Reduce(stats["squares"], (x,), "sum", "((int64_t){0} * {0})", "{acc}", node.name))
+    ctx.emit(Map(stats["variance"], (stats["squares"], stats["mean"]),
+                 f"cglow_variance_tfl({{0}}, {{1}}, {n}, {node.attr('guard')})", node.name))
+    ctx.emit(Map(stats["multiplier"], (stats["variance"],), "cglow_inv_sqrt_tfl({0})", node.name))
+    ctx.emit(Map(stats["shift"], (stats["variance"],), "(-cglow_clamp(cglow_inv_sqrt_exp_tfl({0}), 0, 31))",
+                 node.name))
+    columns = [ctx.view(name).broadcast_to((rows, n)) for name in node.inputs[1:3]]
+    per_row = [spread(stats[name], n) for name in ("mean", "multiplier", "shift")]
+    normalized = "cglow_normalize_tfl({0}, {1}, {2}, {3}, {4}, {5})"
+    ctx.emit(Map(ctx.new(node.outputs[0]), (x, *per_row, *columns),
+                 f"((int16_t)cglow_requant_tfl({normalized}, {node.attr('mult')}, {node.attr('shift') + 12}, 0, "
+                 f"-32768, 32767))", node.name))
