@@ -14,6 +14,7 @@ import numpy as np
 from .alloc.arena import Plan
 from .errors import one_line
 from .graph.ir import Graph, shape_text
+from .instr.expr import Expr
 from .instr.ir import Buffer, Epilogue, Program, Value, View
 from .kernels.render import PRIMITIVE_NAMES
 from .stages import Observer
@@ -95,9 +96,11 @@ def field_text(value: Any) -> str:
         return f"b{value.buf}+{value.offset}{shape_text(value.shape)}/{','.join(map(str, value.strides))}"
     if isinstance(value, Epilogue):
         init = "" if value.init is None else f" init={{{value.init}}}"
-        return f"({value.expr!r} {field_text(value.ins)}{init})"
+        return f"({field_text(value.expr)} {field_text(value.ins)}{init})"
     if isinstance(value, Value):
         return f"{quoted(value.name)}@{field_text(value.view)}"
+    if isinstance(value, Expr):  # as C, inputs spelled {i} and the accumulator {acc}
+        return repr(str(value))
     if isinstance(value, tuple) and all(isinstance(v, View) for v in value):
         return "(" + " ".join(map(field_text, value)) + ")"
     return repr(value)

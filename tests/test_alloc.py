@@ -4,6 +4,7 @@ from __future__ import annotations
 from hypothesis import given, settings, strategies as st
 
 from cglow.alloc.arena import allocate
+from cglow.instr.expr import lit
 from cglow.instr.liveness import floor, lifetimes
 from cglow.instr.ir import Buffer, Map, Program, View
 
@@ -16,7 +17,7 @@ def chain_program(spans: list[tuple[int, int, int]]) -> Program:
     instrs = []
     for t in range(steps):
         live = [View.of(b.id, (1,)) for b, (_, f, l) in zip(buffers, spans) if t in (f, l)]
-        instrs.append(Map(View.of(out.id, (1,), offset=t), tuple(live), "0.0f", "t"))
+        instrs.append(Map(View.of(out.id, (1,), offset=t), tuple(live), lit(0.0, "float32"), "t"))
     return Program("p", tuple(buffers) + (out,), tuple(instrs), (), (out.id,))
 
 

@@ -11,6 +11,7 @@ import onnx
 from onnx import TensorProto, helper
 
 from cglow import check, cli, zoo
+from cglow.instr.expr import Input, call
 from cglow.lower.ops import elementwise
 from cglow.quantize import quantize_model
 from cglow.targets import TARGETS
@@ -244,10 +245,14 @@ def test_all_tensors_lists_every_tensor_a_kernel_writes(tmp_path, capsys):
     assert out.splitlines()[-1] == "check: passed: every tensor and output within 0.0001 of its scale"
 
 
+def wrong_tanh():
+    return call("tanhf", 1.01 * Input(0))
+
+
 def test_all_tensors_names_the_first_node_that_departs(tmp_path, capsys, monkeypatch):
     """A wrong Tanh kernel: its tensor and every one after it depart; the first is named, with its kernel."""
     need_tool("cc")
-    monkeypatch.setitem(elementwise.FLOAT_EXPRS, "Tanh", "tanhf(1.01f * {0})")
+    monkeypatch.setitem(elementwise.FLOAT_EXPRS, "Tanh", wrong_tanh)
     status, out, _ = run(capsys, save(chain(), tmp_path / "m.onnx"), "--all-tensors")
     assert status == 1
     assert [verdict for *_, verdict in TENSORS.findall(out)] == ["MISMATCH"] * 3
@@ -261,7 +266,7 @@ def test_all_tensors_on_the_cortex_m4(tmp_path, capsys, monkeypatch):
     """The wrong Tanh kernel found the same way in the image that QEMU runs."""
     for tool in TARGETS["cortex-m4"].tools:
         need_tool(tool)
-    monkeypatch.setitem(elementwise.FLOAT_EXPRS, "Tanh", "tanhf(1.01f * {0})")
+    monkeypatch.setitem(elementwise.FLOAT_EXPRS, "Tanh", wrong_tanh)
     status, out, _ = run(capsys, save(chain(), tmp_path / "m.onnx"), "--all-tensors", "--target", "cortex-m4")
     assert status == 1 and "under qemu-system-arm" in out.splitlines()[0]
     assert [(node, verdict) for _, _, node, _, _, _, verdict in TENSORS.findall(out)] == [

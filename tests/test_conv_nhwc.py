@@ -17,6 +17,7 @@ from cglow.compiler import compile_program
 from cglow.emit_c.emit import TensorInfo
 from cglow.graph.geometry import window
 from cglow.graph.ir import Node
+from cglow.instr.expr import ACC, Input, call
 from cglow.instr.ir import Conv, Epilogue, Map, Pool, Program
 from cglow.options import Options
 from tests.test_primitives import RTOL, Builder, acc_atol, conv_ref, rand
@@ -67,17 +68,17 @@ def conv_case(seed: int, target: str):
     kind = int(rng.integers(3))
     if kind == 1:
         bias = b.const(rand(rng, (m,))).reshape((m, 1, 1)).broadcast_to(shape)
-        epi, note = Epilogue("fmaxf({acc} + {0}, 0.0f)", (bias.view,)), "bias relu"
+        epi, note = Epilogue(call("fmaxf", ACC + Input(0), 0.0), (bias.view,)), "bias relu"
         want = np.maximum(want + bias.value, 0.0)
     elif kind == 2:
         residual = b.input(rand(rng, (n,) + win.out + (m,))).permute(NHWC)
-        epi, want, note = Epilogue("({acc} + {0})", (residual.view,)), want + residual.value, "residual"
+        epi, want, note = Epilogue(ACC + Input(0), (residual.view,)), want + residual.value, "residual"
     out = b.output((n,) + win.out + (m,)).permute(NHWC)
     if in_place:  # x copied into the arena dies at the conv, whose arena result a 1x1 max pool copies out
         xa, ya = b.arena((n,) + spatial + (c,)).permute(NHWC), b.arena((n,) + win.out + (m,)).permute(NHWC)
         one = window(Node("MaxPool", "pool", (), (), dict(strides=[1, 1], dilations=[1, 1], pads=[0] * 4)),
                      win.out, (1, 1), False)
-        instrs = [Map(xa, (x.view,), "{0}", "copy"), Conv(ya, xa, w.view, win, group, epi, "conv"),
+        instrs = [Map(xa, (x.view,), Input(0), "copy"), Conv(ya, xa, w.view, win, group, epi, "conv"),
                   Pool(out, ya, "max", one, False, "pool")]
     else:
         instrs = [Conv(out, x.view, w.view, win, group, epi, "conv")]

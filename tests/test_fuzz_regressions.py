@@ -64,7 +64,7 @@ def resize_to_nothing():
 
 def leaky_relu_of_a_resize():
     """Found as graph 470 of seed 90: fusing the Resize's map `0.5f * {0} + 0.5f * {1}` into LeakyRelu's
-    `{0} * 0.44f` multiplied the last term only (cglow/instr/passes.py: a substituted expression is grouped)."""
+    `{0} * 0.44f` multiplied the last term only (fusion now substitutes expression trees, cglow/instr/expr.py)."""
     nodes = [node("Resize", ["x", "", "s"], ["t"], "half", mode="linear"),
              node("LeakyRelu", ["t"], ["y"], "leaky", alpha=0.44)]
     return model(nodes, [tensor("x", [1, 1, 2, 6])], [tensor("y", None)], [const("s", [1, 1, 1, 0.5], np.float32)])

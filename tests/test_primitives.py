@@ -27,6 +27,7 @@ from cglow.compiler import compile_program
 from cglow.emit_c.emit import TensorInfo
 from cglow.graph.geometry import Window, window
 from cglow.graph.ir import Node
+from cglow.instr.expr import ACC, Input, call, lit
 from cglow.instr.ir import Buffer, Conv, Epilogue, Gemm, Instr, Map, Pool, Program, Reduce, View
 
 RTOL = 1e-5
@@ -160,13 +161,14 @@ def acc_atol(length: int, *factors: np.ndarray) -> float:
 
 # --- Map -------------------------------------------------------------------------------------
 
+X, Y, Z = Input(0), Input(1), Input(2)
 MAP_EXPRS = [
-    ("({0} + {1})", lambda a, b: a + b),
-    ("fmaxf({0}, 0.0f)", lambda a: np.maximum(a, 0.0)),
-    ("expf({0})", lambda a: np.exp(a)),
-    ("({0} * {1} + {2})", lambda a, b, c: a * b + c),
-    ("({0} - {1}) / (1.0f + fabsf({0}))", lambda a, b: (a - b) / (1.0 + np.abs(a))),
-    ("tanhf({0}) * {1}", lambda a, b: np.tanh(a) * b),
+    (X + Y, lambda a, b: a + b),
+    (call("fmaxf", X, 0.0), lambda a: np.maximum(a, 0.0)),
+    (call("expf", X), lambda a: np.exp(a)),
+    (X * Y + Z, lambda a, b, c: a * b + c),
+    ((X - Y) / (1.0 + call("fabsf", X)), lambda a, b: (a - b) / (1.0 + np.abs(a))),
+    (call("tanhf", X) * Y, lambda a, b: np.tanh(a) * b),
 ]
 
 
@@ -182,12 +184,12 @@ def map_case(b: Builder, rng: np.random.Generator) -> Case:
 
 # (kind, pre, post, pre in NumPy, post in NumPy); a two-input pre gets a broadcast second input
 REDUCE_EXPRS = [
-    ("sum", "{0}", "{acc}", lambda x: x, lambda acc: acc),
-    ("max", "{0}", "{acc}", lambda x: x, lambda acc: acc),
-    ("sum", "({0} - {1}) * ({0} - {1})", "{acc} / 7.0f", lambda x, m: (x - m) ** 2, lambda acc: acc / 7.0),
-    ("sum", "{0} * {0}", "1.0f / sqrtf({acc} + 1e-05f)", lambda x: x * x, lambda acc: 1.0 / np.sqrt(acc + 1e-5)),
-    ("sum", "expf({0} - {1})", "logf({acc})", lambda x, m: np.exp(x - m), lambda acc: np.log(acc)),
-    ("max", "{0} * {1}", "{acc} + 1.0f", lambda x, s: x * s, lambda acc: acc + 1.0),
+    ("sum", X, ACC, lambda x: x, lambda acc: acc),
+    ("max", X, ACC, lambda x: x, lambda acc: acc),
+    ("sum", (X - Y) * (X - Y), ACC / 7.0, lambda x, m: (x - m) ** 2, lambda acc: acc / 7.0),
+    ("sum", X * X, 1.0 / call("sqrtf", ACC + 1e-5), lambda x: x * x, lambda acc: 1.0 / np.sqrt(acc + 1e-5)),
+    ("sum", call("expf", X - Y), call("logf", ACC), lambda x, m: np.exp(x - m), lambda acc: np.log(acc)),
+    ("max", X * Y, ACC + 1.0, lambda x, s: x * s, lambda acc: acc + 1.0),
 ]
 
 
@@ -226,16 +228,16 @@ def gemm_epilogue(b: Builder, rng: np.random.Generator, shape) -> tuple[Epilogue
     choice = int(rng.integers(5))
     if choice == 1:  # a bias along rows
         bias = b.const(rand(rng, shape[-1:])).broadcast_to(shape)
-        return Epilogue("({acc} + {0})", (bias.view,)), lambda acc: acc + bias.value, bias.note
+        return Epilogue(ACC + X, (bias.view,)), lambda acc: acc + bias.value, bias.note
     if choice == 2:
         c = random_operand(b, rng, shape)
-        return Epilogue("0.5f * {acc} + {0}", (c.view,)), lambda acc: 0.5 * acc + c.value, c.note
+        return Epilogue(0.5 * ACC + X, (c.view,)), lambda acc: 0.5 * acc + c.value, c.note
     if choice == 3:
-        return Epilogue("fmaxf({acc}, 0.0f)"), lambda acc: np.maximum(acc, 0.0), "relu"
+        return Epilogue(call("fmaxf", ACC, 0.0)), lambda acc: np.maximum(acc, 0.0), "relu"
     if choice == 4:  # a per-row scale and a scalar shift
         s = b.input(rand(rng, shape[-2:-1] + (1,))).broadcast_to(shape)
         t = b.const(rand(rng, ())).broadcast_to(shape)
-        return (Epilogue("{acc} * {0} - {1}", (s.view, t.view)), lambda acc: acc * s.value - t.value,
+        return (Epilogue(ACC * X - Y, (s.view, t.view)), lambda acc: acc * s.value - t.value,
                 f"{s.note} {t.note}")
     return Epilogue(), lambda acc: acc, "none"
 
@@ -327,9 +329,9 @@ def conv_case(b: Builder, rng: np.random.Generator) -> Case:
     if rng.random() < 0.6:
         bias = b.const(rand(rng, (m,))).reshape((m, 1, 1)).broadcast_to(shape)
         relu = bool(rng.random() < 0.5)
-        epi = Epilogue("fmaxf({acc} + {0}, 0.0f)" if relu else "({acc} + {0})", (bias.view,))
+        epi = Epilogue(call("fmaxf", ACC + X, 0.0) if relu else ACC + X, (bias.view,))
         want = np.maximum(want + bias.value, 0.0) if relu else want + bias.value
-        note = epi.expr
+        note = str(epi.expr)
     return Case(shape, lambda out: Conv(out, x.view, w.view, win, group, epi, "conv"), want,
                 acc_atol(cg * win.kernel[0] * win.kernel[1], x.value, w.value),
                 f"{grouping} group={group} x={x.note} w={w.note} {win} epilogue {note}")
@@ -365,18 +367,19 @@ def place(b: Builder, case: Case, placement: str) -> tuple[list[Instr], np.ndarr
         whole = b.output(wide)
         axis = len(wide) - 1
         out = whole.slice(axis, 1, n).reshape(shape)
-        fills = [Map(whole.slice(axis, start, length), (), "-1.0f", "fill") for start, length in ((0, 1), (n + 1, 2))]
+        fills = [Map(whole.slice(axis, start, length), (), lit(-1.0, np.float32), "fill")
+                 for start, length in ((0, 1), (n + 1, 2))]
         expect = np.full(wide, -1.0)
         expect[..., 1:n + 1] = want.reshape(shape[:-1] + (n,))
         return [case.emit(out)] + fills, expect
     temp = b.arena(shape)
     if placement == "arena_copy":  # the copy into the output is elided: the kernel writes there
-        return [case.emit(temp), Map(b.output(shape), (temp,), "{0}", "copy")], want
+        return [case.emit(temp), Map(b.output(shape), (temp,), X, "copy")], want
     if placement == "arena_transpose":  # a strided copy stays a copy: the kernel writes the arena
         out = b.output(shape[::-1]).permute(tuple(reversed(range(len(shape)))))
-        return [case.emit(temp), Map(out, (temp,), "{0}", "transpose")], np.transpose(want)
+        return [case.emit(temp), Map(out, (temp,), X, "transpose")], np.transpose(want)
     assert placement == "arena_relu"  # fused into maps and into conv and gemm epilogues
-    return [case.emit(temp), Map(b.output(shape), (temp,), "fmaxf({0}, 0.0f)", "relu")], np.maximum(want, 0.0)
+    return [case.emit(temp), Map(b.output(shape), (temp,), call("fmaxf", X, 0.0), "relu")], np.maximum(want, 0.0)
 
 
 def check(kind: str, seed: int, placement: str = "direct") -> None:

@@ -518,7 +518,7 @@ def test_a_layers_channels_share_one_literal_shift():
     model, reference = conv_case(np.random.default_rng(31), **CONV_CASES["stride 2"])
     compiled = cglow.compile_model(model, name="net", options=Options(target="cortex-m4"))
     source = compiled.c_source
-    assert re.search(r"cglow_requant_high\(\(acc\[i\]\[j\] \+ e\d+\[[^\]]+\]\), e\d+\[[^\]]+\], \d+, ", source)
+    assert re.search(r"cglow_requant_high\(acc\[i\]\[j\] \+ e\d+\[[^\]]+\], e\d+\[[^\]]+\], \d+, ", source)
     assert "shifts less 33" not in source
     x = rand_q(np.random.default_rng(32), (1, 3, 9, 8), INT8)
     assert np.array_equal(cglow.build(compiled)(x)[0], reference(x))

@@ -286,7 +286,7 @@ def test_tflite_inverse_square_root_and_neon_product():
     shift) times the multiplier / 2^31 rounded half up, then divided by 2^-shift rounded half up again, ties made
     on purpose."""
     from cglow.emit_c.emit import runtime_helpers
-    helpers = "\n".join(runtime_helpers(["cglow_inv_sqrt_tfl( cglow_inv_sqrt_exp_tfl( cglow_scale_up_tfl("]))
+    helpers = "\n".join(runtime_helpers({"cglow_inv_sqrt_tfl", "cglow_inv_sqrt_exp_tfl", "cglow_scale_up_tfl"}))
     program = build_cached({"norm.c": LAYER_NORM_DRIVER.format(helpers=helpers)}, "cc", HOST_FLAGS, "norm-{}")
     rng = np.random.default_rng(3)
     low = -2 ** 31

@@ -17,11 +17,14 @@ from cglow.instr.liveness import floor, lifetimes
 from cglow.graph import passes as graph_passes
 from cglow.graph.onnx_import import import_model
 from cglow.instr import passes
+from cglow.instr.expr import Expr, Input
 from cglow.instr.ir import Buffer, Map, Program, View, reads
 from cglow.instr.schedule import dependencies, schedule
 from cglow.lower.context import lower
 
 from .util import ort_run, random_feeds, rel_error
+
+X, Y = Input(0), Input(1)
 
 L = 4  # elements of every value in the hand-built programs
 
@@ -37,16 +40,16 @@ class Builder:
         self.buffers.append(Buffer(len(self.buffers), kind, size, f"t{len(self.buffers)}"))
         return self.buffers[-1].id
 
-    def map(self, out: View, expr: str, *ins: View) -> View:
+    def map(self, out: View, expr: Expr, *ins: View) -> View:
         self.instrs.append(Map(out, ins, expr, f"n{len(self.instrs)}"))
         return out
 
-    def fresh(self, stride: int, expr: str, *ins: View) -> View:
+    def fresh(self, stride: int, expr: Expr, *ins: View) -> View:
         """A new value in a new buffer of L * stride elements."""
         return self.map(View(self.buffer(L * stride), 0, (L,), (stride,)), expr, *ins)
 
     def program(self, result: View) -> Program:
-        self.map(View.of(self.buffer(L, "output"), (L,)), "-{0}", result)
+        self.map(View.of(self.buffer(L, "output"), (L,)), -X, result)
         return Program("p", tuple(self.buffers), tuple(self.instrs), (0,), (len(self.buffers) - 1,))
 
 
@@ -63,18 +66,18 @@ def random_program(ops) -> Program:
     for kind, i, j, n in ops:
         x, y = values[i % len(values)], values[j % len(values)]
         if kind == 1 and b.buffers[x.buf].kind == "arena":  # in place
-            values.append(b.map(x, "({0} * 0.5 + {1})", x, y))
+            values.append(b.map(x, X * 0.5 + Y, x, y))
         elif kind == 2:  # concat of n + 1 slices, read back through a strided view over all of them
             c = b.buffer(L * (n + 1))
             for k in range(n + 1):
-                b.map(View(c, L * k, (L,), (1,)), f"({{0}} + {k})", values[(i + k) % len(values)])
+                b.map(View(c, L * k, (L,), (1,)), X + k, values[(i + k) % len(values)])
             values.append(View(c, 0, (L,), (n + 1,)))
         elif kind == 3:
-            values.append(b.fresh(n, "{0}", x))
+            values.append(b.fresh(n, X, x))
         elif kind == 4 and b.buffers[x.buf].kind == "arena":  # over a buffer others may still read
-            values.append(b.map(x, "({0} - 1.0)", y))
+            values.append(b.map(x, X - 1.0, y))
         else:
-            values.append(b.fresh(n, "({0} + {1})", x, y))
+            values.append(b.fresh(n, X + Y, x, y))
     return b.program(values[-1])
 
 
@@ -101,7 +104,7 @@ def copies_of_single_use_values(prog: Program) -> list[tuple[str, str]]:
     pairs = []
     for c in prog.instrs:
         t = c.ins[0].buf
-        if c.expr == "{0}" and prog.buffer(t).kind == "arena":
+        if c.expr == X and prog.buffer(t).kind == "arena":
             touching = [x for x in prog.instrs if t in {v.buf for v in (x.out,) + reads(x)}]
             if len(touching) == 2 and touching[0].out.buf == t:
                 pairs.append((touching[0].node, c.node))
@@ -152,9 +155,9 @@ def test_the_branch_that_frees_more_runs_first():
     runs B first (32 held while A peaks: 172 floats); A first holds 40 while B peaks: 140."""
     b = Builder()
     x = View.of(0, (L,))
-    small = b.fresh(8, "({0} * 2.0)", b.fresh(3, "({0} + 1.0)", x))
-    big = b.fresh(10, "({0} * 3.0)", b.fresh(25, "({0} - 1.0)", x))
-    prog = b.program(b.fresh(1, "({0} + {1})", big, small))
+    small = b.fresh(8, X * 2.0, b.fresh(3, X + 1.0, x))
+    big = b.fresh(10, X * 3.0, b.fresh(25, X - 1.0, x))
+    prog = b.program(b.fresh(1, X + Y, big, small))
     assert (peak(prog), min(map(peak, valid_orders(prog)))) == (172 * 4, 140 * 4)
     ordered = schedule(prog)
     assert peak(ordered) == 140 * 4
@@ -166,11 +169,11 @@ def test_inception_block_writing_concat_slices():
     lowered Inception block (every branch's first step, then the slice writers): the slice writers move
     past each other, and the search finds the best order."""
     b = Builder()
-    stem = b.fresh(8, "({0} + 1.0)", View.of(0, (L,)))
+    stem = b.fresh(8, X + 1.0, View.of(0, (L,)))
     concat = b.buffer(16 * L)
-    branches = [stem] + [b.fresh(n, f"({{0}} - {n}.0)", stem) for n in (2, 1, 8)]
+    branches = [stem] + [b.fresh(n, X - float(n), stem) for n in (2, 1, 8)]
     for k, v in enumerate(branches):
-        b.map(View(concat, 4 * L * k, (L,), (4,)), f"({{0}} * {k + 1}.0)", v)
+        b.map(View(concat, 4 * L * k, (L,), (4,)), X * float(k + 1), v)
     prog = b.program(View(concat, 0, (L,), (16,)))
     ordered = schedule(prog)
     assert_valid(prog, ordered)

@@ -84,7 +84,7 @@ def test_gemmlowp_int16_functions_on_every_input():
     """runtime_c's logistic16 and tanh16 (a value in Q(bits), bits 0 to 6) equal gemmlowp's, step by step in
     Python, on every int16 input."""
     driver = "\n".join(["#include <stdint.h>", "#include <stdio.h>"] +
-                       runtime_helpers(["cglow_logistic16( cglow_tanh16("]) + ["""
+                       runtime_helpers({"cglow_logistic16", "cglow_tanh16"}) + ["""
 int main(void)
 {
     int32_t a, bits;

@@ -6,13 +6,15 @@ from dataclasses import dataclass
 import hashlib
 from importlib import resources
 import re
+from typing import Iterable
 
 import jinja2
 import numpy as np
 
 from ..alloc.arena import Plan
 from ..c_text import c_array_lines, c_float, c_literal, c_type
-from ..instr.ir import Buffer, Program, View, reads
+from ..instr.expr import helpers
+from ..instr.ir import Buffer, Program, View, expressions, reads
 from ..kernels.render import PRIMITIVE_NAMES, comment, render
 from ..options import Options
 from ..tiles import tiles_for
@@ -94,25 +96,30 @@ def weights_blob(weights: list[Buffer], align: int) -> Blob:
     return Blob(data + hashlib.sha256(data + layout).digest()[:TAG_BYTES], offsets, align)
 
 
-def runtime_helpers(kernels: list[str]) -> list[str]:
-    """The runtime_c helpers that the kernels use: cglow_NAME in runtime_c/NAME.c for a call of cglow_NAME(,
-    and the macro CGLOW_NAME in runtime_c/name.c for a use of CGLOW_NAME; a helper's own calls too, each
-    helper after those it calls, otherwise in name order."""
-    folder = resources.files("cglow") / "runtime_c"
+MACROS = r"\bCGLOW_(TILE_LOOP|KERNEL|DSP|DSP_ASM|FP_ASM|ROW_LOOP)\b"
+KERNEL_FUNCTIONS = "fma|mul_add|dot2|dot4|mac2|widen4"  # what the kernel templates call (kernels/*.j2, render.py)
 
-    def used(text: str) -> list[str]:
-        return sorted(set(re.findall(r"\bcglow_(\w+)\(", text)) |
-                      {m.lower() for m in re.findall(r"\bCGLOW_(TILE_LOOP|KERNEL|DSP|DSP_ASM|FP_ASM|ROW_LOOP)\b", text)})
+
+def _used(text: str, functions: str = r"\w+") -> set[str]:
+    """The helpers that C text uses: cglow_NAME in runtime_c/NAME.c for a call of cglow_NAME( (NAME one of
+    `functions`), and the macro CGLOW_NAME in runtime_c/name.c for a use of CGLOW_NAME."""
+    return set(re.findall(rf"\bcglow_({functions})\(", text)) | {m.lower() for m in re.findall(MACROS, text)}
+
+
+def runtime_helpers(called: Iterable[str], kernels: Iterable[str] = ()) -> list[str]:
+    """The runtime_c helpers that a file needs: `called`, those its expressions call (their C names, cglow_NAME;
+    instr/expr.py helpers), and those the kernel templates write into the kernels' text; a helper's own
+    calls too, each helper after those it calls, otherwise in name order."""
+    folder = resources.files("cglow") / "runtime_c"
     texts: dict[str, str] = {}
 
     def add(name: str) -> None:
         if name not in texts:
             text = (folder / f"{name}.c").read_text().strip()
-            for callee in used(text):
-                if callee != name:
-                    add(callee)
+            for callee in sorted(_used(text) - {name}):
+                add(callee)
             texts[name] = text
-    for name in used("\n".join(kernels)):
+    for name in sorted({name.removeprefix("cglow_") for name in called} | _used("\n".join(kernels), KERNEL_FUNCTIONS)):
         add(name)
     return list(texts.values())
 
@@ -187,7 +194,8 @@ def emit(prog: Program, plan: Plan, prefix: str, source: str, opset: int,
                state_bytes=plan.state_bytes, fills=_fills(prog, plan),
                line_align=0 if tiles_for(options.target).scalar else CACHE_LINE,
                weights_bytes=weights_bytes, weights=weights, kernels=kernels, blob=blob, tag_bytes=TAG_BYTES,
-               calls=unused + calls, instr_count=len(prog.instrs), helpers=runtime_helpers(kernels), trace=trace,
+               calls=unused + calls, instr_count=len(prog.instrs), trace=trace,
+               helpers=runtime_helpers({h for i in prog.instrs for e in expressions(i) for h in helpers(e)}, kernels),
                inputs=[_tensor(t) for t in inputs], outputs=[_tensor(t) for t in outputs])
     return Emitted(ENV.get_template("net.c.j2").render(ctx), ENV.get_template("net.h.j2").render(ctx),
                    plan.size, weights_bytes, len(prog.instrs), blob.data if blob else b"", tuple(functions))

@@ -1,18 +1,18 @@
 """The address-only instruction list: buffers, strided views, and the closed set of primitives.
 
 Every primitive reads and writes *views*: a buffer, an element offset, a shape and element strides.
-Transposes, broadcasts, reshapes and slices are views, so they cost no instruction. Expressions
-(`expr`) are C expression templates whose `{0}`, `{1}`... name the primitive's inputs in order and
-whose `{acc}` names a kernel's accumulator.
+Transposes, broadcasts, reshapes and slices are views, so they cost no instruction. The scalar work of
+a Map, a Reduce and a kernel's Epilogue is an expression tree (instr/expr.py) whose Input(i) is the
+primitive's input i and whose Acc is a kernel's accumulator.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-import re
 
 import numpy as np
 
 from ..graph.geometry import Window
+from .expr import ACC, Expr, Input, substitute
 
 KINDS = ("input", "output", "const", "arena", "state")  # state: in the arena, kept between runs
 
@@ -137,10 +137,10 @@ class Value:
 
 @dataclass(frozen=True)
 class Epilogue:
-    """What a reducing kernel does with its accumulator before the store: expr over {acc} and inputs. With
+    """What a reducing kernel does with its accumulator before the store: expr over Acc and inputs. With
     `init`, the accumulator starts at that input's value (a bias) instead of zero, so that expr need not add
     it: the kernels whose tiles run along an output's channels load it once per channel of a tile."""
-    expr: str = "{acc}"
+    expr: Expr = ACC
     ins: tuple[View, ...] = ()   # each in the output's shape
     init: int | None = None      # the index in ins of the accumulator's first value
 
@@ -148,7 +148,7 @@ class Epilogue:
         """The same with the accumulator starting at zero: the initial value added in expr."""
         if self.init is None:
             return self
-        return Epilogue(substitute(self.expr, {"acc": "({acc} + {%d})" % self.init}), self.ins)
+        return Epilogue(substitute(self.expr, acc=ACC + Input(self.init)), self.ins)
 
 
 @dataclass(frozen=True)
@@ -156,7 +156,7 @@ class Map:
     """out[i] = expr(ins[0][i], ins[1][i], ...) over out's shape; inputs are broadcast views."""
     out: View
     ins: tuple[View, ...]
-    expr: str
+    expr: Expr
     node: str
     value: Value | None = None
 
@@ -170,8 +170,8 @@ class Reduce:
     out: View
     ins: tuple[View, ...]
     kind: str
-    pre: str
-    post: str
+    pre: Expr               # over Input(i)
+    post: Expr              # over Acc
     node: str
     last: bool = False
     value: Value | None = None
@@ -261,6 +261,15 @@ def reads(instr: Instr) -> tuple[View, ...]:
     return (instr.a, instr.b) + instr.epi.ins + ((instr.panel,) if instr.panel else ())
 
 
+def expressions(instr: Instr) -> tuple[Expr, ...]:
+    """The expression trees of an instruction."""
+    if isinstance(instr, Map):
+        return (instr.expr,)
+    if isinstance(instr, Reduce):
+        return (instr.pre, instr.post)
+    return (instr.epi.expr,) if isinstance(instr, (Conv, Gemm)) else ()
+
+
 def extent(v: View, instr: Instr | None = None) -> tuple[int, int]:
     """The lowest and highest element of its buffer that the view v reaches; when instr reads it as a
     Gather's data, the gathered axis (folded out of its shape) too."""
@@ -269,18 +278,6 @@ def extent(v: View, instr: Instr | None = None) -> tuple[int, int]:
         dims.append((instr.axis_len, instr.axis_stride))
     return (v.offset + sum(min(0, s) * (d - 1) for d, s in dims),
             v.offset + sum(max(0, s) * (d - 1) for d, s in dims))
-
-
-_PLACEHOLDER = re.compile(r"\{(\w+)\}")
-
-
-def substitute(expr: str, values: dict[str, str]) -> str:
-    """Replace each {key} of expr by values[key] (keys missing from values are kept)."""
-    return _PLACEHOLDER.sub(lambda m: values.get(m.group(1), m.group(0)), expr)
-
-
-def placeholder_count(expr: str, key: str) -> int:
-    return sum(1 for m in _PLACEHOLDER.finditer(expr) if m.group(1) == key)
 
 
 @dataclass(frozen=True)

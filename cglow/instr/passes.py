@@ -2,29 +2,32 @@
 let producers write straight into the destination of a copy (concat slices, graph outputs).
 
 The fusions look for a producer A whose result T (an arena buffer) is written only by A, as a whole,
-and read only once, by the map B; they fold A and B into one instruction and drop T.
+and read only once, by the map B; they fold A and B into one instruction (A's expression tree, or its
+epilogue's, in place of B's input) and drop T.
 """
 from __future__ import annotations
 
 from dataclasses import fields, replace
 from functools import partial
-import re
 
 import numpy as np
 
-from ..c_text import c_type
 from .liveness import floor, lifetimes, slot
 from .schedule import schedule
-from .ir import (Buffer, Conv, Epilogue, Gemm, Instr, Map, Program, Value, View, channels_innermost, extent, placeholder_count,
-                 reads, substitute)
+from .expr import Expr, Input, cast, cost, substitute, uses
+from .ir import Buffer, Conv, Epilogue, Gemm, Instr, Map, Program, Value, View, channels_innermost, extent, reads
 
-_CALL = re.compile(r"[A-Za-z_]\w*\s*\(")
+# The most nodes of an expression that is computed twice where a fused map reads it twice: a clamp to two
+# literals (ReLU6) has 11. (The length of its C text, the test before expression trees, let ReLU6 through and
+# refused the same clamp to negative bounds, whose parenthesized literals spelled it longer.)
+REPEAT_COST = 11
 
 
-def _may_repeat(expr: str) -> bool:
+def _may_repeat(expr: Expr) -> bool:
     """Whether an expression is cheap enough to be evaluated twice when fused where it is read twice:
-    no function call, so at most a few loads and arithmetic operations."""
-    return len(expr) < 48 and not _CALL.search(expr)
+    no function call, and at most REPEAT_COST nodes (a few loads, literals and arithmetic operations)."""
+    c = cost(expr)
+    return c is not None and c <= REPEAT_COST
 
 
 def _usage(prog: Program) -> tuple[dict[int, list[int]], dict[int, int]]:
@@ -56,47 +59,28 @@ def _realign(views, src: View, dst: View) -> tuple[View, ...] | None:
 def _fuse_map(prog: Program, a: Instr, b: Map, k: int) -> Instr | None:
     """B(..., A(...), ...) as one map over B's shape. A's result keeps the conversion to A's element type
     that storing it made, unless it is plain float arithmetic."""
-    if not isinstance(a, Map) or not b.ins[k].whole(a.out.size) or \
-            (placeholder_count(b.expr, str(k)) > 1 and not _may_repeat(a.expr)):
+    if not isinstance(a, Map) or not b.ins[k].whole(a.out.size) or (uses(b.expr, k) > 1 and not _may_repeat(a.expr)):
         return None
     a_ins = _realign(a.ins, a.out, b.ins[k])
     if a_ins is None:
         return None
     others = [i for i in range(len(b.ins)) if i != k]
-    values = {str(i): "{%d}" % n for n, i in enumerate(others)}
-    inner = substitute(a.expr, {str(i): "{%d}" % (len(others) + i) for i in range(len(a.ins))})
+    values: dict[int, Expr] = {i: Input(n) for n, i in enumerate(others)}
+    inner = substitute(a.expr, [Input(len(others) + i) for i in range(len(a.ins))])
     dtype = prog.buffer(a.out.buf).dtype
     if dtype != np.float32 or any(prog.buffer(v.buf).dtype != np.float32 for v in a.ins):
-        inner = f"(({c_type(dtype)})({inner}))"
-    values[str(k)] = _grouped(inner)
+        inner = cast(dtype, inner)
+    values[k] = inner
     return _merge_inputs(replace(b, ins=tuple(b.ins[i] for i in others) + a_ins, expr=substitute(b.expr, values)))
-
-
-def _grouped(expr: str) -> str:
-    """expr made one operand for substitution into another expression: parenthesized unless it is a single
-    token or one parenthesized group already ("0.5f * {0} + 0.5f * {1}" under a "* 0.44f" binds wrongly)."""
-    call = re.match(r"\w*", expr).group()  # a function's name, or nothing
-    return expr if re.fullmatch(r"[\w.{}]+", expr) or _one_group(expr[len(call):]) else f"({expr})"
-
-
-def _one_group(expr: str) -> bool:
-    depth = 0
-    for i, ch in enumerate(expr):
-        depth += {"(": 1, ")": -1}.get(ch, 0)
-        if depth == 0:
-            return i == len(expr) - 1
-    return False
 
 
 def _merge_inputs(m: Map) -> Map:
     """One input slot per distinct view."""
     unique: list[View] = []
-    values = {}
-    for i, v in enumerate(m.ins):
+    for v in m.ins:
         if v not in unique:
             unique.append(v)
-        values[str(i)] = "{%d}" % unique.index(v)
-    return replace(m, ins=tuple(unique), expr=substitute(m.expr, values))
+    return replace(m, ins=tuple(unique), expr=substitute(m.expr, [Input(unique.index(v)) for v in m.ins]))
 
 
 def _fuse_epilogue(prog: Program, a: Instr, b: Map, k: int) -> Instr | None:
@@ -104,7 +88,7 @@ def _fuse_epilogue(prog: Program, a: Instr, b: Map, k: int) -> Instr | None:
     its output, so both outputs must have one type)."""
     if not isinstance(a, (Conv, Gemm)) or not b.ins[k].whole(a.out.size) or \
             prog.buffer(a.out.buf).dtype != prog.buffer(b.out.buf).dtype or \
-            (placeholder_count(b.expr, str(k)) > 1 and not _may_repeat(a.epi.expr)):
+            (uses(b.expr, k) > 1 and not _may_repeat(a.epi.expr)):
         return None
     others = [i for i in range(len(b.ins)) if i != k]
     moved = _realign([b.out] + [b.ins[i] for i in others], b.ins[k], a.out)
@@ -112,8 +96,8 @@ def _fuse_epilogue(prog: Program, a: Instr, b: Map, k: int) -> Instr | None:
         return None
     out, extra = moved[0], moved[1:]
     base = len(a.epi.ins)
-    values = {str(i): "{%d}" % (base + n) for n, i in enumerate(others)}
-    values[str(k)] = _grouped(a.epi.expr)
+    values: dict[int, Expr] = {i: Input(base + n) for n, i in enumerate(others)}
+    values[k] = a.epi.expr
     return replace(a, out=out, epi=Epilogue(substitute(b.expr, values), a.epi.ins + extra, a.epi.init), value=b.value)
 
 
@@ -121,7 +105,7 @@ def _transport(prog: Program, a: Instr, b: Map, k: int) -> Instr | None:
     """A writing directly where the copy B puts each element, even when B reads A's result through a
     permuted view (a transpose before a reshape): A's output becomes the inverse view of B's output."""
     v, size = b.ins[k], a.out.size
-    if b.expr != "{0}" or v.offset or prog.buffer(a.out.buf).dtype != prog.buffer(b.out.buf).dtype:
+    if b.expr != Input(0) or v.offset or prog.buffer(a.out.buf).dtype != prog.buffer(b.out.buf).dtype:
         return None
     dims = sorted(((s, d, i) for i, (d, s) in enumerate(zip(v.shape, v.strides)) if d != 1), reverse=True)
     step = 1
@@ -222,7 +206,7 @@ def elide_copies(prog: Program) -> Program:
     j = 0
     while j < len(instrs):
         b = instrs[j]
-        if isinstance(b, Map) and b.expr == "{0}":
+        if isinstance(b, Map) and b.expr == Input(0):
             t = prog.buffer(b.ins[0].buf)
             dest = b.out.reshape((b.out.size,))
             last = max(i for i, x in enumerate(instrs) if t.id in {v.buf for v in (x.out,) + reads(x)})
@@ -353,7 +337,7 @@ def copy_run_time_operands(prog: Program) -> Program:
             copy = Buffer(len(buffers), "arena", g.b.size, f"{g.node} right operand", dtype=buffers[g.b.buf].dtype)
             buffers.append(copy)
             b = View.of(copy.id, g.b.shape)
-            instrs += [Map(b, (g.b,), "{0}", g.node), replace(g, b=b)]
+            instrs += [Map(b, (g.b,), Input(0), g.node), replace(g, b=b)]
         else:
             instrs.append(g)
     return replace(prog, buffers=tuple(buffers), instrs=tuple(instrs))

@@ -30,6 +30,7 @@ from dataclasses import replace
 from functools import reduce
 from operator import or_
 
+from .expr import Input
 from .ir import Map, Program, extent, reads
 from .liveness import floor, lifetimes
 
@@ -66,7 +67,7 @@ def _units(prog: Program, preds: list[int]) -> list[list[int]]:
             touching.setdefault(v.buf, set()).add(i)
     copy_of: dict[int, int] = {}  # producer -> copy
     for j, b in enumerate(prog.instrs):
-        if isinstance(b, Map) and b.expr == "{0}" and prog.buffer(b.ins[0].buf).kind == "arena":
+        if isinstance(b, Map) and b.expr == Input(0) and prog.buffer(b.ins[0].buf).kind == "arena":
             others = touching[b.ins[0].buf] - {j}
             i = min(others, default=j)
             if len(others) == 1 and prog.instrs[i].out.buf == b.ins[0].buf != b.out.buf \

@@ -1,7 +1,8 @@
 """Render each primitive into one static C function from its template.
 
 All index arithmetic happens here and reaches the templates as expressions over loop variables
-with integer-literal strides; the templates hold loops only.
+with integer-literal strides, the primitives' expression trees as C (instr/expr.py); the templates hold
+loops only.
 """
 from __future__ import annotations
 
@@ -13,8 +14,9 @@ import jinja2
 import numpy as np
 
 from ..instr.passes import channels_contiguous, dot_operands, gemm_dot_products, taps_contiguous
-from ..instr.ir import (Conv, Epilogue, channels_innermost, Gather, Gemm, Instr, Map, Pool, Reduce, View, contiguous_strides, reads,
-                        substitute)
+from ..instr.expr import Input, to_c
+from ..instr.ir import (Conv, Epilogue, channels_innermost, Gather, Gemm, Instr, Map, Pool, Reduce, View, contiguous_strides,
+                        reads)
 from ..c_text import c_highest, c_literal, c_lowest, c_type
 from ..tiles import TILES, Tiles
 from .arm_steps import dot_step, float_loop, pair_step
@@ -140,10 +142,8 @@ def minus(zero: int) -> str:
     return f" - {c_literal(zero, np.int32)}" if zero else ""
 
 
-def _epilogue(epi: Epilogue, variables) -> str:
-    values = {"acc": "acc"}
-    values.update({str(i): f"e{i}[{index(v, variables)}]" for i, v in enumerate(epi.ins)})
-    return substitute(epi.expr, values)
+def _epilogue(epi: Epilogue, variables, acc: str = "acc") -> str:
+    return to_c(epi.expr, [f"e{i}[{index(v, variables)}]" for i, v in enumerate(epi.ins)], acc)
 
 
 def memory_order(view: View) -> tuple[int, ...]:
@@ -156,7 +156,7 @@ def _map(fn: str, m: Map, dtypes) -> Kernel:
     loops, (out, *ins) = _collapsed(tuple(v.permute(perm) for v in (m.out,) + m.ins), m.out.permute(perm).shape,
                                     slice(None), "i")
     variables = [v for v, _ in loops]
-    expr = substitute(m.expr, {str(i): f"x{i}[{index(v, variables)}]" for i, v in enumerate(ins)})
+    expr = to_c(m.expr, [f"x{i}[{index(v, variables)}]" for i, v in enumerate(ins)])
     names = ["y"] + [f"x{i}" for i in range(len(ins))]
     return _kernel(
         "map.c.j2", fn, m, names, dtypes, loops=loops,
@@ -170,18 +170,16 @@ def _reduce(fn: str, r: Reduce, dtypes) -> Kernel:
                                       + r.ins, full, slice(0, rank), "o")
     inner, ins_i = _collapsed(r.ins, full, slice(rank, None), "r")
     ov, iv = [v for v, _ in outer], [v for v, _ in inner]
-    terms = {}
-    for i, (a, b) in enumerate(zip(ins_o, ins_i)):
-        terms[str(i)] = f"x{i}[{join(index(a, ov), index(b, iv))}]"
-    pre = substitute(r.pre, terms)
+    terms = [f"x{i}[{join(index(a, ov), index(b, iv))}]" for i, (a, b) in enumerate(zip(ins_o, ins_i))]
+    pre, compared = to_c(r.pre, terms), to_c(r.pre, terms, operand_of=">")
     acc = accumulator(dtypes[r.ins[0].buf], dtypes[r.out.buf]) if r.kind == "sum" else dtypes[r.out.buf]
     init = {"sum": c_literal(0, acc), "prod": c_literal(1, acc), "max": c_lowest(acc), "min": c_highest(acc)}
-    combine = {"max": f"acc = ({pre} > acc) ? {pre} : acc", "min": f"acc = ({pre} < acc) ? {pre} : acc",
-               "sum": f"acc += {pre}", "prod": f"acc *= {pre}"}
+    combine = {"max": f"acc = ({compared} > acc) ? {compared} : acc",
+               "min": f"acc = ({compared} < acc) ? {compared} : acc", "sum": f"acc += {pre}", "prod": f"acc *= {pre}"}
     names = ["y"] + [f"x{i}" for i in range(len(r.ins))]
     return _kernel(
         "reduce.c.j2", fn, r, names, dtypes, outer=outer, inner=inner, out=index(out, ov), acc_t=c_type(acc),
-        init=init[r.kind], combine=combine[r.kind], post=substitute(r.post, {"acc": "acc"}))
+        init=init[r.kind], combine=combine[r.kind], post=to_c(r.post, acc="acc"))
 
 
 def _arg_reduce(fn: str, r: Reduce, dtypes) -> Kernel:
@@ -191,14 +189,13 @@ def _arg_reduce(fn: str, r: Reduce, dtypes) -> Kernel:
     outer, (out, *ins_o) = _collapsed((View(r.out.buf, 0, full, r.out.strides + (0,)),) + r.ins, full,
                                       slice(0, rank), "o")
     ov = [v for v, _ in outer]
-    at = {str(i): f"x{i}[{join(index(a, ov), linear([('r', v.strides[rank])]))}]"
-          for i, (a, v) in enumerate(zip(ins_o, r.ins))}
-    first = {str(i): f"x{i}[{index(a, ov)}]" for i, a in enumerate(ins_o)}
+    at = [f"x{i}[{join(index(a, ov), linear([('r', v.strides[rank])]))}]" for i, (a, v) in enumerate(zip(ins_o, r.ins))]
+    first = [f"x{i}[{index(a, ov)}]" for i, a in enumerate(ins_o)]
     better = {"argmax": ">", "argmin": "<"}[r.kind] + ("=" if r.last else "")
     return _kernel(
         "argreduce.c.j2", fn, r, ["y"] + [f"x{i}" for i in range(len(r.ins))], dtypes, outer=outer,
-        out=index(out, ov), value_t=c_type(dtypes[r.ins[0].buf]), first=substitute(r.pre, first),
-        value=substitute(r.pre, at), better=better, length=full[rank])
+        out=index(out, ov), value_t=c_type(dtypes[r.ins[0].buf]), first=to_c(r.pre, first),
+        value=to_c(r.pre, at), better=better, length=full[rank])
 
 
 def _gather(fn: str, g: Gather, dtypes) -> Kernel:
@@ -301,16 +298,16 @@ def _gemm(fn: str, g: Gemm, dtypes, tiles: Tiles) -> Kernel:
 
     epi = _starting(g.epi, is_float, tiles.scalar)
 
-    def inputs(i: int) -> dict[str, str]:
+    def inputs(i: int) -> list[str]:
         """The epilogue's inputs at row i of a tile, column j."""
-        return {str(e): f"e{e}[{idx(v, batched[3 + e], (m_at(i), cols))}]" for e, v in enumerate(epi.ins)}
+        return [f"e{e}[{idx(v, batched[3 + e], (m_at(i), cols))}]" for e, v in enumerate(epi.ins)]
 
     def epilogue(i: int) -> str:
-        return substitute(epi.expr, {"acc": f"acc[{i}][j]", **inputs(i)})
+        return to_c(epi.expr, inputs(i), f"acc[{i}][j]")
 
     def init(i: int) -> str:
         """Row i's first value of its accumulators (Epilogue.init: a bias per column), else zero."""
-        return c_literal(0, acc_t) if epi.init is None else inputs(i)[str(epi.init)]
+        return c_literal(0, acc_t) if epi.init is None else inputs(i)[epi.init]
     names = ["y", "a", "b"] + [f"e{i}" for i in range(len(g.epi.ins))] + (["panel"] if g.panel else [])
     right = f"row[{linear([('j', g.b.strides[-1])])}]"
     if g.zeros[1]:
@@ -518,12 +515,12 @@ def _conv_nhwc(fn: str, c: Conv, dtypes, tiles: Tiles) -> Kernel:
     epi = _starting(c.epi, is_float, scalar)
 
     def epilogue(j: int, half: int | None = None) -> str:
-        return _epilogue(Epilogue(substitute(epi.expr, {"acc": f"acc[{j}][i]"}), epi.ins), out_vars(j, half))
+        return _epilogue(epi, out_vars(j, half), f"acc[{j}][i]")
 
     def init(j: int, half: int | None = None) -> str:
         """Row j's first value of its accumulators (Epilogue.init: a bias per channel), else zero."""
         return c_literal(0, acc_t) if epi.init is None else \
-            _epilogue(Epilogue("{%d}" % epi.init, epi.ins), out_vars(j, half))
+            _epilogue(Epilogue(Input(epi.init), epi.ins), out_vars(j, half))
     scratch = [name for name, v in (("ring", c.ring), ("panel", c.panel)) if v]
     names = ["y", "x", "w"] + [f"e{i}" for i in range(len(c.epi.ins))] + scratch
     runs = _column_runs(c.win, w, tiles.rows, c.x.strides[3] if depthwise else None)
@@ -600,7 +597,7 @@ def _conv_tiles(fn: str, c: Conv, dtypes) -> Kernel:
 
     row = index(c.x, ("n", channel, "ih"))
     out_vars = ("n", "(oc0 + i)", "oh", "(ow0 + j)")
-    epi = _epilogue(Epilogue(substitute(c.epi.folded().expr, {"acc": "acc[i][j]"}), c.epi.ins), out_vars)
+    epi = _epilogue(c.epi.folded(), out_vars, "acc[i][j]")
     names = ["y", "x", "w"] + [f"e{i}" for i in range(len(c.epi.ins))]
     acc_t = accumulator(dtypes[c.x.buf], dtypes[c.out.buf])
     return _kernel(
@@ -624,7 +621,7 @@ def _conv_rows(fn: str, c: Conv, dtypes) -> Kernel:
     lo, hi = _columns(c.win, w)
     iw = linear([("ow", c.win.strides[1]), ("kw", c.win.dilations[1])], -c.win.pads_begin[1])
     out_vars = ("n", "oc", "oh", "ow")
-    epi = _epilogue(Epilogue(substitute(c.epi.folded().expr, {"acc": f"row[{row_at}]"}), c.epi.ins), out_vars)
+    epi = _epilogue(c.epi.folded(), out_vars, f"row[{row_at}]")
     return _kernel(
         "conv_in_place.c.j2", fn, c, names, dtypes, scratch=1, N=n, M=m, CG=cg, H=h, W=w, c0=first,
         x=join(index(c.x, ("n", channel, "ih")), f"({iw}) * {c.x.strides[3]}" if c.x.strides[3] != 1 else iw),

@@ -6,10 +6,11 @@ from typing import Callable
 
 import numpy as np
 
-from ..c_text import C_TYPES, c_literal
+from ..c_text import C_TYPES
 from ..errors import CglowError
 from ..graph.ir import Graph, Node
-from ..instr.ir import Buffer, Instr, Map, Program, Value, View, substitute
+from ..instr.expr import Expr, Input, cast, lit, substitute
+from ..instr.ir import Buffer, Instr, Map, Program, Value, View
 
 Lowering = Callable[["Context", Node], None]
 LOWERINGS: dict[str, Lowering] = {}
@@ -106,50 +107,50 @@ class Context:
         if view.is_contiguous():
             return view
         copy = self.new(name)
-        self.emit(Map(copy, (view,), "{0}", f"copy of {name}"))
+        self.emit(Map(copy, (view,), Input(0), f"copy of {name}"))
         return copy
 
     def emit(self, instr: Instr) -> None:
         self.instrs.append(instr)
 
     # --- elementwise helpers ------------------------------------------------------------------
-    def operands(self, names, out_shape, first: int = 0) -> tuple[tuple[View, ...], dict[str, str]]:
+    def operands(self, names, out_shape, first: int = 0) -> tuple[tuple[View, ...], list[Expr]]:
         """Views for the map inputs named, broadcast to out_shape; uniform constants become literals.
 
-        Returns the views and, for the expression template, what each input position stands for:
-        a literal, or "{k}" for the k-th view counted from `first`."""
-        views, values = [], {}
-        for i, name in enumerate(names):
+        Returns the views and, for the expression, what each input position stands for: a literal, or
+        Input(k) for the k-th view counted from `first`."""
+        views, values = [], []
+        for name in names:
             data = self.const(name)
             if data is not None and data.size and np.all(data == data.reshape(-1)[0]):
-                values[str(i)] = c_literal(data.reshape(-1)[0], data.dtype)
+                values.append(lit(data.reshape(-1)[0], data.dtype))
                 continue
-            values[str(i)] = "{%d}" % (first + len(views))
+            values.append(Input(first + len(views)))
             views.append(self.view(name).broadcast_to(out_shape))
         return tuple(views), values
 
-    def elementwise(self, node: Node, expr: str, names=None, compares: bool = False) -> None:
-        """A Map computing expr over the inputs named (default: the node's) into the node's output.
+    def elementwise(self, node: Node, expr: Expr, names=None, compares: bool = False) -> None:
+        """A Map computing expr (over Input(i), the i-th of the inputs named; default: the node's) into the
+        node's output.
 
         An integer result is cast to the output's C type, so that it keeps its width and wraps when a later
-        map fuses it (C computes narrow types in int); expressions are parenthesized (or a bare
-        placeholder) for that. When the expression `compares` its inputs, their uniform integer constants
-        stay in memory: as literals they could make a comparison constant for the other operand's type,
-        which -Wtype-limits refuses (gcc sees through the widening cast of a fused Cast)."""
+        map fuses it (C computes narrow types in int). When the expression `compares` its inputs, their
+        uniform integer constants stay in memory: as literals they could make a comparison constant for the
+        other operand's type, which -Wtype-limits refuses (gcc sees through the widening cast of a fused Cast)."""
         names = node.inputs if names is None else names
         out = self.shape(node.outputs[0])
         dtype = self.dtype(node.outputs[0])
         if dtype.kind in "iu":
-            expr = f"(({C_TYPES[dtype]}){expr})"
-        views, values = [], {}
-        for i, name in enumerate(names):
+            expr = cast(dtype, expr)
+        views, values = [], []
+        for name in names:
             if compares and self.dtype(name).kind in "iu":
-                values[str(i)] = "{%d}" % len(views)
+                values.append(Input(len(views)))
                 views.append(self.view(name).broadcast_to(out))
             else:
                 more, value = self.operands([name], out, first=len(views))
                 views += more
-                values[str(i)] = value["0"]
+                values += value
         self.emit(Map(self.new_like(node.outputs[0], views), tuple(views), substitute(expr, values), node.name))
 
 
@@ -167,9 +168,9 @@ def lower(graph: Graph) -> Program:
         buf = ctx._buffer("output", graph.types[name].size, name, ctx.dtype(name), i)
         outputs.append(buf)
         out = View.of(buf, graph.types[name].shape)
-        ctx.emit(Map(out, (ctx.view(name),), "{0}", f"output {name}", Value(name, out)))
+        ctx.emit(Map(out, (ctx.view(name),), Input(0), f"output {name}", Value(name, out)))
     for s in graph.states:  # last: every read of the state's old value comes before
-        ctx.emit(Map(ctx.views[s.value], (ctx.view(s.update),), "{0}", f"state {s.value}"))
+        ctx.emit(Map(ctx.views[s.value], (ctx.view(s.update),), Input(0), f"state {s.value}"))
     return Program(graph.name, tuple(ctx.buffers), _with_values(ctx), ctx.inputs, tuple(outputs))
 
 

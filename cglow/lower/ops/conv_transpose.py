@@ -10,6 +10,7 @@ from ...errors import CglowError
 from ...graph.geometry import Window
 from ...graph.ir import Node
 from ...graph.rules.conv_transpose import transposed
+from ...instr.expr import ACC, Input, lit
 from ...instr.ir import Conv, Epilogue, Gemm, Map, View
 from ..context import Context, lowering
 from .nn import CHANNELS_LAST, as_2d
@@ -46,10 +47,10 @@ def _spread(ctx: Context, x: View, strides: tuple[int, int], label: str) -> View
         return x
     n, c, h, w = x.shape
     full = ctx.temp((n, c, (h - 1) * strides[0] + 1, (w - 1) * strides[1] + 1), label, order=x.order())
-    ctx.emit(Map(full, (), "0.0f", label))
+    ctx.emit(Map(full, (), lit(0.0, np.float32), label))
     lattice = replace(full, shape=x.shape, strides=full.strides[:2] + (full.strides[2] * strides[0],
                                                                        full.strides[3] * strides[1]))
-    ctx.emit(Map(lattice, (x,), "{0}", label))
+    ctx.emit(Map(lattice, (x,), Input(0), label))
     return full
 
 
@@ -74,6 +75,6 @@ def _conv_transpose(ctx: Context, node: Node) -> None:
     epi = Epilogue()
     if len(node.inputs) > 2 and node.inputs[2]:
         bias = ctx.view(node.inputs[2]).reshape((out.shape[1], 1, 1)).broadcast_to(out.shape)
-        epi = Epilogue("({acc} + {0})", (bias,))
+        epi = Epilogue(ACC + Input(0), (bias,))
     win = Window(_lift(geo.kernel, 1), (1, 1), _lift(geo.dilations, 1), tuple(begin), tuple(end), out.shape[2:])
     ctx.emit(Conv(out, x, weights, win, node.attr("group", 1), epi, node.name))

@@ -6,6 +6,7 @@ import numpy as np
 
 from ...graph.ir import Node
 from ...graph.rules.einsum import parse
+from ...instr.expr import ACC, Input
 from ...instr.ir import Epilogue, Gemm, Map, Reduce, View
 from ..context import Context, lowering
 
@@ -22,7 +23,7 @@ def _sum_out(ctx: Context, x: Operand, keep: str, label: str, out: View | None =
     kept = [c for c in dict.fromkeys(keep) if c in letters]
     sizes = dict(zip(letters, view.shape))
     out = ctx.temp(tuple(sizes[c] for c in kept), label) if out is None else out
-    ctx.emit(Reduce(out, (view.permute([letters.index(c) for c in kept + dropped]),), "sum", "{0}", "{acc}", label))
+    ctx.emit(Reduce(out, (view.permute([letters.index(c) for c in kept + dropped]),), "sum", Input(0), ACC, label))
     return out, "".join(kept)
 
 
@@ -36,7 +37,7 @@ def _matrices(ctx: Context, x: Operand, batch: str, rows: str, cols: str, label:
     merged = view.reshape(shape)
     if merged is None:  # strides that do not merge: copy to row-major first
         copy = ctx.temp(view.shape, label)
-        ctx.emit(Map(copy, (view,), "{0}", label))
+        ctx.emit(Map(copy, (view,), Input(0), label))
         merged = copy.reshape(shape)
     return merged
 

@@ -1,75 +1,96 @@
 """Lowering of arithmetic and activation ops to fused-map primitives, and of the identity ops to views.
 
-Each op is a C expression template per element-type kind ("float", "signed", "unsigned"). Float expressions
-use float math only and let NaN through, as onnxruntime does; integer ones test against 0 only with >, ==
-and !=, which no type makes constant.
+Each op is an expression over Input(0), Input(1)... per element-type kind ("float", "signed", "unsigned").
+Float expressions use float math only and let NaN through, as onnxruntime does; integer ones test against 0
+only with >, == and !=, which no type makes constant.
 """
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 
-from ...c_text import c_float
 from ...graph.ir import Node
-from ...instr.ir import Map, substitute
+from ...instr.expr import F32, Expr, Input, call, cast, eq, gt, lit, lt, ne, or_, select
+from ...instr.ir import Map
 from ..context import Context, lowering
+
+X, Y = Input(0), Input(1)
 
 
 def kind(dtype: np.dtype) -> str:
     return {"f": "float", "i": "signed", "u": "unsigned", "b": "bool"}[np.dtype(dtype).kind]
 
 
-def _every_kind(expr: str) -> dict[str, str]:
+def _every_kind(expr: Expr) -> dict[str, Expr]:
     return dict.fromkeys(("float", "signed", "unsigned"), expr)
 
 
 EXPRS = {  # op -> element-type kind -> expression
-    "Add": _every_kind("({0} + {1})"),
-    "Sub": _every_kind("({0} - {1})"),
-    "Mul": _every_kind("({0} * {1})"),
-    "Div": _every_kind("({0} / {1})"),  # C integer division truncates toward zero, as onnxruntime's
-    "Relu": {"float": "({0} < 0.0f ? 0.0f : {0})", "signed": "({0} > 0 ? {0} : 0)"},
-    "Neg": {"float": "(-{0})", "signed": "(-{0})"},
-    "Abs": {"float": "fabsf({0})", "signed": "({0} > 0 ? {0} : -{0})", "unsigned": "{0}"},
-    "Sign": {"float": "({0} > 0.0f ? 1.0f : {0} < 0.0f ? -1.0f : {0})", "signed": "({0} > 0 ? 1 : {0} == 0 ? 0 : -1)",
-             "unsigned": "({0} != 0)"},
-    "PRelu": {"float": "({0} < 0.0f ? {0} * {1} : {0})", "signed": "({0} > 0 ? {0} : {0} * {1})"},
+    "Add": _every_kind(X + Y),
+    "Sub": _every_kind(X - Y),
+    "Mul": _every_kind(X * Y),
+    "Div": _every_kind(X / Y),  # C integer division truncates toward zero, as onnxruntime's
+    "Relu": {"float": select(lt(X, 0.0), 0.0, X), "signed": select(gt(X, 0), X, 0)},
+    "Neg": {"float": -X, "signed": -X},
+    "Abs": {"float": call("fabsf", X), "signed": select(gt(X, 0), X, -X), "unsigned": X},
+    "Sign": {"float": select(gt(X, 0.0), 1.0, select(lt(X, 0.0), -1.0, X)),
+             "signed": select(gt(X, 0), 1, select(eq(X, 0), 0, -1)), "unsigned": ne(X, 0)},
+    "PRelu": {"float": select(lt(X, 0.0), X * Y, X), "signed": select(gt(X, 0), X, X * Y)},
 }
-AT_LEAST = "({a} < {b} ? {b} : {a})"  # max(a, b) of any type, a NaN a kept: Clip's bounds
-AT_MOST = "({a} > {b} ? {b} : {a})"
-MAX = {"float": "({a} < {b} || isnan({b}) ? {b} : {a})", "signed": AT_LEAST, "unsigned": AT_LEAST}  # NaN wins
-MIN = {"float": "({a} > {b} || isnan({b}) ? {b} : {a})", "signed": AT_MOST, "unsigned": AT_MOST}
+Pair = Callable[[Expr, Expr], Expr]
 
-CLAMP01 = "({v} < 0.0f ? 0.0f : {v} > 1.0f ? 1.0f : {v})"
+
+def at_least(a: Expr, b: Expr) -> Expr:
+    """max(a, b) of any type, a NaN a kept: Clip's bounds."""
+    return select(lt(a, b), b, a)
+
+
+def at_most(a: Expr, b: Expr) -> Expr:
+    return select(gt(a, b), b, a)
+
+
+MAX: dict[str, Pair] = {"float": lambda a, b: select(or_(lt(a, b), call("isnan", b)), b, a),  # NaN wins
+                        "signed": at_least, "unsigned": at_least}
+MIN: dict[str, Pair] = {"float": lambda a, b: select(or_(gt(a, b), call("isnan", b)), b, a),
+                        "signed": at_most, "unsigned": at_most}
+
+
+def clamp01(v: Expr) -> Expr:
+    return select(lt(v, 0.0), 0.0, select(gt(v, 1.0), 1.0, v))
+
+
 SELU_ALPHA, SELU_GAMMA = 1.67326319217681884765625, 1.05070102214813232421875
-FLOAT_EXPRS = {  # float32-only ops; {name} is the float attribute `name` (defaults in ATTRS)
-    "Sigmoid": "(1.0f / (1.0f + cglow_exp(-{0})))",
-    "Tanh": "tanhf({0})",
-    "Erf": "cglow_erf({0})",
-    "Sqrt": "sqrtf({0})",
-    "Exp": "cglow_exp({0})",
-    "Log": "logf({0})",
-    "Sin": "sinf({0})",
-    "Cos": "cosf({0})",
-    "Reciprocal": "(1.0f / {0})",
-    "Floor": "floorf({0})",
-    "Ceil": "ceilf({0})",
-    "Round": "rintf({0})",  # the default rounding mode: halves to even
-    "LeakyRelu": "({0} < 0.0f ? {0} * {alpha} : {0})",
-    "Elu": "({0} < 0.0f ? {alpha} * expm1f({0}) : {0})",
-    "Selu": "({gamma} * ({0} > 0.0f ? {0} : {alpha} * expm1f({0})))",
-    "HardSigmoid": substitute(CLAMP01, {"v": "{alpha} * {0} + {beta}"}),
-    "HardSwish": "({0} * %s)" % substitute(CLAMP01, {"v": "{0} * 0.16666667f + 0.5f"}),
-    "Softplus": "(fmaxf({0}, 0.0f) + log1pf(expf(-fabsf({0}))))",
-    "Softsign": "({0} / (1.0f + fabsf({0})))",
-    "Mish": "({0} * tanhf(fmaxf({0}, 0.0f) + log1pf(expf(-fabsf({0})))))",
+SOFTPLUS = call("fmaxf", X, 0.0) + call("log1pf", call("expf", -call("fabsf", X)))
+FLOAT_EXPRS: dict[str, Callable[..., Expr]] = {  # float32-only ops, of the node's float attributes (ATTRS)
+    "Sigmoid": lambda: 1.0 / (1.0 + call("cglow_exp", -X)),
+    "Tanh": lambda: call("tanhf", X),
+    "Erf": lambda: call("cglow_erf", X),
+    "Sqrt": lambda: call("sqrtf", X),
+    "Exp": lambda: call("cglow_exp", X),
+    "Log": lambda: call("logf", X),
+    "Sin": lambda: call("sinf", X),
+    "Cos": lambda: call("cosf", X),
+    "Reciprocal": lambda: 1.0 / X,
+    "Floor": lambda: call("floorf", X),
+    "Ceil": lambda: call("ceilf", X),
+    "Round": lambda: call("rintf", X),  # the default rounding mode: halves to even
+    "LeakyRelu": lambda alpha: select(lt(X, 0.0), X * alpha, X),
+    "Elu": lambda alpha: select(lt(X, 0.0), alpha * call("expm1f", X), X),
+    "Selu": lambda alpha, gamma: gamma * select(gt(X, 0.0), X, alpha * call("expm1f", X)),
+    "HardSigmoid": lambda alpha, beta: clamp01(alpha * X + beta),
+    "HardSwish": lambda: X * clamp01(X * 0.16666667 + 0.5),
+    "Softplus": lambda: SOFTPLUS,
+    "Softsign": lambda: X / (1.0 + call("fabsf", X)),
+    "Mish": lambda: X * call("tanhf", SOFTPLUS),
 }
 GELU = {  # by the approximate attribute
-    "none": "(0.5f * {0} * (1.0f + cglow_erf({0} * 0.70710677f)))",
-    "tanh": "(0.5f * {0} * (1.0f + tanhf(0.7978846f * ({0} + 0.044715f * {0} * {0} * {0}))))",
+    "none": 0.5 * X * (1.0 + call("cglow_erf", X * 0.70710677)),
+    "tanh": 0.5 * X * (1.0 + call("tanhf", 0.7978846 * (X + 0.044715 * X * X * X))),
 }
 ATTRS = {"LeakyRelu": {"alpha": 0.01}, "Elu": {"alpha": 1.0}, "Selu": {"alpha": SELU_ALPHA, "gamma": SELU_GAMMA},
          "HardSigmoid": {"alpha": 0.2, "beta": 0.5}}
-POWERS = {1.0: "{0}", 2.0: "({0} * {0})", 3.0: "({0} * {0} * {0})", 0.5: "sqrtf({0})", -1.0: "(1.0f / {0})"}
+POWERS = {1.0: X, 2.0: X * X, 3.0: X * X * X, 0.5: call("sqrtf", X), -1.0: 1.0 / X}
 INTEGER_POWERS = (1.0, 2.0, 3.0)
 
 
@@ -83,8 +104,8 @@ def _by_kind(ctx: Context, node: Node) -> None:
 
 @lowering(*FLOAT_EXPRS)
 def _float(ctx: Context, node: Node) -> None:
-    attrs = {name: c_float(node.attr(name, default)) for name, default in ATTRS.get(node.op, {}).items()}
-    ctx.elementwise(node, substitute(FLOAT_EXPRS[node.op], attrs))
+    attrs = {name: lit(node.attr(name, default), F32) for name, default in ATTRS.get(node.op, {}).items()}
+    ctx.elementwise(node, FLOAT_EXPRS[node.op](**attrs))
 
 
 @lowering("Gelu")
@@ -100,18 +121,18 @@ def _pow(ctx: Context, node: Node) -> None:
     if power in POWERS and (not integer or power in INTEGER_POWERS):
         ctx.elementwise(node, POWERS[power], node.inputs[:1])
     elif integer and kind(ctx.dtype(node.inputs[1])) != "float":
-        ctx.elementwise(node, "cglow_ipow((int64_t){0}, (int64_t){1})")  # exact: runtime_c/ipow.c
+        ctx.elementwise(node, call("cglow_ipow", cast(np.int64, X), cast(np.int64, Y)))  # exact: runtime_c/ipow.c
     elif integer:
-        ctx.elementwise(node, "powf((float){0}, {1})")
+        ctx.elementwise(node, call("powf", cast(F32, X), Y))
     else:
-        ctx.elementwise(node, "powf({0}, {1})")
+        ctx.elementwise(node, call("powf", X, Y))
 
 
-def _fold(pair: dict[str, str], dtype: np.dtype, count: int) -> str:
-    """pair(pair(pair({0}, {1}), {2}), ...) over `count` inputs."""
-    expr = "{0}"
+def _fold(pair: dict[str, Pair], dtype: np.dtype, count: int) -> Expr:
+    """pair(pair(pair(Input(0), Input(1)), Input(2)), ...) over `count` inputs."""
+    expr: Expr = X
     for i in range(1, count):
-        expr = substitute(pair[kind(dtype)], {"a": expr, "b": "{%d}" % i})
+        expr = pair[kind(dtype)](expr, Input(i))
     return expr
 
 
@@ -121,24 +142,24 @@ def _variadic(ctx: Context, node: Node) -> None:
     if count == 1:
         return identity(ctx, node)
     if node.op in ("Sum", "Mean"):
-        expr = "(" + " + ".join("{%d}" % i for i in range(count)) + ")"
-        ctx.elementwise(node, expr if node.op == "Sum" else f"({expr} / {c_float(count)})")
+        total = sum((Input(i) for i in range(1, count)), start=X)
+        ctx.elementwise(node, total if node.op == "Sum" else total / lit(count, F32))
     else:
         ctx.elementwise(node, _fold(MAX if node.op == "Max" else MIN, ctx.dtype(node.inputs[0]), count), compares=True)
 
 
-# Clip to constant bounds lo <= hi, each test on the value itself: what AT_MOST over AT_LEAST computes there (a NaN
+# Clip to constant bounds lo <= hi, each test on the value itself: what at_most over at_least computes there (a NaN
 # kept), which gcc 12 vectorizes into fewer instructions: x86-64 AVX-512 -O3 vww (ReLU6 everywhere) 1.04 -> 0.92 of
 # the time. Other bounds keep that composition, which gives hi everywhere when lo > hi, as ONNX says.
-CLAMP = "({0} < {1} ? {1} : ({0} > {2} ? {2} : {0}))"
+CLAMP = select(lt(X, Y), Y, select(gt(X, Input(2)), Input(2), X))
 
 
 @lowering("Clip")
 def _clip(ctx: Context, node: Node) -> None:
-    expr, names = "{0}", [node.inputs[0]]
-    for pair, i in ((AT_LEAST, 1), (AT_MOST, 2)):
+    expr, names = X, [node.inputs[0]]
+    for pair, i in ((at_least, 1), (at_most, 2)):
         if len(node.inputs) > i and node.inputs[i]:
-            expr = substitute(pair, {"a": expr, "b": "{%d}" % len(names)})
+            expr = pair(expr, Input(len(names)))
             names.append(node.inputs[i])
     if len(names) == 1:
         return identity(ctx, node)
@@ -158,4 +179,4 @@ def _dropout(ctx: Context, node: Node) -> None:
     """Inference (or a ratio of 0): the identity, and a mask that keeps everything."""
     identity(ctx, node)
     if len(node.outputs) > 1 and node.outputs[1]:
-        ctx.emit(Map(ctx.new(node.outputs[1]), (), "1", node.name))
+        ctx.emit(Map(ctx.new(node.outputs[1]), (), lit(1, np.int32), node.name))

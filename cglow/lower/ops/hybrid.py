@@ -13,14 +13,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...c_text import c_float, c_int
 from ...graph.geometry import Window, window
 from ...graph.ir import Node
+from ...instr.expr import ACC, Expr, Input, call, cast, eq, gt, inputs, lit, lt, select
 from ...instr.ir import Conv, Epilogue, Gemm, Map, Reduce, View
 from ..context import Context, lowering
 from .nn import CHANNELS_LAST, _pixel_rows
 
 F32, I32 = np.dtype(np.float32), np.dtype(np.int32)
+X, Y, Z = inputs(3)
 
 
 def _along(view: View, axis: int, shape: tuple[int, ...]) -> View:
@@ -41,17 +42,17 @@ def _statistics(ctx: Context, node: Node, x: View) -> tuple[View, View, View | N
         return ctx.temp(items, f"{node.name} input {label}", dtype)
     if not node.attr("asymmetric"):
         top, inverse, scale = temp("range"), temp("inverse scale"), temp("scale")
-        ctx.emit(Reduce(top, (rows,), "max", "fabsf({0})", "{acc}", node.name))
-        ctx.emit(Map(inverse, (top,), "({0} == 0.0f ? 0.0f : 127.0f / {0})", node.name))
-        ctx.emit(Map(scale, (top,), "({0} == 0.0f ? 1.0f : {0} / 127.0f)", node.name))
+        ctx.emit(Reduce(top, (rows,), "max", call("fabsf", X), ACC, node.name))
+        ctx.emit(Map(inverse, (top,), select(eq(X, 0.0), 0.0, 127.0 / X), node.name))
+        ctx.emit(Map(scale, (top,), select(eq(X, 0.0), 1.0, X / 127.0), node.name))
         return inverse, scale, None
     low, high, scale, inverse, zero = temp("min"), temp("max"), temp("scale"), temp("inverse scale"), \
         temp("zero point", I32)
-    ctx.emit(Reduce(low, (rows,), "min", "{0}", "({acc} < 0.0f ? {acc} : 0.0f)", node.name))
-    ctx.emit(Reduce(high, (rows,), "max", "{0}", "({acc} > 0.0f ? {acc} : 0.0f)", node.name))
-    ctx.emit(Map(scale, (low, high), "({0} == {1} ? 1.0f : ({1} - {0}) / 255.0f)", node.name))
-    ctx.emit(Map(inverse, (scale,), "(1.0f / {0})", node.name))
-    ctx.emit(Map(zero, (low, high), "((int32_t)({0} == {1} ? 0 : cglow_hybrid_zero({0}, {1})))", node.name))
+    ctx.emit(Reduce(low, (rows,), "min", X, select(lt(ACC, 0.0), ACC, 0.0), node.name))
+    ctx.emit(Reduce(high, (rows,), "max", X, select(gt(ACC, 0.0), ACC, 0.0), node.name))
+    ctx.emit(Map(scale, (low, high), select(eq(X, Y), 1.0, (Y - X) / 255.0), node.name))
+    ctx.emit(Map(inverse, (scale,), 1.0 / X, node.name))
+    ctx.emit(Map(zero, (low, high), cast(I32, select(eq(X, Y), 0, call("cglow_hybrid_zero", X, Y))), node.name))
     return inverse, scale, zero
 
 
@@ -61,10 +62,10 @@ def _quantize(ctx: Context, node: Node, x: View, into: View, inverse: View, zero
     added first in float, the sum would be -40.5)."""
     ins = (x, _along(inverse, 0, x.shape))
     if zero is None:
-        expr = "((int8_t)cglow_quantize_tfl({0} * {1}, 0, -127, 127))"
+        expr = cast(np.int8, call("cglow_quantize_tfl", X * Y, 0, -127, 127))
     else:
         ins += (_along(zero, 0, x.shape),)
-        expr = "((int8_t)cglow_quantize_tfl({0} * {1}, {2}, -128, 127))"
+        expr = cast(np.int8, call("cglow_quantize_tfl", X * Y, Z, -128, 127))
     ctx.emit(Map(into, ins, expr, node.name))
 
 
@@ -72,24 +73,24 @@ def _scaled_back(ctx: Context, node: Node, out: View, scale: View, zero: View | 
     """The epilogue storing an int32 accumulator as float: output items along dim 0, channels along dim 1."""
     views: list[View] = []
 
-    def operand(view: View, axis: int) -> str:
+    def operand(view: View, axis: int) -> Expr:
         views.append(_along(view, axis, out.shape))
-        return "{%d}" % (len(views) - 1)
+        return Input(len(views) - 1)
 
-    def per_channel(data: np.ndarray, label: str, dtype: np.dtype) -> str:
+    def per_channel(data: np.ndarray, label: str, dtype: np.dtype) -> Expr:
         data = np.broadcast_to(np.asarray(data, dtype).reshape(-1), (out.shape[1],))
         if np.all(data == data[0]):
-            return c_float(data[0]) if dtype == F32 else c_int(data[0], dtype)
+            return lit(data[0], dtype)
         return operand(ctx.const_view(data, f"{node.name} {label}"), 1)
-    acc = "{acc}"
+    acc: Expr = ACC
     if zero is not None:
-        sums = weights.astype(np.int64).reshape(weights.shape[0], -1).sum(axis=1)
-        acc = f"({{acc}} - {per_channel(sums, 'weight sums', I32)} * {operand(zero, 0)})"
+        sums = per_channel(weights.astype(np.int64).reshape(weights.shape[0], -1).sum(axis=1), "weight sums", I32)
+        acc = ACC - sums * operand(zero, 0)
     w, s = per_channel(np.asarray(node.attr("w_scales")), "weight scales", F32), operand(scale, 0)
-    term = f"((float){acc} * {w}) * {s}" if node.attr("weights_first") else f"(float){acc} * ({s} * {w})"
+    term = cast(F32, acc) * w * s if node.attr("weights_first") else cast(F32, acc) * (s * w)
     if len(node.inputs) > 2 and node.inputs[2]:
-        term = f"{operand(ctx.view(node.inputs[2]), 1)} + {term}"
-    return Epilogue(f"({term})", tuple(views))
+        term = operand(ctx.view(node.inputs[2]), 1) + term
+    return Epilogue(term, tuple(views))
 
 
 @lowering("HybridGemm")
@@ -116,7 +117,7 @@ def _hybrid_conv(ctx: Context, node: Node) -> None:
         (top, left), (bottom, right) = win.pads_begin, win.pads_end
         n, c, h, w = x.shape
         xq = ctx.temp((n, c, top + h + bottom, left + w + right), label, np.int8, x.order())
-        ctx.emit(Map(xq, (_along(zero, 0, xq.shape),), "((int8_t){0})", node.name))
+        ctx.emit(Map(xq, (_along(zero, 0, xq.shape),), cast(np.int8, X), node.name))
         q = xq.slice(2, top, h).slice(3, left, w)
         win = Window(win.kernel, win.strides, win.dilations, (0, 0), (0, 0), win.out)
     else:

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...c_text import c_literal
 from ...graph.geometry import axis
 from ...graph.ir import Node
 from ...graph.rules.indexing import one_hot_depth
-from ...instr.ir import Gather, Map, View, contiguous_strides, substitute
+from ...instr.expr import Input, binary, cast, eq, lift, lit, lt, select
+from ...instr.ir import Gather, Map, View, contiguous_strides
 from ..context import Context, lowering
 from .tensor import node_args
 
@@ -65,10 +65,10 @@ def _gather_nd(ctx: Context, node: Node) -> None:
     index = ctx.view(node.inputs[1])
     components = tuple(View(index.buf, index.offset + t * index.strides[-1], index_shape[:-1], index.strides[:-1])
                        for t in range(depth))
-    terms = [f"({{{t}}} < 0 ? {{{t}}} + {d} : {{{t}}}) * {m}"
+    terms = [select(lt(Input(t), 0), Input(t) + d, Input(t)) * m
              for t, (d, m) in enumerate(zip(picked, contiguous_strides(picked)))]
     positions = ctx.temp(index_shape[:-1], f"{node.name} positions", np.int64)
-    ctx.emit(Map(positions, components, " + ".join(terms) or "0", node.name))
+    ctx.emit(Map(positions, components, sum(terms[1:], start=terms[0]) if terms else lift(0), node.name))
     data = ctx.reshaped(node.inputs[0], shape[:batch] + (int(np.prod(picked, dtype=np.int64)),) + rest)
     out_shape = ctx.shape(node.outputs[0])
     inner = (0,) * (len(index_shape) - 1 - batch)
@@ -92,9 +92,9 @@ def _one_hot(ctx: Context, node: Node) -> None:
            View(counter.buf, 0, shape, zeros[:at] + (1,) + zeros[at + 1:]),
            View(values.buf, values.offset, shape, zeros),
            View(values.buf, values.offset + values.strides[0], shape, zeros))
-    j = "(int64_t){0}"
-    ctx.emit(Map(ctx.new(node.outputs[0]), ins, f"(({j} < 0 ? {j} + {depth} : {j}) == {{1}} ? {{3}} : {{2}})",
-                 node.name))
+    j = cast(np.int64, Input(0))
+    hot = eq(select(lt(j, 0), j + depth, j), Input(1))
+    ctx.emit(Map(ctx.new(node.outputs[0]), ins, select(hot, Input(3), Input(2)), node.name))
 
 
 @lowering("Trilu")
@@ -106,8 +106,8 @@ def _trilu(ctx: Context, node: Node) -> None:
     diagonal = ctx.const_view(np.arange(cols)[None, :] - np.arange(rows)[:, None], f"{node.name} diagonals")
     k_input = [name for name in node.inputs[1:] if name]
     views, values = ctx.operands(k_input, shape, first=2)  # a constant k becomes a literal
-    k = substitute("{0}", values) if k_input else "0"
+    k = values[0] if k_input else lift(0)
     keep = ">=" if node.attr("upper", 1) else "<="
-    zero = c_literal(0, ctx.dtype(node.outputs[0]))
+    zero = lit(0, ctx.dtype(node.outputs[0]))
     ctx.emit(Map(ctx.new(node.outputs[0]), (ctx.view(node.inputs[0]), diagonal.broadcast_to(shape)) + views,
-                 f"({{1}} {keep} {k} ? {{0}} : {zero})", node.name))
+                 select(binary(keep, Input(1), k), Input(0), zero), node.name))

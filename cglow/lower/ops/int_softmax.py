@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...c_text import c_type
 from ...graph.ir import Node
+from ...instr.expr import ACC, Input, call, cast, clamp, inputs
 from ...instr.ir import Map, Reduce
 from ..context import Context, lowering
 from .reduce import spread
@@ -26,14 +26,15 @@ def _int_softmax(ctx: Context, node: Node) -> None:
     peak = ctx.temp(rows, f"{node.name} max", ctx.dtype(node.inputs[0]))
     total = ctx.temp(rows, f"{node.name} sum", I32)
     scale = ctx.temp(rows, f"{node.name} reciprocal", I32)
-    exp = f"cglow_exp_tfl({{0}} - {{1}}, {node.attr('mult')}, {node.attr('shift')}, {node.attr('diff_min')})"
-    ctx.emit(Reduce(peak, (x,), "max", "{0}", "{acc}", node.name))
-    ctx.emit(Reduce(total, (x, spread(peak, depth)), "sum", f"cglow_divide_pot_tfl({exp}, {SUM_BITS})", "{acc}",
+    value, top, reciprocal, total_at = inputs(4)
+    exp = call("cglow_exp_tfl", value - top, node.attr("mult"), node.attr("shift"), node.attr("diff_min"))
+    ctx.emit(Reduce(peak, (x,), "max", value, ACC, node.name))
+    ctx.emit(Reduce(total, (x, spread(peak, depth)), "sum", call("cglow_divide_pot_tfl", exp, SUM_BITS), ACC,
                     node.name))
-    ctx.emit(Map(scale, (total,), "cglow_reciprocal_tfl({0})", node.name))
+    ctx.emit(Map(scale, (total,), call("cglow_reciprocal_tfl", Input(0)), node.name))
     # the sum is x * 2^(SUM_BITS - leading zeros) with x in [1, 2), the reciprocal 1/x; the output, e / sum in
     # units of 2^-bits, is their Q0.31 product divided by 2^(SUM_BITS + 31 - bits - leading zeros)
-    shift = f"{SUM_BITS + 31 - 8 * dtype.itemsize} - cglow_leading_zeros((uint32_t){{3}})"
+    shift = SUM_BITS + 31 - 8 * dtype.itemsize - call("cglow_leading_zeros", cast(np.uint32, total_at))
+    scaled = call("cglow_divide_pot_tfl", call("cglow_high_mul_tfl", reciprocal, exp), shift)
     ctx.emit(Map(out, (x, spread(peak, depth), spread(scale, depth), spread(total, depth)),
-                 f"(({c_type(dtype)})cglow_clamp(cglow_divide_pot_tfl(cglow_high_mul_tfl({{2}}, {exp}), {shift}) + "
-                 f"{node.attr('y_zero')}, {node.attr('lo')}, {node.attr('hi')}))", node.name))
+                 cast(dtype, clamp(scaled + node.attr("y_zero"), node.attr("lo"), node.attr("hi"))), node.name))

@@ -7,36 +7,35 @@ from __future__ import annotations
 import numpy as np
 
 from ...graph.ir import Node
+from ...instr.expr import Input, and_, call, cast, eq, ge, gt, le, lift, lt, ne, not_, or_, select
 from ..context import Context, lowering
 from .elementwise import identity, kind
 
-COMPARISONS = {
-    "Equal": "({0} == {1})",
-    "Less": "({0} < {1})",
-    "Greater": "({0} > {1})",
-    "LessOrEqual": "({0} <= {1})",
-    "GreaterOrEqual": "({0} >= {1})",
-}
+X, Y = Input(0), Input(1)
+F32 = np.dtype(np.float32)
+COMPARISONS = {"Equal": eq(X, Y), "Less": lt(X, Y), "Greater": gt(X, Y), "LessOrEqual": le(X, Y),
+               "GreaterOrEqual": ge(X, Y)}
 EXPRS = {
     **COMPARISONS,
-    "And": "({0} && {1})",
-    "Or": "({0} || {1})",
-    "Xor": "({0} != {1})",
-    "Not": "(!{0})",
-    "Where": "({0} ? {1} : {2})",
-    "IsNaN": "(isnan({0}) != 0)",
+    "And": and_(X, Y),
+    "Or": or_(X, Y),
+    "Xor": ne(X, Y),
+    "Not": not_(X),
+    "Where": select(X, Y, Input(2)),
+    "IsNaN": ne(call("isnan", X), 0),
 }
-IS_INF = {(1, 1): "(fabsf({0}) == INFINITY)", (1, 0): "({0} == INFINITY)", (0, 1): "({0} == -INFINITY)"}
+IS_INF = {(1, 1): eq(call("fabsf", X), float("inf")), (1, 0): eq(X, float("inf")), (0, 1): eq(X, -float("inf"))}
 CASTS = {  # (from kind, to kind) -> expression; ctx.elementwise adds the final cast to an integer type
-    ("float", "bool"): "({0} != 0.0f)",
-    ("signed", "bool"): "({0} != 0)",
-    ("unsigned", "bool"): "({0} != 0)",
-    **{(k, "float"): "((float){0})" for k in ("signed", "unsigned", "bool")},
-    **{(k, t): "{0}" for k in ("signed", "unsigned", "bool") for t in ("signed", "unsigned")},
+    ("float", "bool"): ne(X, 0.0),
+    ("signed", "bool"): ne(X, 0),
+    ("unsigned", "bool"): ne(X, 0),
+    **{(k, "float"): cast(F32, X) for k in ("signed", "unsigned", "bool")},
+    **{(k, t): X for k in ("signed", "unsigned", "bool") for t in ("signed", "unsigned")},
 }
 # float to an integer type truncates toward zero; the unsigned and narrow types go through a wider signed
 # type, so that negative and out-of-range values wrap (as onnxruntime's do on common targets)
-VIA = {**dict.fromkeys(map(np.dtype, ("int8", "uint8", "int16", "uint16")), "int32_t"), np.dtype("uint32"): "int64_t"}
+VIA = {**dict.fromkeys(map(np.dtype, ("int8", "uint8", "int16", "uint16")), np.dtype(np.int32)),
+       np.dtype("uint32"): np.dtype(np.int64)}
 
 
 @lowering(*EXPRS)
@@ -47,7 +46,7 @@ def _logic(ctx: Context, node: Node) -> None:
 @lowering("IsInf")
 def _is_inf(ctx: Context, node: Node) -> None:
     detect = (node.attr("detect_positive", 1), node.attr("detect_negative", 1))
-    ctx.elementwise(node, IS_INF.get(detect, "0"), node.inputs[:1] if detect in IS_INF else [])
+    ctx.elementwise(node, IS_INF.get(detect, lift(0)), node.inputs[:1] if detect in IS_INF else [])
 
 
 @lowering("Cast", "CastLike")
@@ -55,5 +54,5 @@ def _cast(ctx: Context, node: Node) -> None:
     source, target = ctx.dtype(node.inputs[0]), ctx.dtype(node.outputs[0])
     if source == target:
         return identity(ctx, node)
-    expr = CASTS.get((kind(source), kind(target)), f"({VIA[target]}){{0}}" if target in VIA else "{0}")
+    expr = CASTS.get((kind(source), kind(target)), cast(VIA[target], X) if target in VIA else X)
     ctx.elementwise(node, expr, node.inputs[:1])

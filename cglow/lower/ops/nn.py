@@ -1,9 +1,11 @@
 """Lowering of conv, dense and pooling ops to the Conv, Gemm, Pool and Reduce primitives."""
 from __future__ import annotations
 
-from ...c_text import c_float
+import numpy as np
+
 from ...graph.geometry import Window, window
 from ...graph.ir import Node
+from ...instr.expr import ACC, Expr, Input, lit
 from ...instr.ir import Conv, Epilogue, Gemm, Pool, Reduce, View
 from ..context import Context, lowering
 
@@ -50,14 +52,13 @@ def _conv(ctx: Context, node: Node) -> None:
     epi = Epilogue()
     if len(node.inputs) > 2 and node.inputs[2]:
         bias = ctx.view(node.inputs[2]).reshape((w[0], 1, 1)).broadcast_to(out.shape)
-        epi = Epilogue("{acc}", (bias,), init=0)
+        epi = Epilogue(ACC, (bias,), init=0)
     w4 = as_2d(ctx.view(node.inputs[1]))
     ctx.emit(Conv(out, x, w4, win, node.attr("group", 1), epi, node.name))
 
 
-def _scaled(factor: float, expr: str) -> str:
-    """factor * expr, parenthesized: the fusion passes substitute it into other expressions."""
-    return expr if factor == 1.0 else f"({c_float(factor)} * {expr})"
+def _scaled(factor: float, expr: Expr) -> Expr:
+    return expr if factor == 1.0 else lit(factor, np.float32) * expr
 
 
 @lowering("Gemm")
@@ -66,12 +67,12 @@ def _gemm(ctx: Context, node: Node) -> None:
     a = a.permute((1, 0)) if node.attr("transA", 0) else a
     b = b.permute((1, 0)) if node.attr("transB", 0) else b
     out = ctx.new(node.outputs[0])
-    expr = _scaled(node.attr("alpha", 1.0), "{acc}")
+    expr = _scaled(node.attr("alpha", 1.0), ACC)
     beta = node.attr("beta", 1.0)
     ins: tuple[View, ...] = ()
     if len(node.inputs) > 2 and node.inputs[2] and beta != 0.0:
         ins, values = ctx.operands(node.inputs[2:3], out.shape)
-        expr = f"({expr} + {_scaled(beta, values['0'])})"
+        expr = expr + _scaled(beta, values[0])
     ctx.emit(Gemm(out, a, b, Epilogue(expr, ins), node.name))
 
 
@@ -106,5 +107,5 @@ def _global_average_pool(ctx: Context, node: Node) -> None:
         count *= d
     x = ctx.reshaped(node.inputs[0], shape[:2] + (count,))
     out = ctx.new(node.outputs[0]).reshape(shape[:2])
-    ctx.emit(Reduce(out, (x,), "sum", "{0}", f"{{acc}} / {c_float(count)}", node.name))
+    ctx.emit(Reduce(out, (x,), "sum", Input(0), ACC / lit(count, np.float32), node.name))
 

@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...c_text import c_float
 from ...errors import CglowError
 from ...graph.geometry import Window, axis
 from ...graph.ir import Node
-from ...instr.ir import Map, Pool, Reduce, View, substitute
+from ...instr.expr import F32, ACC, Input, call, eq, inputs, lit, select
+from ...instr.ir import Map, Pool, Reduce, View
 from ..context import Context, lowering
 from .reduce import last_axis, positions, spread
+
+X, Y, Z = inputs(3)
 
 
 @lowering("BatchNormalization")
@@ -25,10 +27,10 @@ def _batchnorm(ctx: Context, node: Node) -> None:
         scale = gamma / np.sqrt(var + np.float32(eps))
         folded = [(scale, "scale"), (beta - mean * scale, "shift")]
         views = [ctx.const_view(p.reshape(channel), f"{node.name} {what}").broadcast_to(shape) for p, what in folded]
-        expr = "({0} * {1} + {2})"
+        expr = X * Y + Z
     else:
         views = [ctx.view(n).reshape(channel).broadcast_to(shape) for n in node.inputs[1:5]]
-        expr = f"(({{0}} - {{3}}) / sqrtf({{4}} + {c_float(eps)}) * {{1}} + {{2}})"
+        expr = (X - Input(3)) / call("sqrtf", Input(4) + lit(eps, F32)) * Y + Z
     x = ctx.view(node.inputs[0])
     ctx.emit(Map(ctx.new_like(node.outputs[0], [x]), (x, *views), expr, node.name))
 
@@ -61,10 +63,10 @@ def _moments(ctx: Context, node: Node, x: View, mean: View | None = None,
     outer, inner = x.shape[:-1], x.shape[-1]
     mean = mean or ctx.temp(outer, f"{node.name} mean")
     rstd = rstd or ctx.temp(outer, f"{node.name} rstd")
-    n, eps = c_float(inner), c_float(node.attr("epsilon", 1e-5))
-    ctx.emit(Reduce(mean, (x,), "sum", "{0}", f"{{acc}} / {n}", node.name))
-    ctx.emit(Reduce(rstd, (x, spread(mean, inner)), "sum", "({0} - {1}) * ({0} - {1})",
-                    f"1.0f / sqrtf({{acc}} / {n} + {eps})", node.name))
+    n, eps = lit(inner, F32), lit(node.attr("epsilon", 1e-5), F32)
+    ctx.emit(Reduce(mean, (x,), "sum", X, ACC / n, node.name))
+    ctx.emit(Reduce(rstd, (x, spread(mean, inner)), "sum", (X - Y) * (X - Y), 1.0 / call("sqrtf", ACC / n + eps),
+                    node.name))
     return spread(mean, inner), spread(rstd, inner)
 
 
@@ -75,11 +77,11 @@ def _layernorm(ctx: Context, node: Node) -> None:
     x, outer, inner = _split(ctx, node.inputs[0], first)
     statistics = [ctx.new(name).reshape(outer) if name else None for name in node.outputs[1:3]]  # Mean, InvStdDev
     views = [x, *_moments(ctx, node, x, *statistics)]
-    expr = "(({0} - {1}) * {2})"  # parenthesized, as the fusion passes substitute it into other expressions
-    for i, template in ((1, "({e} * {v})"), (2, "({e} + {v})")):
+    expr = (X - Y) * Z
+    for i in (1, 2):  # times the scale, plus the bias
         if len(node.inputs) > i and node.inputs[i]:
             views.append(_affine(ctx, node.inputs[i], shape[first:], outer, inner))
-            expr = substitute(template, {"e": expr, "v": "{%d}" % (len(views) - 1)})
+            expr = expr * Input(len(views) - 1) if i == 1 else expr + Input(len(views) - 1)
     out = ctx.new(node.outputs[0]).reshape(outer + (inner,))
     ctx.emit(Map(out, tuple(views), expr, node.name))
 
@@ -90,7 +92,7 @@ def _instance_norm(ctx: Context, node: Node) -> None:
     scale, bias = (ctx.view(name).reshape((outer[1], 1)).broadcast_to(outer + (inner,)) for name in node.inputs[1:3])
     views = (x, *_moments(ctx, node, x), scale, bias)
     out = ctx.new(node.outputs[0]).reshape(outer + (inner,))
-    ctx.emit(Map(out, views, "(({0} - {1}) * {2} * {3} + {4})", node.name))
+    ctx.emit(Map(out, views, (X - Y) * Z * Input(3) + Input(4), node.name))
 
 
 def _along(ctx: Context, node: Node, at: int) -> tuple[View, View, tuple[int, ...], int]:
@@ -117,10 +119,10 @@ def _softmax(ctx: Context, node: Node) -> None:
     x, out, outer, inner = _rows(ctx, node)
     peak = ctx.temp(outer, f"{node.name} max")
     total = ctx.temp(outer, f"{node.name} sum")
-    ctx.emit(Reduce(peak, (x,), "max", "{0}", "{acc}", node.name))
-    ctx.emit(Map(out, (x, spread(peak, inner)), "cglow_exp({0} - {1})", node.name))
-    ctx.emit(Reduce(total, (out,), "sum", "{0}", "1.0f / {acc}", node.name))
-    ctx.emit(Map(out, (out, spread(total, inner)), "({0} * {1})", node.name))
+    ctx.emit(Reduce(peak, (x,), "max", X, ACC, node.name))
+    ctx.emit(Map(out, (x, spread(peak, inner)), call("cglow_exp", X - Y), node.name))
+    ctx.emit(Reduce(total, (out,), "sum", X, 1.0 / ACC, node.name))
+    ctx.emit(Map(out, (out, spread(total, inner)), X * Y, node.name))
 
 
 @lowering("LogSoftmax")
@@ -128,9 +130,9 @@ def _log_softmax(ctx: Context, node: Node) -> None:
     x, out, outer, inner = _rows(ctx, node)
     peak = ctx.temp(outer, f"{node.name} max")
     log_total = ctx.temp(outer, f"{node.name} log sum")
-    ctx.emit(Reduce(peak, (x,), "max", "{0}", "{acc}", node.name))
-    ctx.emit(Reduce(log_total, (x, spread(peak, inner)), "sum", "cglow_exp({0} - {1})", "logf({acc})", node.name))
-    ctx.emit(Map(out, (x, spread(peak, inner), spread(log_total, inner)), "({0} - {1} - {2})", node.name))
+    ctx.emit(Reduce(peak, (x,), "max", X, ACC, node.name))
+    ctx.emit(Reduce(log_total, (x, spread(peak, inner)), "sum", call("cglow_exp", X - Y), call("logf", ACC), node.name))
+    ctx.emit(Map(out, (x, spread(peak, inner), spread(log_total, inner)), X - Y - Z, node.name))
 
 
 @lowering("Hardmax")
@@ -138,12 +140,12 @@ def _hardmax(ctx: Context, node: Node) -> None:
     """1 at the first maximum of each row, 0 elsewhere."""
     x, out, outer, inner = _rows(ctx, node)
     first = ctx.temp(outer, f"{node.name} argmax", np.int64)
-    ctx.emit(Reduce(first, (x,), "argmax", "{0}", "{acc}", node.name))
+    ctx.emit(Reduce(first, (x,), "argmax", X, ACC, node.name))
     pos = positions(ctx, inner, node.name).broadcast_to(outer + (inner,))
-    ctx.emit(Map(out, (spread(first, inner), pos), "({0} == {1} ? 1.0f : 0.0f)", node.name))
+    ctx.emit(Map(out, (spread(first, inner), pos), select(eq(X, Y), 1.0, 0.0), node.name))
 
 
-LP_NORMS = {1: ("fabsf({0})", "{acc}"), 2: ("{0} * {0}", "sqrtf({acc})")}  # p: (pre, norm from {acc})
+LP_NORMS = {1: (call("fabsf", X), ACC), 2: (X * X, call("sqrtf", ACC))}  # p: (pre, norm from Acc)
 
 
 @lowering("LpNormalization")
@@ -152,8 +154,8 @@ def _lp_normalization(ctx: Context, node: Node) -> None:
     x, out, outer, inner = _along(ctx, node, axis(node, node.attr("axis", -1), len(ctx.shape(node.inputs[0]))))
     pre, norm = LP_NORMS[node.attr("p", 2)]
     scale = ctx.temp(outer, f"{node.name} 1/norm")
-    ctx.emit(Reduce(scale, (x,), "sum", pre, f"({{acc}} == 0.0f ? 0.0f : 1.0f / {norm})", node.name))
-    ctx.emit(Map(out, (x, spread(scale, inner)), "({0} * {1})", node.name))
+    ctx.emit(Reduce(scale, (x,), "sum", pre, select(eq(ACC, 0.0), 0.0, 1.0 / norm), node.name))
+    ctx.emit(Map(out, (x, spread(scale, inner)), X * Y, node.name))
 
 
 @lowering("LRN")
@@ -166,11 +168,10 @@ def _lrn(ctx: Context, node: Node) -> None:
     x = ctx.view(node.inputs[0])
     square = ctx.temp(shape, f"{node.name} square")
     mean = ctx.temp(shape, f"{node.name} window mean")
-    ctx.emit(Map(square, (x,), "({0} * {0})", node.name))
+    ctx.emit(Map(square, (x,), X * X, node.name))
     half = (size - 1) // 2
     win = Window((1, size), (1, 1), (1, 1), (0, half), (0, size - 1 - half), (1, c))
     as_width = [v.reshape((n, c, s)).permute((0, 2, 1)).reshape((n, s, 1, c)) for v in (mean, square)]
     ctx.emit(Pool(*as_width, "avg", win, True, node.name))
-    alpha, beta, bias = (c_float(node.attr(k, d)) for k, d in (("alpha", 1e-4), ("beta", 0.75), ("bias", 1.0)))
-    ctx.emit(Map(ctx.new(node.outputs[0]), (x, mean), f"({{0}} / powf({bias} + {alpha} * {{1}}, {beta}))",
-                 node.name))
+    alpha, beta, bias = (lit(node.attr(k, d), F32) for k, d in (("alpha", 1e-4), ("beta", 0.75), ("bias", 1.0)))
+    ctx.emit(Map(ctx.new(node.outputs[0]), (x, mean), X / call("powf", bias + alpha * Y, beta), node.name))

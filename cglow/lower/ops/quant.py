@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...c_text import c_float, c_int, c_type
 from ...errors import CglowError
 from ...graph.geometry import window
 from ...graph.ir import Node
 from ...graph.quant.params import narrow
+from ...instr.expr import ACC, F32, Expr, Input, call, cast, clamp, gt, inputs, lit, select
 from ...instr.ir import Conv, Epilogue, Gather, Gemm, Map, Pool, Reduce, View
 from ..context import Context, lowering
 from .nn import CHANNELS_LAST, _pixel_rows, _window_2d, as_2d
@@ -26,6 +26,7 @@ INTERNAL_OPS = ("IntConv", "IntGemm", "IntAdd", "IntMul", "IntAvgPool", "IntTabl
                 "IntBilinear", "HybridGemm", "HybridConv", "IntLogistic", "IntTanh", "IntLstmCell",
                 "IntPeephole", "IntLayerNorm")
 I32 = np.dtype(np.int32)
+X, Y, Z = inputs(3)
 
 
 class _Operands:
@@ -35,21 +36,21 @@ class _Operands:
         self.ctx, self.shape, self.axis, self.first = ctx, shape, axis, first
         self.views: list[View] = []
 
-    def __call__(self, data, label: str, dtype=I32) -> str:
+    def __call__(self, data, label: str, dtype=I32) -> Expr:
         data = np.asarray(data).reshape(-1)
         if np.all(data == data[0]):
-            return c_int(data[0], dtype) if np.dtype(dtype).kind in "iu" else c_float(data[0])
+            return lit(data[0], dtype if np.dtype(dtype).kind in "iu" else F32)
         return self.view(self.ctx.const_view(data.astype(dtype), label))
 
-    def view(self, values: View) -> str:
+    def view(self, values: View) -> Expr:
         """A 1-D view of values along the axis (a run-time input's, or a constant's)."""
         along = [1] * len(self.shape)
         along[self.axis] = values.size
         self.views.append(values.reshape(tuple(along)).broadcast_to(self.shape))
-        return "{%d}" % (self.first + len(self.views) - 1)
+        return Input(self.first + len(self.views) - 1)
 
 
-def requantized(node: Node, out_dtype: np.dtype, acc: str, c: _Operands, bound=None) -> str:
+def requantized(node: Node, out_dtype: np.dtype, acc: Expr, c: _Operands, bound=None) -> Expr:
     """The expression storing a requantized accumulator `acc` (int32) as the output's type. `bound`: the
     largest magnitude the accumulator can reach (per channel, or one for all), where known: it may allow the
     cheaper cglow_requant_high, which takes each shift less 33. Shifts (1 to 62) are stored as int8. Ops from
@@ -74,7 +75,7 @@ def requantized(node: Node, out_dtype: np.dtype, acc: str, c: _Operands, bound=N
         helper = "cglow_requant_up" if rounding == "half_up" else "cglow_requant"
     mult = c(mults, f"{node.name} {mult_label}")
     shift = c(shifts, f"{node.name} {label}", np.int8)
-    return f"(({c_type(out_dtype)}){helper}({acc}, {mult}, {shift}, {zero}, {node.attr('lo')}, {node.attr('hi')}))"
+    return cast(out_dtype, call(helper, acc, mult, shift, zero, node.attr("lo"), node.attr("hi")))
 
 
 def never_halfway(mults: np.ndarray, shifts: np.ndarray, bound) -> bool:
@@ -102,14 +103,14 @@ def _reach(dtype: np.dtype, zero: int) -> int:
     return max(abs(int(info.min) - zero), abs(int(info.max) - zero))
 
 
-def _with_bias(bias: np.ndarray, c: _Operands, label: str) -> tuple[str, int | None]:
+def _with_bias(bias: np.ndarray, c: _Operands, label: str) -> tuple[Expr, int | None]:
     """The accumulator in an epilogue's expression, and the epilogue input it starts at (Epilogue.init): a
     bias per channel is that input; one for every channel, a literal added in the expression."""
     if not np.any(bias):
-        return "{acc}", None
+        return ACC, None
     views = len(c.views)
     term = c(bias, label)
-    return ("{acc}", c.first + views) if len(c.views) > views else (f"{{acc}} + {term}", None)
+    return (ACC, c.first + views) if len(c.views) > views else (ACC + term, None)
 
 
 def _int_weights(ctx: Context, name: str, zero: np.ndarray, axis: int) -> tuple[View, np.ndarray | None]:
@@ -128,7 +129,7 @@ def _int_weights(ctx: Context, name: str, zero: np.ndarray, axis: int) -> tuple[
     out = ctx.temp(view.shape, f"{name} minus zero point", np.int16)
     c = _Operands(ctx, view.shape, axis, first=1)
     term = c(zero, f"{name} zero points", np.int16)
-    ctx.emit(Map(out, (view,) + tuple(c.views), f"((int16_t)({{0}} - {term}))", f"{name} zero points"))
+    ctx.emit(Map(out, (view,) + tuple(c.views), cast(np.int16, X - term), f"{name} zero points"))
     return out, None
 
 
@@ -221,14 +222,13 @@ def _matmul_integer(ctx: Context, node: Node) -> None:
 def _binary(ctx: Context, node: Node) -> None:
     """Add: (a - za) fa + (b - zb) fb, Mul: (a - za)(b - zb), each requantized (per tensor). TFLite's Add (or
     Sub) scales each input, times 2^left, by its own fixed-point factor before the sum is requantized."""
-    a, b = f"({{0}} - {node.attr('a_zero')})", f"({{1}} - {node.attr('b_zero')})"
+    a, b = X - node.attr("a_zero"), Y - node.attr("b_zero")
     if node.attr("rounding") == "tflite":
-        a, b = (f"cglow_scale_tfl({x} * {1 << node.attr('left')}, {node.attr(f'{k}_mult')}, {node.attr(f'{k}_shift')})"
+        a, b = (call("cglow_scale_tfl", x * (1 << node.attr("left")), node.attr(f"{k}_mult"), node.attr(f"{k}_shift"))
                 for x, k in ((a, "a"), (b, "b"))) if node.op == "IntAdd" else (a, b)
-        acc = f"{a} {'-' if node.attr('subtract') else '+'} {b}" if node.op == "IntAdd" else f"{a} * {b}"
+        acc = (a - b if node.attr("subtract") else a + b) if node.op == "IntAdd" else a * b
     else:
-        acc = f"{a} * {node.attr('a_factor')} + {b} * {node.attr('b_factor')}" if node.op == "IntAdd" \
-            else f"{a} * {b}"
+        acc = a * node.attr("a_factor") + b * node.attr("b_factor") if node.op == "IntAdd" else a * b
     c = _Operands(ctx, ctx.shape(node.outputs[0]), 0)
     expr = requantized(node, ctx.dtype(node.outputs[0]), acc, c)
     assert not c.views, "an elementwise requantization is per tensor"
@@ -255,11 +255,11 @@ def _average(ctx: Context, node: Node) -> None:
     c = _Operands(ctx, out.shape, 1)
     if node.attr("mult") is None:  # the sum divided by the count, rounded half away from zero
         half, count = int(np.prod(kernel)) // 2, int(np.prod(kernel))
-        post = f"(({c_type(ctx.dtype(node.outputs[0]))})cglow_clamp(({{acc}} > 0 ? {{acc}} + {half} : " \
-               f"{{acc}} - {half}) / {count}, {node.attr('lo')}, {node.attr('hi')}))"
+        post = cast(ctx.dtype(node.outputs[0]), clamp(select(gt(ACC, 0), ACC + half, ACC - half) / count,
+                                                      node.attr("lo"), node.attr("hi")))
     else:
-        post = requantized(node, ctx.dtype(node.outputs[0]), "{acc}", c)
-    ctx.emit(Reduce(out, (windows,), "sum", f"({{0}} - {node.attr('x_zero')})", post, node.name))
+        post = requantized(node, ctx.dtype(node.outputs[0]), ACC, c)
+    ctx.emit(Reduce(out, (windows,), "sum", X - node.attr("x_zero"), post, node.name))
 
 
 @lowering("IntAffine")
@@ -267,8 +267,8 @@ def _affine(ctx: Context, node: Node) -> None:
     """out = requant((x - x_zero) * factor + offset), factor and offset per channel (axis 1)."""
     x = ctx.view(node.inputs[0])
     c = _Operands(ctx, x.shape, 1, first=1)
-    acc = f"({{0}} - {node.attr('x_zero')}) * {c(ctx.const(node.inputs[1]), f'{node.name} factors')} + " \
-          f"{c(ctx.const(node.inputs[2]), f'{node.name} offsets')}"
+    acc = (X - node.attr("x_zero")) * c(ctx.const(node.inputs[1]), f"{node.name} factors") + \
+        c(ctx.const(node.inputs[2]), f"{node.name} offsets")
     expr = requantized(node, ctx.dtype(node.outputs[0]), acc, c)
     ctx.emit(Map(ctx.new_like(node.outputs[0], [x]), (x,) + tuple(c.views), expr, node.name))
 
@@ -304,17 +304,18 @@ def _bilinear(ctx: Context, node: Node) -> None:
     of Q10 weights, divided by 2^20 rounding halves away from zero. The weights are separable, so the rows are
     weighted first (int32), then the columns: the same integer sums as the reference's."""
     x = ctx.view(node.inputs[0])
-    weighted = "(int32_t){0} * {2} + (int32_t){1} * {3}"
+    weighted = cast(I32, X) * Z + cast(I32, Y) * Input(3)
     rows = _taps(ctx, node, x, 1, node.attr("rows"), ctx.dtype(node.inputs[0]))
     mid = ctx.temp(rows[0].shape, f"{node.name} rows", I32)
-    ctx.emit(Map(mid, rows, f"({weighted})", node.name))
+    ctx.emit(Map(mid, rows, weighted, node.name))
     cols = _taps(ctx, node, mid, 2, node.attr("cols"), I32)
     half, one = 1 << 19, 1 << 20
-    ctx.emit(Map(ctx.new(node.outputs[0]), cols, f"(({c_type(ctx.dtype(node.outputs[0]))})(({weighted} > 0 ? "
-                 f"{weighted} + {half} : {weighted} - {half}) / {one}))", node.name))
+    ctx.emit(Map(ctx.new(node.outputs[0]), cols, cast(ctx.dtype(node.outputs[0]),
+                                                      select(gt(weighted, 0), weighted + half, weighted - half) / one),
+                 node.name))
 
 
-def _per_axis(ctx: Context, node: Node) -> tuple[tuple[View, ...], str, str]:
+def _per_axis(ctx: Context, node: Node) -> tuple[tuple[View, ...], Expr, Expr]:
     """A QuantizeLinear's or DequantizeLinear's scale and zero point as expression operands ({1} on):
     literals or views of constants, or views of run-time inputs, along the quantization axis."""
     shape = ctx.shape(node.inputs[0])
@@ -336,14 +337,12 @@ def _quantize(ctx: Context, node: Node) -> None:
     info = np.iinfo(ctx.dtype(node.outputs[0]))
     x = ctx.view(node.inputs[0])
     helper = "cglow_quantize_tfl" if node.attr("rounding") == "tflite" else "cglow_quantize"
-    ctx.emit(Map(ctx.new_like(node.outputs[0], [x]), (x,) + views,
-                 f"(({c_type(ctx.dtype(node.outputs[0]))}){helper}({{0}} / {scale}, {zero}, {info.min}, "
-                 f"{info.max}))", node.name))
+    quantized = call(helper, X / scale, zero, int(info.min), int(info.max))
+    ctx.emit(Map(ctx.new_like(node.outputs[0], [x]), (x,) + views, cast(ctx.dtype(node.outputs[0]), quantized), node.name))
 
 
 @lowering("DequantizeLinear")
 def _dequantize(ctx: Context, node: Node) -> None:
     views, scale, zero = _per_axis(ctx, node)
     x = ctx.view(node.inputs[0])
-    ctx.emit(Map(ctx.new_like(node.outputs[0], [x]), (x,) + views,
-                 f"((float)({{0}} - {zero}) * {scale})", node.name))
+    ctx.emit(Map(ctx.new_like(node.outputs[0], [x]), (x,) + views, cast(F32, X - zero) * scale, node.name))

@@ -11,14 +11,18 @@ from dataclasses import dataclass, replace
 
 from ...graph.ir import Node
 from ...graph.rules.recurrent import GATES, activations
-from ...instr.ir import Epilogue, Gemm, Map, View, substitute
+from ...instr.expr import ACC, F32, Expr, Input, call, inputs, lit, lt, select
+from ...instr.ir import Epilogue, Gemm, Map, View
 from ..context import Context, lowering
 
-EXPRS = {"sigmoid": "(1.0f / (1.0f + cglow_exp(-{0})))", "tanh": "tanhf({0})", "relu": "({0} < 0.0f ? 0.0f : {0})"}
+X, Y, Z = inputs(3)
+
+ACTIVATIONS = {"sigmoid": lambda x: 1.0 / (1.0 + call("cglow_exp", -x)), "tanh": lambda x: call("tanhf", x),
+               "relu": lambda x: select(lt(x, 0.0), 0.0, x)}
 
 
-def _act(name: str, inner: str) -> str:
-    return substitute(EXPRS[name], {"0": f"({inner})"})
+def _act(name: str, inner: Expr) -> Expr:
+    return ACTIVATIONS[name](inner)
 
 
 def _pick(view: View, i: int) -> View:
@@ -53,7 +57,7 @@ class _Cell:
         count = self.w_t.shape[1] // self.hidden - first if count is None else count
         out = self.temp(count, "input projection")
         wb = None if self.wb is None else _gates(self.wb, first, count, self.hidden)
-        epi = Epilogue() if wb is None else Epilogue("({acc} + {0})", (wb.broadcast_to(out.shape),))
+        epi = Epilogue() if wb is None else Epilogue(ACC + Input(0), (wb.broadcast_to(out.shape),))
         self.ctx.emit(Gemm(out, x, _gates(self.w_t, first, count, self.hidden), epi, self.node.name))
         return out
 
@@ -68,8 +72,8 @@ class _Cell:
         """out = act(h R^T + Rb + extra) over gates first .. first + count - 1: one Gemm."""
         bias = None if self.rb is None else _gates(self.rb, first, count, self.hidden)
         ins = [v for v in (extra, bias) if v is not None]
-        terms = " + ".join(["{acc}"] + ["{%d}" % i for i in range(len(ins))])
-        expr = _act(act, terms) if act else f"({terms})" if ins else terms  # bracketed: fusion substitutes it
+        terms = sum(inputs(len(ins)), start=ACC)
+        expr = _act(act, terms) if act else terms
         self.ctx.emit(Gemm(out, h, _gates(self.r_t, first, count, self.hidden),
                            Epilogue(expr, tuple(v.broadcast_to(out.shape) for v in ins)), self.node.name))
 
@@ -89,13 +93,13 @@ def _gru_step(cell: _Cell, x: View, h: View, out: View, c: View | None, c_out: V
     if cell.node.attr("linear_before_reset", 0):  # n = g(x_n + r * (h R_n^T + Rb_n))
         rec = cell.temp(1, "recurrence")
         cell.recurrence(h, rec, 2, 1)
-        cell.ctx.emit(Map(x_n, (x_n, x_r, rec), _act(g, "{0} + " + _act(f, "{1}") + " * {2}"), cell.node.name))
+        cell.ctx.emit(Map(x_n, (x_n, x_r, rec), _act(g, X + _act(f, Y) * Z), cell.node.name))
     else:  # n = g(x_n + (r * h) R_n^T + Rb_n)
         rh = cell.temp(1, "reset state")
-        cell.ctx.emit(Map(rh, (x_r, h), _act(f, "{0}") + " * {1}", cell.node.name))
+        cell.ctx.emit(Map(rh, (x_r, h), _act(f, X) * Y, cell.node.name))
         cell.recurrence(rh, x_n, 2, 1, x_n, g)
     # h' = (1 - z) * n + z * h
-    cell.ctx.emit(Map(out, (x_n, h, x_z), "({0} + " + _act(f, "{2}") + " * ({1} - {0}))", cell.node.name))
+    cell.ctx.emit(Map(out, (x_n, h, x_z), X + _act(f, Z) * (Y - X), cell.node.name))
 
 
 def _lstm_step(cell: _Cell, x: View, h: View, out: View, c: View, c_out: View) -> None:
@@ -106,17 +110,15 @@ def _lstm_step(cell: _Cell, x: View, h: View, out: View, c: View, c_out: View) -
     p_i, p_o, p_f = (None,) * 3 if cell.peephole is None else \
         (_gates(cell.peephole, k, 1, cell.hidden).broadcast_to(c.shape) for k in range(3))
     i, candidate = cell.gate(x, h, 0), cell.gate(x, h, 3)
-    peep = " + {3} * {2}" if p_i is not None else ""
+    w = Input(3)
     cell.ctx.emit(Map(i, (i, candidate) + ((c, p_i) if p_i is not None else ()),
-                      f"({_act(f, '{0}' + peep)} * {_act(g, '{1}')})", cell.node.name))  # i * g, over i
+                      _act(f, X + w * Z if p_i is not None else X) * _act(g, Y), cell.node.name))  # i * g, over i
     forget = cell.gate(x, h, 2)
-    peep = " + {3} * {1}" if p_f is not None else ""
     cell.ctx.emit(Map(c_out, (forget, c, i) + ((p_f,) if p_f is not None else ()),
-                      f"({_act(f, '{0}' + peep)} * {{1}} + {{2}})", cell.node.name))
+                      _act(f, X + w * Y if p_f is not None else X) * Y + Z, cell.node.name))
     o = cell.gate(x, h, 1)
-    peep = " + {2} * {1}" if p_o is not None else ""
     cell.ctx.emit(Map(out, (o, c_out) + ((p_o,) if p_o is not None else ()),
-                      f"({_act(f, '{0}' + peep)} * {_act(act_h, '{1}')})", cell.node.name))
+                      _act(f, X + Z * Y if p_o is not None else X) * _act(act_h, Y), cell.node.name))
 
 
 STEPS = {"RNN": _rnn_step, "GRU": _gru_step, "LSTM": _lstm_step}
@@ -135,7 +137,7 @@ def _initial(ctx: Context, node: Node, i: int, d: int) -> View | None:
 
 
 def _zeros(ctx: Context, node: Node, view: View) -> View:
-    ctx.emit(Map(view, (), "0.0f", node.name))
+    ctx.emit(Map(view, (), lit(0.0, F32), node.name))
     return view
 
 
@@ -151,7 +153,7 @@ def _final(ctx: Context, node: Node, i: int, views: list[View], used: set[str]) 
     out = ctx.new(name)
     out = out.permute((1, 0, 2)) if node.attr("layout", 0) else out
     for d, v in enumerate(views):
-        ctx.emit(Map(_pick(out, d), (v,), "{0}", node.name))
+        ctx.emit(Map(_pick(out, d), (v,), Input(0), node.name))
 
 
 @lowering("RNN", "GRU", "LSTM")

@@ -2,28 +2,50 @@
 ArgMin, GlobalMaxPool, and CumSum (a masked sum over the axis)."""
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 
-from ...c_text import c_literal, c_type
 from ...graph.geometry import axis
 from ...graph.ir import Node
 from ...graph.registry import F32
 from ...graph.rules.reduce import reduced_axes
-from ...instr.ir import Map, Reduce, View, substitute
+from ...instr.expr import ACC, Expr, Input, binary, call, cast, lit, lt, select
+from ...instr.ir import Map, Reduce, View
 from ..context import Context, lowering
 
-# op: (kind, pre, post), C templates over {0} (an input element) and {acc}; {n} is the number of reduced
-# elements, {abs} |{0}|, and {float} / {type} cast to float and back for an integer tensor.
-REDUCTIONS = {
-    "ReduceSum": ("sum", "{0}", "{acc}"),
-    "ReduceMean": ("sum", "{0}", "{acc} / {n}"),
-    "ReduceMax": ("max", "{0}", "{acc}"),
-    "ReduceMin": ("min", "{0}", "{acc}"),
-    "ReduceProd": ("prod", "{0}", "{acc}"),
-    "ReduceL1": ("sum", "{abs}", "{acc}"),
-    "ReduceSumSquare": ("sum", "{0} * {0}", "{acc}"),
-    "ReduceL2": ("sum", "{0} * {0}", "{type}sqrtf({float}{acc})"),
-    "ReduceLogSum": ("sum", "{0}", "{type}logf({float}{acc})"),
+X = Input(0)
+
+
+class Types:
+    """The element-type-dependent parts of the reductions' expressions: a float tensor's are float
+    arithmetic; an integer tensor's mean divides by at least 1 (a mean over nothing: 0 rather than C's undefined
+    x / 0), and its float functions take a float and give back the type."""
+
+    def __init__(self, dtype: np.dtype, count: int = 1):
+        self.dtype, self.is_float = dtype, dtype == F32
+        self.n = lit(count if self.is_float else max(count, 1), dtype)  # the number of reduced elements
+        self.abs = call("fabsf", X) if self.is_float else X if dtype.kind == "u" else select(lt(X, 0), -X, X)
+
+    def float(self, e: Expr) -> Expr:
+        return e if self.is_float else cast(F32, e)
+
+    def back(self, e: Expr) -> Expr:
+        return e if self.is_float else cast(self.dtype, e)
+
+
+Over = Callable[[Types], Expr]
+# op: (kind, pre over Input(0) (an input element), post over Acc), each of the element type's Types
+REDUCTIONS: dict[str, tuple[str, Over, Over]] = {
+    "ReduceSum": ("sum", lambda t: X, lambda t: ACC),
+    "ReduceMean": ("sum", lambda t: X, lambda t: ACC / t.n),
+    "ReduceMax": ("max", lambda t: X, lambda t: ACC),
+    "ReduceMin": ("min", lambda t: X, lambda t: ACC),
+    "ReduceProd": ("prod", lambda t: X, lambda t: ACC),
+    "ReduceL1": ("sum", lambda t: t.abs, lambda t: ACC),
+    "ReduceSumSquare": ("sum", lambda t: X * X, lambda t: ACC),
+    "ReduceL2": ("sum", lambda t: X * X, lambda t: t.back(call("sqrtf", t.float(ACC)))),
+    "ReduceLogSum": ("sum", lambda t: X, lambda t: t.back(call("logf", t.float(ACC)))),
 }
 # CumSum: which j are summed into out[i], by (exclusive, reverse)
 CUMSUM_TAKES = {(0, 0): "<=", (1, 0): "<", (0, 1): ">=", (1, 1): ">"}
@@ -49,15 +71,6 @@ def repeat_rows(view: View, n: int) -> View:
     return view.reshape(view.shape[:-1] + (1, view.shape[-1])).broadcast_to(view.shape[:-1] + (n, view.shape[-1]))
 
 
-def casts(dtype: np.dtype, count: int = 1) -> dict[str, str]:
-    """The dtype-dependent parts of the REDUCTIONS templates."""
-    if dtype == F32:
-        return {"n": c_literal(count, dtype), "abs": "fabsf({0})", "float": "", "type": ""}
-    return {"n": c_literal(max(count, 1), dtype),  # an integer mean over nothing: 0 rather than C's undefined x / 0
-            "abs": "{0}" if dtype.kind == "u" else "({0} < 0 ? -{0} : {0})",
-            "float": "(float)", "type": f"({c_type(dtype)})"}
-
-
 def reduce_over(ctx: Context, node: Node, axes: tuple[int, ...]) -> tuple[View, View]:
     """The input as [kept..., reduced...] and the output as [kept...]."""
     shape = ctx.shape(node.inputs[0])
@@ -76,8 +89,8 @@ def _axes(ctx: Context, node: Node) -> tuple[int, ...]:
 def _reduce(ctx: Context, node: Node) -> None:
     x, out = reduce_over(ctx, node, _axes(ctx, node))
     kind, pre, post = REDUCTIONS[node.op]
-    values = casts(ctx.dtype(node.inputs[0]), int(np.prod(x.shape[len(out.shape):], dtype=np.int64)))
-    ctx.emit(Reduce(out, (x,), kind, substitute(pre, values), substitute(post, values), node.name))
+    types = Types(ctx.dtype(node.inputs[0]), int(np.prod(x.shape[len(out.shape):], dtype=np.int64)))
+    ctx.emit(Reduce(out, (x,), kind, pre(types), post(types), node.name))
 
 
 @lowering("ReduceLogSumExp")
@@ -86,25 +99,25 @@ def _reduce_log_sum_exp(ctx: Context, node: Node) -> None:
     each exponential and the logarithm are truncated to the type."""
     x, out = reduce_over(ctx, node, _axes(ctx, node))
     dtype = ctx.dtype(node.inputs[0])
-    values = casts(dtype)
+    t = Types(dtype)
     peak, total = (ctx.temp(out.shape, f"{node.name} {what}", dtype) for what in ("max", "sum"))
-    ctx.emit(Reduce(peak, (x,), "max", "{0}", "{acc}", node.name))
+    ctx.emit(Reduce(peak, (x,), "max", X, ACC, node.name))
     ctx.emit(Reduce(total, (x, spread(peak, *x.shape[len(out.shape):])), "sum",
-                    substitute("{type}expf({float}({0} - {1}))", values), "{acc}", node.name))
-    ctx.emit(Map(out, (total, peak), substitute("({type}logf({float}{0}) + {1})", values), node.name))
+                    t.back(call("expf", t.float(X - Input(1)))), ACC, node.name))
+    ctx.emit(Map(out, (total, peak), t.back(call("logf", t.float(X))) + Input(1), node.name))
 
 
 @lowering("ArgMax", "ArgMin")
 def _arg(ctx: Context, node: Node) -> None:
     at = axis(node, node.attr("axis", 0), len(ctx.shape(node.inputs[0])))
     x, out = reduce_over(ctx, node, (at,))
-    ctx.emit(Reduce(out, (x,), node.op.lower(), "{0}", "{acc}", node.name, bool(node.attr("select_last_index", 0))))
+    ctx.emit(Reduce(out, (x,), node.op.lower(), X, ACC, node.name, bool(node.attr("select_last_index", 0))))
 
 
 @lowering("GlobalMaxPool")
 def _global_max_pool(ctx: Context, node: Node) -> None:
     x, out = reduce_over(ctx, node, tuple(range(2, len(ctx.shape(node.inputs[0])))))
-    ctx.emit(Reduce(out, (x,), "max", "{0}", "{acc}", node.name))
+    ctx.emit(Reduce(out, (x,), "max", X, ACC, node.name))
 
 
 @lowering("CumSum")
@@ -120,5 +133,5 @@ def _cumsum(ctx: Context, node: Node) -> None:
     pos = positions(ctx, n, node.name)
     row, i, j = repeat_rows(x, n), spread(pos, n).broadcast_to(pairs), pos.broadcast_to(pairs)
     takes = CUMSUM_TAKES[node.attr("exclusive", 0), node.attr("reverse", 0)]
-    zero = c_literal(0, ctx.dtype(node.inputs[0]))
-    ctx.emit(Reduce(out, (row, i, j), "sum", f"({{2}} {takes} {{1}} ? {{0}} : {zero})", "{acc}", node.name))
+    zero = lit(0, ctx.dtype(node.inputs[0]))
+    ctx.emit(Reduce(out, (row, i, j), "sum", select(binary(takes, Input(2), Input(1)), X, zero), ACC, node.name))

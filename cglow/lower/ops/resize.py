@@ -12,10 +12,10 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ...c_text import c_float
 from ...errors import CglowError
 from ...graph.ir import Node
 from ...graph.rules.resize import Axis, cropping, resize_axes
+from ...instr.expr import ACC, F32, Expr, Input, lit
 from ...instr.ir import Epilogue, Gemm, Map, View
 from ..context import Context, lowering
 
@@ -111,7 +111,7 @@ def _copy_through_views(ctx: Context, node: Node, x: View, patterns) -> None:
         shape += [out // repeat, repeat]
         strides += [step * s, 0]
     source = View(x.buf, offset, tuple(shape), tuple(strides))
-    ctx.emit(Map(ctx.new(node.outputs[0]).reshape(tuple(shape)), (source,), "{0}", node.name))
+    ctx.emit(Map(ctx.new(node.outputs[0]).reshape(tuple(shape)), (source,), Input(0), node.name))
 
 
 def _along(ctx: Context, x: View, axis: int, matrix: np.ndarray, bias: np.ndarray | None, out: View,
@@ -121,14 +121,14 @@ def _along(ctx: Context, x: View, axis: int, matrix: np.ndarray, bias: np.ndarra
     right = x.reshape(before + (x.shape[axis], cols))
     if right is None:  # strides that do not merge: copy to row-major first
         copy = ctx.temp(x.shape, label)
-        ctx.emit(Map(copy, (x,), "{0}", label))
+        ctx.emit(Map(copy, (x,), Input(0), label))
         right = copy.reshape(before + (x.shape[axis], cols))
     shape = before + (matrix.shape[0], cols)
     left = ctx.const_view(matrix.astype(np.float32), f"{label} axis {axis}").broadcast_to(before + matrix.shape)
     epi = Epilogue()
     if bias is not None:
         values = ctx.const_view(bias[:, None].astype(np.float32), f"{label} extrapolation")
-        epi = Epilogue("({acc} + {0})", (values.broadcast_to(shape),))
+        epi = Epilogue(ACC + Input(0), (values.broadcast_to(shape),))
     ctx.emit(Gemm(out.reshape(shape), left, right, epi, label))
 
 
@@ -184,12 +184,16 @@ def _stepped(v: View, axis: int, start: int, count: int, step: int) -> View:
     return replace(v.slice(axis, start, count), strides=v.strides[:axis] + (v.strides[axis] * step,) + v.strides[axis + 1:])
 
 
+def _weighted(w: float, x: Expr) -> Expr:
+    return x if w == 1 else lit(w, F32) * x
+
+
 def _through_maps(ctx: Context, x: View, axis: int, runs: list[Run], out: View, label: str) -> None:
     for r in runs:
-        terms = [("{%d}" % t if w == 1.0 else f"{c_float(w)} * {{{t}}}") for t, w in enumerate(r.weights)]
-        terms += [c_float(r.bias)] if r.bias or not terms else []
+        terms = [_weighted(w, Input(t)) for t, w in enumerate(r.weights)]
+        terms += [lit(r.bias, F32)] if r.bias or not terms else []
         ins = tuple(_stepped(x, axis, tap, r.count, r.shift) for tap in r.taps)
-        ctx.emit(Map(_stepped(out, axis, r.first, r.count, r.period), ins, " + ".join(terms), label))
+        ctx.emit(Map(_stepped(out, axis, r.first, r.count, r.period), ins, sum(terms[1:], start=terms[0]), label))
 
 
 def _bilinear_rows(node: Node, ax: Axis, size: int) -> list[tuple[tuple[int, ...], tuple[float, ...]]]:
@@ -225,10 +229,10 @@ def _bilinear(ctx: Context, node: Node, x: View, axes: list[Axis], resized: list
                 for tx, wx in zip(rx.taps, rx.weights):
                     w = np.float32(wy) * np.float32(wx)
                     if w:
-                        terms.append("{%d}" % len(ins) if w == 1 else f"{c_float(w)} * {{{len(ins)}}}")
+                        terms.append(_weighted(w, Input(len(ins))))
                         ins.append(_stepped(_stepped(x, rows, ty, ry.count, ry.shift), cols, tx, rx.count, rx.shift))
             target = _stepped(_stepped(out, rows, ry.first, ry.count, ry.period), cols, rx.first, rx.count, rx.period)
-            ctx.emit(Map(target, tuple(ins), " + ".join(terms), node.name))
+            ctx.emit(Map(target, tuple(ins), sum(terms[1:], start=terms[0]), node.name))
     return True
 
 
@@ -260,7 +264,7 @@ def _resize(ctx: Context, node: Node) -> None:
     integer = ctx.dtype(node.inputs[0]) != np.float32  # 8-bit: interpolated in float, stored truncated
     if integer:
         copy = ctx.temp(x.shape, f"{node.name} in float", order=x.order())
-        ctx.emit(Map(copy, (x,), "{0}", node.name))
+        ctx.emit(Map(copy, (x,), Input(0), node.name))
         x = copy
     extrapolation = np.float32(node.attr("extrapolation_value", 0.0))
     for i, (a, ax) in enumerate(resized):
@@ -277,4 +281,4 @@ def _resize(ctx: Context, node: Node) -> None:
             _along(ctx, x, a, matrix, bias, out, node.name)
         x = out
     if integer:
-        ctx.emit(Map(ctx.new(node.outputs[0], x.order()), (x,), "{0}", node.name))
+        ctx.emit(Map(ctx.new(node.outputs[0], x.order()), (x,), Input(0), node.name))

@@ -6,6 +6,7 @@ import numpy as np
 
 from ...graph.geometry import axis
 from ...graph.ir import Node
+from ...instr.expr import ACC, and_, binary, eq, inputs, lt, or_, select
 from ...instr.ir import Gather, Reduce
 from ..context import Context, lowering
 from .reduce import last_axis, positions, repeat_rows, spread
@@ -26,11 +27,12 @@ def _topk(ctx: Context, node: Node) -> None:
     pairs = outer + (n, n)  # [outer..., i, j]
     beats = ">" if node.attr("largest", 1) else "<"
     ins = (spread(x, n), repeat_rows(x, n), spread(pos, n).broadcast_to(pairs), pos.broadcast_to(pairs))
-    ctx.emit(Reduce(rank, ins, "sum", f"({{1}} {beats} {{0}} || ({{1}} == {{0}} && {{3}} < {{2}}))", "{acc}",
-                    node.name))
+    a, b, i, j = inputs(4)
+    ctx.emit(Reduce(rank, ins, "sum", or_(binary(beats, b, a), and_(eq(b, a), lt(j, i))), ACC, node.name))
     # indices[o, r]: the i of rank r, for r < k
     slots = outer + (k, n)  # [outer..., r, i]
     ins = (repeat_rows(rank, k), spread(pos.slice(0, 0, k), n).broadcast_to(slots), pos.broadcast_to(slots))
-    ctx.emit(Reduce(indices, ins, "sum", "({0} == {1} ? {2} : 0)", "{acc}", node.name))
+    rank_at, r, i = inputs(3)
+    ctx.emit(Reduce(indices, ins, "sum", select(eq(rank_at, r), i, 0), ACC, node.name))
     ctx.emit(Gather(values, x.slice(len(outer), 0, 1).broadcast_to(values.shape), indices, n, x.strides[-1],
                     node.name))

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ...c_text import c_literal
 from ...graph.geometry import axis
 from ...graph.ir import Node
 from ...graph.registry import Args
 from ...graph.rules.tensor import block_layout, pad_widths, slice_ranges, split_sizes
-from ...instr.ir import Map, View, substitute
+from ...instr.expr import Input, lit
+from ...instr.ir import Map, View
 from ..context import Context, lowering
 
 
@@ -29,7 +29,7 @@ def along(view: View, at: int, start: int, length: int, step: int = 1) -> View:
 def copy(ctx: Context, node: Node, source: View) -> None:
     """The output, a fresh buffer, is `source` in row-major order (source may have more dims, same size)."""
     out = ctx.new(node.outputs[0])
-    ctx.emit(Map(out.reshape(source.shape), (source,), "{0}", node.name))
+    ctx.emit(Map(out.reshape(source.shape), (source,), Input(0), node.name))
 
 
 @lowering("Reshape", "Flatten", "Squeeze", "Unsqueeze")
@@ -53,7 +53,7 @@ def _concat(ctx: Context, node: Node) -> None:
     for name in node.inputs:
         length = ctx.shape(name)[at]
         if length:
-            ctx.emit(Map(out.slice(at, start, length), (ctx.view(name),), "{0}", node.name))
+            ctx.emit(Map(out.slice(at, start, length), (ctx.view(name),), Input(0), node.name))
         start += length
 
 
@@ -89,19 +89,19 @@ def _pad(ctx: Context, node: Node) -> None:
     for at, (begin, end) in enumerate(widths):  # negative pads crop the input
         x = along(x, at, max(-begin, 0), x.shape[at] - max(-begin, 0) - max(-end, 0))
         inner = along(inner, at, max(begin, 0), x.shape[at])
-    ctx.emit(Map(inner, (x,), "{0}", node.name))
+    ctx.emit(Map(inner, (x,), Input(0), node.name))
     for at, (begin, end) in enumerate(widths):
         begin, end, n = max(begin, 0), max(end, 0), inner.shape[at]
         if not begin and not end:
             continue
         for dest, source in _borders(mode, inner, at, begin, n, end):
             if source is not None:
-                ctx.emit(Map(dest, (source,), "{0}", node.name))
+                ctx.emit(Map(dest, (source,), Input(0), node.name))
             elif value:
                 views, values = ctx.operands([value], dest.shape)
-                ctx.emit(Map(dest, views, substitute("{0}", values), node.name))
+                ctx.emit(Map(dest, views, values[0], node.name))
             else:
-                ctx.emit(Map(dest, (), c_literal(0, ctx.dtype(node.outputs[0])), node.name))
+                ctx.emit(Map(dest, (), lit(0, ctx.dtype(node.outputs[0])), node.name))
         inner = along(inner, at, -begin, begin + n + end)
 
 

@@ -7,15 +7,19 @@ from __future__ import annotations
 import numpy as np
 
 from ...graph.ir import Node
+from ...instr.expr import ACC, Input, call, cast, clamp, inputs
 from ...instr.ir import Map, Reduce
 from ..context import Context, lowering
 from .reduce import spread
+
+X, Y, Z = inputs(3)
+I16, I32, I64 = np.dtype(np.int16), np.dtype(np.int32), np.dtype(np.int64)
 
 
 @lowering("IntLogistic", "IntTanh")
 def _function(ctx: Context, node: Node) -> None:
     helper = "cglow_logistic16" if node.op == "IntLogistic" else "cglow_tanh16"
-    ctx.elementwise(node, f"{helper}({{0}}, {node.attr('integer_bits')})")
+    ctx.elementwise(node, call(helper, X, node.attr("integer_bits")))
 
 
 @lowering("IntLstmCell")
@@ -23,10 +27,10 @@ def _cell(ctx: Context, node: Node) -> None:
     """Inputs forget gate f, cell state c, cell gate g (Q0.15, Q0.15 and c's scale) and input gate i, absent with
     CIFG (then 1 - f: 32767 - f): c' = f c / 2^15 + i g / 2^shift, each product divided rounding to nearest
     (RoundingDivideByPOT) and kept as int16, the sum saturated and clipped to [lo, hi] (UpdateLstmCellInteger)."""
-    i = "{3}" if len(node.inputs) > 3 else "(32767 - {0})"
-    forget = "cglow_wrap16(cglow_divide_pot_tfl((int32_t){0} * {1}, 15))"
-    update = f"cglow_wrap16(cglow_divide_pot_tfl((int32_t){i} * {{2}}, {node.attr('shift')}))"
-    ctx.elementwise(node, f"cglow_clamp({forget} + {update}, {node.attr('lo')}, {node.attr('hi')})")
+    i = Input(3) if len(node.inputs) > 3 else 32767 - X
+    forget = call("cglow_wrap16", call("cglow_divide_pot_tfl", cast(I32, X) * Y, 15))
+    update = call("cglow_wrap16", call("cglow_divide_pot_tfl", cast(I32, i) * Z, node.attr("shift")))
+    ctx.elementwise(node, clamp(forget + update, node.attr("lo"), node.attr("hi")))
 
 
 @lowering("IntPeephole")
@@ -41,9 +45,9 @@ def _peephole(ctx: Context, node: Node) -> None:
     blocks = n // 16 * 16
     for helper, start, stop in (("cglow_scale_up_tfl", 0, blocks), ("cglow_scale_tfl", blocks, n)):
         if stop > start:
-            product = f"{helper}((int32_t){{1}} * {{2}}, {node.attr('mult')}, {node.attr('shift')})"
+            product = call(helper, cast(I32, Y) * Z, node.attr("mult"), node.attr("shift"))
             out, *ins = (v.slice(1, start, stop - start) for v in views)
-            ctx.emit(Map(out, tuple(ins), f"((int16_t)cglow_clamp({{0}} + {product}, -32768, 32767))", node.name))
+            ctx.emit(Map(out, tuple(ins), cast(I16, clamp(X + product, -32768, 32767)), node.name))
 
 
 @lowering("IntLayerNorm")
@@ -58,16 +62,15 @@ def _layer_norm(ctx: Context, node: Node) -> None:
     stats = {name: ctx.temp((rows,), f"{node.name} {name}", dtype)
              for name, dtype in (("mean", np.int32), ("squares", np.int64), ("variance", np.int32),
                                  ("multiplier", np.int32), ("shift", np.int32))}
-    ctx.emit(Reduce(stats["mean"], (x,), "sum", "{0}", f"((int32_t)((int64_t){{acc}} * 1024 / {n}))", node.name))
-    ctx.emit(Reduce(stats["squares"], (x,), "sum", "((int64_t){0} * {0})", "{acc}", node.name))
+    ctx.emit(Reduce(stats["mean"], (x,), "sum", X, cast(I32, cast(I64, ACC) * 1024 / n), node.name))
+    ctx.emit(Reduce(stats["squares"], (x,), "sum", cast(I64, X) * X, ACC, node.name))
     ctx.emit(Map(stats["variance"], (stats["squares"], stats["mean"]),
-                 f"cglow_variance_tfl({{0}}, {{1}}, {n}, {node.attr('guard')})", node.name))
-    ctx.emit(Map(stats["multiplier"], (stats["variance"],), "cglow_inv_sqrt_tfl({0})", node.name))
-    ctx.emit(Map(stats["shift"], (stats["variance"],), "(-cglow_clamp(cglow_inv_sqrt_exp_tfl({0}), 0, 31))",
-                 node.name))
+                 call("cglow_variance_tfl", X, Y, n, node.attr("guard")), node.name))
+    ctx.emit(Map(stats["multiplier"], (stats["variance"],), call("cglow_inv_sqrt_tfl", X), node.name))
+    ctx.emit(Map(stats["shift"], (stats["variance"],), -clamp(call("cglow_inv_sqrt_exp_tfl", X), 0, 31), node.name))
     columns = [ctx.view(name).broadcast_to((rows, n)) for name in node.inputs[1:3]]
     per_row = [spread(stats[name], n) for name in ("mean", "multiplier", "shift")]
-    normalized = "cglow_normalize_tfl({0}, {1}, {2}, {3}, {4}, {5})"
+    normalized = call("cglow_normalize_tfl", *inputs(6))
     ctx.emit(Map(ctx.new(node.outputs[0]), (x, *per_row, *columns),
-                 f"((int16_t)cglow_requant_tfl({normalized}, {node.attr('mult')}, {node.attr('shift') + 12}, 0, "
-                 f"-32768, 32767))", node.name))
+                 cast(I16, call("cglow_requant_tfl", normalized, node.attr("mult"), node.attr("shift") + 12, 0, -32768,
+                                32767)), node.name))
