@@ -2,11 +2,14 @@
 of computing one twice, and the helpers one calls."""
 from __future__ import annotations
 
+from importlib import resources
+import re
+
 import numpy as np
 import pytest
 
-from cglow.instr.expr import (ACC, F32, Binary, Call, Const, Input, and_, binary, call, cast, clamp, cost, eq, gt,
-                              helpers, inputs, lift, lit, lt, ne, not_, or_, select, substitute, to_c, uses)
+from cglow.instr.expr import (ACC, F32, HELPERS, Binary, Call, Const, Input, and_, binary, call, cast, clamp, cost, eq,
+                              gt, helpers, inputs, lift, lit, lt, ne, not_, or_, select, substitute, to_c, uses)
 
 X, Y, Z = inputs(3)
 
@@ -105,6 +108,24 @@ def test_calls_are_a_closed_set_of_fixed_arity():
     assert Call("fmaxf", (X, Y)) == call("fmaxf", X, Y)
 
 
+def test_the_helpers_arities_are_their_definitions():
+    folder = resources.files("cglow") / "runtime_c"
+    for name, arity in HELPERS.items():
+        text = (folder / f"{name.removeprefix('cglow_')}.c").read_text()
+        params = re.search(rf"static \w+ {name}\(([^)]*)\)", text).group(1)
+        assert params.count(",") + 1 == arity, name
+
+
 def test_trees_are_hashable_values():
     assert len({X + Y, Input(0) + Input(1), X - Y}) == 2
     assert str(select(X, 1.0, ACC)) == "{0} ? 1.0f : {acc}"
+
+
+def test_a_deep_tree_takes_no_recursion():
+    """A fused chain of elementwise ops can be thousands of levels deep."""
+    expr = X
+    for _ in range(3000):
+        expr = call("tanhf", expr) * Y
+    expr = substitute(expr, [Z, lift(2.0)])
+    assert to_c(expr).startswith("tanhf(" * 3000 + "{2}) * 2.0f") and uses(expr, 2) == 1
+    assert cost(substitute(expr, {2: ACC})) is None and helpers(expr) == set()

@@ -70,11 +70,8 @@ class Expr:
         object.__setattr__(self, "leaves", frozenset().union(*(x.leaves for x in self.operands())))
 
     def operands(self) -> tuple[Expr, ...]:
+        """The node's operands (a leaf has none); an operation's with_operands makes it over others."""
         return ()
-
-    def with_operands(self, operands: Sequence[Expr]) -> Expr:
-        """The same operation over other operands."""
-        return self
 
 
 @dataclass(frozen=True)
