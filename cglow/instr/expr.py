@@ -15,7 +15,7 @@ dataclass's == compares trees.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, TypeVar
 
 import numpy as np
@@ -69,9 +69,14 @@ class Expr:
         # substitution passes over the subtrees it leaves alone
         object.__setattr__(self, "leaves", frozenset().union(*(x.leaves for x in self.operands())))
 
+    OPERANDS: tuple[str, ...] = ()  # the fields that hold the node's operands, in order (a leaf has none)
+
     def operands(self) -> tuple[Expr, ...]:
-        """The node's operands (a leaf has none); an operation's with_operands makes it over others."""
-        return ()
+        return tuple(getattr(self, name) for name in self.OPERANDS)
+
+    def with_operands(self, operands: Sequence[Expr]) -> Expr:
+        """The same operation over other operands."""
+        return replace(self, **dict(zip(self.OPERANDS, operands)))
 
 
 @dataclass(frozen=True)
@@ -104,15 +109,11 @@ class Unary(Expr):
     op: str  # one of UNARY_OPS
     x: Expr
 
+    OPERANDS = ("x",)
+
     def __post_init__(self):
         assert self.op in UNARY_OPS, self.op
         super().__post_init__()
-
-    def operands(self) -> tuple[Expr, ...]:
-        return (self.x,)
-
-    def with_operands(self, operands: Sequence[Expr]) -> Expr:
-        return Unary(self.op, *operands)
 
 
 @dataclass(frozen=True)
@@ -121,15 +122,11 @@ class Binary(Expr):
     a: Expr
     b: Expr
 
+    OPERANDS = ("a", "b")
+
     def __post_init__(self):
         assert self.op in BINARY, self.op
         super().__post_init__()
-
-    def operands(self) -> tuple[Expr, ...]:
-        return self.a, self.b
-
-    def with_operands(self, operands: Sequence[Expr]) -> Expr:
-        return Binary(self.op, *operands)
 
 
 @dataclass(frozen=True)
@@ -138,12 +135,7 @@ class Select(Expr):
     cond: Expr
     then: Expr
     other: Expr
-
-    def operands(self) -> tuple[Expr, ...]:
-        return self.cond, self.then, self.other
-
-    def with_operands(self, operands: Sequence[Expr]) -> Expr:
-        return Select(*operands)
+    OPERANDS = ("cond", "then", "other")
 
 
 @dataclass(frozen=True)
@@ -151,12 +143,7 @@ class Cast(Expr):
     """x converted to the C type of an element type."""
     dtype: np.dtype
     x: Expr
-
-    def operands(self) -> tuple[Expr, ...]:
-        return (self.x,)
-
-    def with_operands(self, operands: Sequence[Expr]) -> Expr:
-        return Cast(self.dtype, *operands)
+    OPERANDS = ("x",)
 
 
 @dataclass(frozen=True)
