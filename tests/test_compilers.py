@@ -6,7 +6,6 @@ bit for bit against the first level of the same compiler."""
 from __future__ import annotations
 
 from functools import lru_cache
-from importlib import resources
 import re
 import subprocess
 
@@ -17,6 +16,7 @@ from cglow import matrix, zoo
 from cglow.host import STRICT_FLAGS, build_cached, compiler_version
 from cglow.options import Options
 from cglow.reference import rel_error
+from cglow.runtime_files import RUNTIME_C
 from cglow.targets import TARGETS
 
 from .util import need_tool, ort_run, random_feeds
@@ -93,7 +93,7 @@ int main(void)
     return 0;
 }}
 """
-KERNEL = (resources.files("cglow") / "runtime_c" / "kernel.c").read_text()
+KERNEL = (RUNTIME_C / "kernel.c").read_text()
 
 
 def wrong_elements(kernel: str, setting: matrix.Setting) -> int:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 import hashlib
-from importlib import resources
 import re
 
 import jinja2
@@ -15,6 +14,7 @@ from ..c_text import c_array_lines, c_float, c_literal, c_type
 from ..instr.ir import Buffer, Program, View, reads
 from ..kernels.render import PRIMITIVE_NAMES, comment, render
 from ..options import Options
+from ..runtime_files import RUNTIME_C
 from ..tiles import tiles_for
 from ..version import __version__
 
@@ -98,7 +98,7 @@ def runtime_helpers(kernels: list[str]) -> list[str]:
     """The runtime_c helpers that the kernels use: cglow_NAME in runtime_c/NAME.c for a call of cglow_NAME(,
     and the macro CGLOW_NAME in runtime_c/name.c for a use of CGLOW_NAME; a helper's own calls too, each
     helper after those it calls, otherwise in name order."""
-    folder = resources.files("cglow") / "runtime_c"
+    folder = RUNTIME_C
 
     def used(text: str) -> list[str]:
         return sorted(set(re.findall(r"\bcglow_(\w+)\(", text)) |
