@@ -4,7 +4,10 @@ Inference BatchNormalization is y = x * s + t per channel (axis 1), with s = sca
 t = bias - mean * s. When x is the output of a linear layer with constant weights, read by nothing else, s
 scales the weights along the output channel and t joins the bias: one node and no extra pass over the
 data. An Add of a per-channel constant between them (MatMul + Add as exporters write a dense layer) goes
-into the bias too. The new constants are computed in float64 and stored as float32."""
+into the bias too. The new constants are computed in float64 and stored as float32.
+
+affine() and scaled() are the one BatchNorm fold: the quantizer's preparation (cglow/quantize/prepare.py) takes
+them too, and the integer BatchNormalization (graph/quant/fold.py) takes affine()."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -70,7 +73,7 @@ def _per_channel_add(site: Site, add: Node) -> tuple[Node, np.ndarray] | None:
 def affine(gamma, beta, mean, var, epsilon: float) -> tuple[np.ndarray, np.ndarray] | None:
     """BatchNormalization's y = x * s + t per channel in float64: s = gamma / sqrt(var + epsilon), t = beta -
     mean * s; None where var + epsilon is not positive."""
-    gamma, beta, mean, var = (np.asarray(p, np.float64) for p in (gamma, beta, mean, var))
+    gamma, beta, mean, var = (np.asarray(p, np.float64).reshape(-1) for p in (gamma, beta, mean, var))
     var = var + np.float64(epsilon)
     if not (var > 0).all():
         return None
@@ -83,8 +86,7 @@ def scaled(op: str, attrs, w: np.ndarray, b, scale: np.ndarray, shift: np.ndarra
     """The weights and bias (float64) with which layer `op` (attributes `attrs`, weights w, bias b or 0, input
     of rank x_rank) computes its output times `scale` plus `shift` along its output channels: a Gemm's alpha
     joins the weights and its beta the bias (the layer drops both); a MatMul's becomes a Gemm's. None for
-    another op, or where a value leaves float32's range (x * inf is no sum of products by inf). The one
-    BatchNorm fold: the graph pass below and the quantizer's preparation (cglow/quantize/prepare.py) take it."""
+    another op, or where a value leaves float32's range (x * inf is no sum of products by inf)."""
     w, b = w.astype(np.float64), np.asarray(b, np.float64)
     if op == "Conv":  # W [M, C/group, k...]
         w = w * scale.reshape((-1,) + (1,) * (w.ndim - 1))

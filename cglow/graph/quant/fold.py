@@ -14,8 +14,9 @@ import math
 import numpy as np
 
 from ..edit import Site, rewrite_each
+from ..fold_batchnorm import affine
 from ..ir import Graph, Node
-from .affine import batchnorm_affine, integer_affine
+from .affine import integer_affine
 from .params import QParams, clamp_bounds, float32_multipliers, multipliers, narrow, qparams
 from .table import TABLE_OPS, table
 
@@ -219,12 +220,12 @@ def _batchnorm(b: _Build, op: Node, out: QParams, bounds) -> Node | None:
     if x is None or not x.p.per_tensor or x.p.dtype.itemsize != 1 or any(p is None for p in params) or \
             any(op.outputs[1:]) or op.attr("training_mode", 0) or len(site.shape(x.source)) < 2:
         return None
-    affine = batchnorm_affine(params, op.attr("epsilon", 1e-5))
-    if affine is None:
+    found = affine(*params, op.attr("epsilon", 1e-5))
+    if found is None:
         return None
     zero = int(x.p.zero[0])
     info = np.iinfo(x.p.dtype)
-    factor, offset, unit = integer_affine(*affine, x.p, out, max(zero - int(info.min), int(info.max) - zero))
+    factor, offset, unit = integer_affine(*found, x.p, out, max(zero - int(info.min), int(info.max) - zero))
     inputs = (x.source, b.const(f"{op.name}/factor", factor), b.const(f"{op.name}/offset", offset))
     return Node("IntAffine", op.name, inputs, (), {"x_zero": zero, **_requant(out, unit, bounds)})
 
