@@ -59,7 +59,6 @@ def cmd_emit(args: argparse.Namespace) -> None:
     from .compiler import compile_model
     from .dump_ir import IRDump
     from .progress import Progress
-    from .report import LoweredGraph
     from .stages import Stages
     out = Path(args.output)
     if out.suffix != ".c":
@@ -81,21 +80,19 @@ def cmd_emit(args: argparse.Namespace) -> None:
         model, quantized = quantize_with_options(args, lambda: load(args.model, options.max_memory))
     elif any(getattr(args, key) for key in CALIBRATION_OPTIONS):
         raise CglowError("--calib, --method, --percentile, --per-tensor and --keep-float apply only with --int8")
-    lowered, dump = LoweredGraph(), IRDump()
+    dump = IRDump()
     with Progress(sys.stderr) as progress:  # on a terminal only
         compiled = compile_model(model, name=args.name or out.stem, shapes=dict(args.shape or []), options=options,
                                  header=out.with_suffix(".h").name,
-                                 stages=Stages(progress, lowered, *([dump] if args.dump_ir else [])))
+                                 stages=Stages(progress, *([dump] if args.dump_ir else [])))
         files: dict[Path, str | bytes] = {out.with_suffix(".h"): compiled.h_source, out: compiled.c_source}
         if weights:
             files[weights] = compiled.weights_blob
         if args.report:
-            from .memory import analyze, import_graph
+            from .memory import analyze
             from .report import render_report
             progress.start("report")
-            graph = import_graph(model, dict(args.shape or []), options.max_memory)
-            files[Path(args.report)] = render_report(compiled, lowered.graph, analyze(graph, compiled),
-                                                     Path(args.model).name)
+            files[Path(args.report)] = render_report(compiled, analyze(compiled), Path(args.model).name)
     if args.dump_ir:
         files.update(dump.files(Path(args.dump_ir)))
     write_files(files)
@@ -334,7 +331,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with warnings.catch_warnings():  # the libraries' warnings (NumPy casts, ONNX) would break the one line
             warnings.simplefilter("ignore")
-            warnings.simplefilter("once", Notice)  # cglow's own, each once (info imports a model twice)
+            warnings.simplefilter("once", Notice)  # cglow's own, each once
             warnings.showwarning = _print_notice
             status = args.run(args)
     except CglowError as exc:

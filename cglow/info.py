@@ -16,13 +16,12 @@ import onnx
 
 from .code_size import code_size
 from .errors import CglowError, ModelProblems, one_line
-from .graph.ir import Graph, shape_text
+from .graph.ir import shape_text
 from .graph.quant.float_layers import float_layers
 from .macs import macs
 from .memory import analyze_model
 from .model_file import TFLiteFile, open_model
 from .options import Options
-from .stages import Observer, Stages
 
 COMPILED_KEYS = ("float_layers", "macs", "kernels", "weights_bytes", "arena_bytes", "io_bytes", "ram_bytes",
                  "code_statements",
@@ -67,30 +66,19 @@ def compiled_tensors(infos) -> list[dict]:
             | ({} if t.scale is None else dict(scale=t.scale, zero_point=t.zero_point)) for t in infos]
 
 
-class _LastGraph(Observer):
-    """Keeps the graph as the last graph pass left it (what is lowered)."""
-
-    graph: Graph | None = None
-
-    def done(self, stage: str, result) -> None:
-        if isinstance(result, Graph):
-            self.graph = result
-
-
 def model_info(path: str, shapes: dict[str, tuple[int, ...]], options: Options = Options()) -> dict:
     """Every fact `cglow info --json` prints. A file that is not a readable model raises CglowError; a model
     cglow cannot compile has "supported" false, its problems listed and the compiled model's facts None."""
     model = open_model(path, options.max_memory)
     info = dict(supported=True, problems=[]) | _declared(model, shapes) | dict.fromkeys(COMPILED_KEYS)
-    last = _LastGraph()
     try:
-        compiled, _, report = analyze_model(model, shapes=shapes, options=options, stages=Stages(last))
+        compiled, report = analyze_model(model, shapes=shapes, options=options)
     except CglowError as exc:
         return info | dict(supported=False, problems=exc.problems if isinstance(exc, ModelProblems) else [str(exc)])
     code = code_size(compiled.c_source, options.target)
     return info | dict(
         inputs=compiled_tensors(compiled.inputs), outputs=compiled_tensors(compiled.outputs),
-        float_layers=float_layers(last.graph), macs=macs(compiled.program), kernels=len(compiled.program.instrs),
+        float_layers=float_layers(compiled.graph), macs=macs(compiled.program), kernels=len(compiled.program.instrs),
         weights_bytes=compiled.weights_bytes,
         arena_bytes=report.arena_bytes, io_bytes=report.io_bytes, ram_bytes=report.ram_bytes,
         code_statements=code.statements, code_bytes_per_statement=code.bytes_per_statement,

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import onnx
 
-from .compiler import CompiledModel, compile_model, import_graph as imported_graph
+from .compiler import CompiledModel, compile_model
 from .graph import passes as graph_passes
 from .graph.ir import Graph
 from .instr.liveness import floor, lifetimes
 from .kernels.render import PRIMITIVE_NAMES
-from .options import MAX_MEMORY, Options
+from .options import Options
 from .stages import Stages
 
 
@@ -83,30 +83,27 @@ def schedule_spans(compiled: CompiledModel) -> list[Span]:
             for iv in lifetimes(prog, 1, io=True) for b in (prog.buffer(iv.buf),)]
 
 
-def analyze(graph: Graph, compiled: CompiledModel) -> MemoryReport:
-    """`graph` is the imported graph (after the graph passes) that `compiled` was compiled from."""
+def analyze(compiled: CompiledModel) -> MemoryReport:
+    """The floors and the arena of a model compile_model compiled (it keeps the graph it imported)."""
     spans = schedule_spans(compiled)
     alive = alive_per_step(spans, len(compiled.program.instrs))
     steps = tuple(Step(i, PRIMITIVE_NAMES[type(instr)], instr.node, alive[i])
                   for i, instr in enumerate(compiled.program.instrs))
     io_bytes = sum(s.size for s in spans if s.offset is None)
-    return MemoryReport(floor(naive_spans(graph)), max(alive), compiled.plan.size,
+    return MemoryReport(floor(naive_spans(model_graph(compiled.imported))), max(alive), compiled.plan.size,
                         io_bytes, alive.index(max(alive)), tuple(spans), steps)
 
 
-def import_graph(model: str | Path | onnx.ModelProto, shapes: dict[str, tuple[int, ...]] | None = None,
-                 max_memory: int = MAX_MEMORY) -> Graph:
-    """The model's own graph (imported, constants folded, dead nodes dropped), before the graph
+def model_graph(imported: Graph) -> Graph:
+    """The model's own graph: as imported (constants folded) with its dead nodes dropped, before the graph
     optimizations: its ops are the model's, and its naive floor is the one of the ONNX node order with
     BatchNorm unfused."""
-    return graph_passes.eliminate_dead(imported_graph(model, shapes, max_memory))
+    return graph_passes.eliminate_dead(imported)
 
 
 def analyze_model(model: str | Path | onnx.ModelProto, name: str = "net",
                   shapes: dict[str, tuple[int, ...]] | None = None,
-                  options: Options = Options(), stages: Stages = Stages()) -> tuple[CompiledModel, Graph, MemoryReport]:
-    """Compile the model (`stages` runs each step) and import it again for its graph (CompiledModel does not
-    keep it)."""
+                  options: Options = Options(), stages: Stages = Stages()) -> tuple[CompiledModel, MemoryReport]:
+    """Compile the model (`stages` runs each step) and analyze it."""
     compiled = compile_model(model, name, shapes, options, stages=stages)
-    graph = import_graph(model, shapes, options.max_memory)
-    return compiled, graph, analyze(graph, compiled)
+    return compiled, analyze(compiled)

@@ -4,30 +4,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 import math
-from typing import Any
 
 import jinja2
 
 from .compiler import CompiledModel
-from .graph.ir import Graph, shape_text
+from .graph.ir import shape_text
 from .graph_svg import BOX_H, BOX_W, draw_graph
 from .instr.ir import Conv, Gemm, Instr, Pool, Reduce, reads
 from .macs import instr_macs
 from .memory import MemoryReport
-from .stages import Observer
 
 SVG_WIDTH, SVG_HEIGHT, MARGIN = 960, 420, 40
 ENV = jinja2.Environment(loader=jinja2.PackageLoader("cglow", "emit_c"), autoescape=True, trim_blocks=True,
                          lstrip_blocks=True, undefined=jinja2.StrictUndefined)
-
-
-class LoweredGraph(Observer):
-    """Keeps the last graph a compiler stage produced: the one that was lowered, after the graph passes."""
-    graph: Graph | None = None
-
-    def done(self, stage: str, result: Any) -> None:
-        if isinstance(result, Graph):
-            self.graph = result
 
 
 @dataclass(frozen=True)
@@ -59,9 +48,9 @@ def cost(instr: Instr) -> int:
     return math.prod(instr.out.shape)
 
 
-def layers(compiled: CompiledModel, graph: Graph, report: MemoryReport) -> list[Layer]:
+def layers(compiled: CompiledModel, report: MemoryReport) -> list[Layer]:
     prog, plan = compiled.program, compiled.plan
-    ops = {node.name: node.op for node in graph.nodes}
+    ops = {node.name: node.op for node in compiled.graph.nodes}
     rows = []
     for step, instr in zip(report.steps, prog.instrs):
         out = prog.buffer(instr.out.buf)
@@ -73,13 +62,14 @@ def layers(compiled: CompiledModel, graph: Graph, report: MemoryReport) -> list[
     return rows
 
 
-def render_report(compiled: CompiledModel, graph: Graph, report: MemoryReport, title: str) -> str:
-    """The page; `graph` is the graph the compiler lowered (LoweredGraph's), `report` the memory analysis."""
-    rows = layers(compiled, graph, report)
+def render_report(compiled: CompiledModel, report: MemoryReport, title: str) -> str:
+    """The page of a model compile_model compiled (its graph is the one it lowered); `report` the memory
+    analysis."""
+    rows = layers(compiled, report)
     total = sum(row.cost for row in rows) or 1
     return ENV.get_template("plan.html.j2").render(
         title=title, r=report, kib=kib, layers=rows, total_cost=total,
-        macs=sum(row.macs for row in rows), weights=compiled.weights_bytes, picture=draw_graph(graph),
+        macs=sum(row.macs for row in rows), weights=compiled.weights_bytes, picture=draw_graph(compiled.graph),
         box_w=BOX_W, box_h=BOX_H, hue=hash_hue, rects=arena_rects(report), margin=MARGIN, width=SVG_WIDTH,
         height=SVG_HEIGHT, peak_x=f"{MARGIN + (report.peak + 0.5) * SVG_WIDTH / max(len(report.steps), 1):.1f}",
         ratio=lambda n: f"{n / report.naive_floor:.2f}" if report.naive_floor else "-")
