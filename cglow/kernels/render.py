@@ -5,160 +5,26 @@ with integer-literal strides; the templates hold loops only.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-import re
-
-import jinja2
-
 import numpy as np
 
 from ..instr.passes import channels_contiguous, dot_operands, gemm_dot_products, taps_contiguous
-from ..instr.ir import (Conv, Epilogue, channels_innermost, Gather, Gemm, Instr, Map, Pool, Reduce, View, contiguous_strides, reads,
+from ..instr.ir import (Conv, Epilogue, channels_innermost, Gather, Gemm, Instr, Map, Pool, Reduce, View, contiguous_strides,
                         substitute)
 from ..c_text import c_highest, c_literal, c_lowest, c_type
 from ..tiles import TILES, Tiles
 from .arm_steps import dot_step, float_loop, pair_step
-
-ENV = jinja2.Environment(loader=jinja2.PackageLoader("cglow", "kernels"), trim_blocks=True, lstrip_blocks=True,
-                         keep_trailing_newline=True,
-                         undefined=jinja2.StrictUndefined, autoescape=False)
-
-
-@dataclass(frozen=True)
-class Kernel:
-    text: str
-    params: tuple[View, ...]     # in parameter order; the first is the output
-
-
-def comment(text: str, limit: int = 60) -> str:
-    """Model text made safe for a C comment: printable ASCII only, no comment delimiters."""
-    clean = re.sub(r"[^A-Za-z0-9_ .:,/\-\[\]()#=+]", "?", text)[:limit]
-    return clean.replace("*/", "?/").replace("/*", "/?")
-
-
-def linear(terms, constant: int = 0) -> str:
-    """A C sum of (variable, factor) terms plus a constant: "oh * 2 + kh - 1", "32 - o0 * 3"."""
-    pieces = [(f > 0, v if abs(f) == 1 else f"{v} * {abs(f)}") for v, f in terms if f]
-    if constant:
-        const = (constant > 0, str(abs(constant)))
-        pieces = [const] + pieces if constant > 0 and pieces and not pieces[0][0] else pieces + [const]
-    if not pieces:
-        return "0"
-    (first_positive, first), rest = pieces[0], pieces[1:]
-    return "".join([first if first_positive else f"-{first}"] + [f" {'+' if p else '-'} {t}" for p, t in rest])
-
-
-def index(view: View, variables) -> str:
-    terms = [v if s == 1 else f"{v} * {s}" for v, d, s in zip(variables, view.shape, view.strides) if s and d != 1]
-    return " + ".join(terms) or "0"
-
-
-def join(*terms: str) -> str:
-    """A C sum of index expressions, without the zero ones."""
-    return " + ".join(t for t in terms if t != "0") or "0"
-
-
-def collapse(shape, views) -> tuple[list[int], list[tuple[int, ...]]]:
-    """Drop unit dims and merge dims that are contiguous in every view: fewer, longer loops."""
-    dims = [(d, [v.strides[i] for v in views]) for i, d in enumerate(shape) if d != 1]
-    merged: list[tuple[int, list[int]]] = []
-    for d, strides in dims:
-        if merged and all(ps == s * d for ps, s in zip(merged[-1][1], strides)):
-            merged[-1] = (merged[-1][0] * d, strides)
-        else:
-            merged.append((d, strides))
-    sizes = [d for d, _ in merged]
-    per_view = [tuple(strides[k] for _, strides in merged) for k in range(len(views))]
-    return sizes, per_view
-
-
-def _collapsed(views, shape, dims: slice, prefix: str):
-    """Loops over `dims` of `shape` and each view re-expressed over those loops."""
-    sub = [View(v.buf, 0, v.shape[dims], v.strides[dims]) for v in views]
-    sizes, strides = collapse(shape[dims], sub)
-    loops = [(f"{prefix}{i}", n) for i, n in enumerate(sizes)]
-    return loops, [View(v.buf, 0, tuple(sizes), s) for v, s in zip(views, strides)]
-
-
-def _kernel(template: str, fn: str, instr: Instr, names: list[str], dtypes, scratch: int = 0, **context) -> Kernel:
-    """The kernel function from its template: `head` (see _head) then the template's loops over `context`."""
-    head, params = _head(fn, instr, names, dtypes, scratch)
-    return Kernel(ENV.get_template(template).render(head=head, **context), params)
-
-
-def _head(fn: str, instr: Instr, names: list[str], dtypes, scratch: int = 0) -> tuple[str, tuple[View, ...]]:
-    """The kernel's node comment, prototype and opening brace; and the views its parameters take, in order.
-
-    `names` name the output, then each view that instr reads; the last `scratch` of them are written too.
-    These qualifiers tell the compiler what it otherwise learned only by specializing a kernel for the constant
-    arena addresses of its calls, which runtime_c/kernel.c forbids (gcc 12 got it wrong):
-    - one parameter per buffer, restrict-qualified: buffers that one instruction touches never share a byte
-      (their lifetimes overlap, so the allocator keeps them apart; the caller's inputs and outputs must not
-      overlap by the C API);
-    - another view of a buffer (the input of an in-place kernel, another slice) is a pointer derived from that
-      parameter, `const float *x = y + 64;`: the compiler sees the exact distance between the two;
-    - except the output and the scratch of an in-place kernel, which stay unqualified: knowing the ring apart
-      from the output, gcc turns the copy of each finished row into a memcpy call, a byte loop in picolibc
-      (Cortex-M4 kws +14% instructions).
-    Time against the kernels gcc specialized (x86-64 AVX-512, gcc 12, with this file's other changes of the time):
-    -O2 kws / mobilenetv2 0.59 / 0.84, -O2 -march=native 0.52 / 0.48, -O3 -march=native 0.88 / 0.94 (no model
-    above 1.00); clang -O3 -march=native unet 0.26."""
-    views = (instr.out,) + tuple(reads(instr))
-    assert len(views) == len(names)
-    written = {0} | set(range(len(views) - scratch, len(views)))
-    leader: dict[int, int] = {}  # buffer id -> the position of its parameter
-    for i, v in enumerate(views):
-        leader.setdefault(v.buf, i)
-    params, derived = [], []
-    in_place = any(v.buf == views[0].buf for v in views[1:])
-    for i, (v, name) in enumerate(zip(views, names)):
-        first = leader[v.buf]
-        t = c_type(dtypes[v.buf])
-        if first == i:
-            shared = [k for k, w in enumerate(views) if w.buf == v.buf]
-            const = "" if written & set(shared) else "const "
-            plain = in_place and i in written
-            params.append(f"{const}{t} *{'' if plain else 'restrict '}{name}")
-        else:
-            step = v.offset - views[first].offset
-            at = names[first] + (f" + {step}" if step > 0 else f" - {-step}" if step else "")
-            derived.append(f"    {'' if i in written else 'const '}{t} *{name} = {at};\n")
-    kept = tuple(v for i, v in enumerate(views) if leader[v.buf] == i)
-    return (f"/* {comment(instr.node)} */\nCGLOW_KERNEL void {fn}({', '.join(params)})\n{{\n{''.join(derived)}",
-            kept)
-
-
-def accumulator(values: np.dtype, out: np.dtype) -> np.dtype:
-    """The type a kernel accumulates in: 8- and 16-bit integers (quantized tensors) in int32, whatever they
-    are stored as, unless the output is wider (a sum of int16 squares); everything else in the output's type."""
-    values, out = np.dtype(values), np.dtype(out)
-    return np.dtype(np.int32) if values.kind in "iu" and values.itemsize <= 2 and out.itemsize <= 4 else out
-
-
-def minus(zero: int) -> str:
-    """The subtraction of an integer zero point from a loaded value, or nothing."""
-    return f" - {c_literal(zero, np.int32)}" if zero else ""
-
-
-def _epilogue(epi: Epilogue, variables) -> str:
-    values = {"acc": "acc"}
-    values.update({str(i): f"e{i}[{index(v, variables)}]" for i, v in enumerate(epi.ins)})
-    return substitute(epi.expr, values)
-
-
-def memory_order(view: View) -> tuple[int, ...]:
-    """The view's dims sorted by decreasing stride: loops in this order walk its memory forwards."""
-    return tuple(sorted(range(len(view.shape)), key=lambda d: -abs(view.strides[d])))
+from .kernel import (TILE_LOOP, Kernel, accumulator, collapsed, epilogue_at, from_template, index, join, linear,
+                     memory_order, minus, oriented, starting, steps)
 
 
 def _map(fn: str, m: Map, dtypes) -> Kernel:
     perm = memory_order(m.out)
-    loops, (out, *ins) = _collapsed(tuple(v.permute(perm) for v in (m.out,) + m.ins), m.out.permute(perm).shape,
-                                    slice(None), "i")
+    loops, (out, *ins) = collapsed(tuple(v.permute(perm) for v in (m.out,) + m.ins), m.out.permute(perm).shape,
+                                   slice(None), "i")
     variables = [v for v, _ in loops]
     expr = substitute(m.expr, {str(i): f"x{i}[{index(v, variables)}]" for i, v in enumerate(ins)})
     names = ["y"] + [f"x{i}" for i in range(len(ins))]
-    return _kernel(
+    return from_template(
         "map.c.j2", fn, m, names, dtypes, loops=loops,
         out=index(out, variables), expr=expr)
 
@@ -166,9 +32,9 @@ def _map(fn: str, m: Map, dtypes) -> Kernel:
 def _reduce(fn: str, r: Reduce, dtypes) -> Kernel:
     rank = len(r.out.shape)
     full = r.ins[0].shape
-    outer, (out, *ins_o) = _collapsed((View(r.out.buf, 0, full, r.out.strides + (0,) * (len(full) - rank)),)
-                                      + r.ins, full, slice(0, rank), "o")
-    inner, ins_i = _collapsed(r.ins, full, slice(rank, None), "r")
+    outer, (out, *ins_o) = collapsed((View(r.out.buf, 0, full, r.out.strides + (0,) * (len(full) - rank)),)
+                                     + r.ins, full, slice(0, rank), "o")
+    inner, ins_i = collapsed(r.ins, full, slice(rank, None), "r")
     ov, iv = [v for v, _ in outer], [v for v, _ in inner]
     terms = {}
     for i, (a, b) in enumerate(zip(ins_o, ins_i)):
@@ -179,7 +45,7 @@ def _reduce(fn: str, r: Reduce, dtypes) -> Kernel:
     combine = {"max": f"acc = ({pre} > acc) ? {pre} : acc", "min": f"acc = ({pre} < acc) ? {pre} : acc",
                "sum": f"acc += {pre}", "prod": f"acc *= {pre}"}
     names = ["y"] + [f"x{i}" for i in range(len(r.ins))]
-    return _kernel(
+    return from_template(
         "reduce.c.j2", fn, r, names, dtypes, outer=outer, inner=inner, out=index(out, ov), acc_t=c_type(acc),
         init=init[r.kind], combine=combine[r.kind], post=substitute(r.post, {"acc": "acc"}))
 
@@ -188,36 +54,26 @@ def _arg_reduce(fn: str, r: Reduce, dtypes) -> Kernel:
     """argmax / argmin over the one reduced dim, which is kept whole (never collapsed away)."""
     rank = len(r.out.shape)
     full = r.ins[0].shape
-    outer, (out, *ins_o) = _collapsed((View(r.out.buf, 0, full, r.out.strides + (0,)),) + r.ins, full,
-                                      slice(0, rank), "o")
+    outer, (out, *ins_o) = collapsed((View(r.out.buf, 0, full, r.out.strides + (0,)),) + r.ins, full,
+                                     slice(0, rank), "o")
     ov = [v for v, _ in outer]
     at = {str(i): f"x{i}[{join(index(a, ov), linear([('r', v.strides[rank])]))}]"
           for i, (a, v) in enumerate(zip(ins_o, r.ins))}
     first = {str(i): f"x{i}[{index(a, ov)}]" for i, a in enumerate(ins_o)}
     better = {"argmax": ">", "argmin": "<"}[r.kind] + ("=" if r.last else "")
-    return _kernel(
+    return from_template(
         "argreduce.c.j2", fn, r, ["y"] + [f"x{i}" for i in range(len(r.ins))], dtypes, outer=outer,
         out=index(out, ov), value_t=c_type(dtypes[r.ins[0].buf]), first=substitute(r.pre, first),
         value=substitute(r.pre, at), better=better, length=full[rank])
 
 
 def _gather(fn: str, g: Gather, dtypes) -> Kernel:
-    loops, (out, data, idx) = _collapsed((g.out, g.data, g.index), g.out.shape, slice(None), "i")
+    loops, (out, data, idx) = collapsed((g.out, g.data, g.index), g.out.shape, slice(None), "i")
     variables = [v for v, _ in loops]
-    return _kernel(
+    return from_template(
         "gather.c.j2", fn, g, ["y", "x", "index"], dtypes, loops=loops, out=index(out, variables),
         data=join(index(data, variables), linear([("j", g.axis_stride)])), idx=index(idx, variables),
         length=g.axis_len)
-
-
-TILE_LOOP = "CGLOW_TILE_LOOP"  # runtime_c/tile_loop.c: how gcc should treat a register tile's innermost loop
-
-
-def _steps(size: int, step: int) -> list[tuple[int, int, int]]:
-    """[0, size) as (lo, hi, step) runs: the whole steps, then the remainder as a step of its own (empty runs
-    left out)."""
-    whole = size - size % step
-    return [(lo, hi, s) for lo, hi, s in ((0, whole, step), (whole, size, size % step)) if s and hi > lo]
 
 
 # A Gemm whose b is larger than this and than a loops over b's column panels outermost: each panel comes
@@ -227,38 +83,17 @@ def _steps(size: int, step: int) -> list[tuple[int, int, int]]:
 B_OUTERMOST_BYTES = 1 << 20
 
 
-def _oriented(tiles: Tiles, rows: int, columns: int) -> Tiles:
-    """A float multiply-and-add tile (Tiles.float_mac "mul_add") turned on its side where that leaves less of the
-    operation to the edge tiles (smaller, slower per multiply-add): the rows x columns padded to whole tiles."""
-    if tiles.float_mac != "mul_add" or tiles.rows == tiles.columns:
-        return tiles
-
-    def padded(r: int, c: int) -> int:
-        return -(-rows // r) * r * (-(-columns // c) * c)
-    turned = replace(tiles, rows=tiles.columns, columns=tiles.rows)
-    return turned if padded(turned.rows, turned.columns) < padded(tiles.rows, tiles.columns) else tiles
-
-
-def _starting(epi: Epilogue, is_float: bool, scalar: bool) -> Epilogue:
-    """The epilogue as a tile kernel takes it: its accumulators start at Epilogue.init's input where they are
-    integers, or on a target whose accumulators are a register each (Tiles.scalar: the bias loaded once per
-    channel of a tile; Cortex-M4F float kws 3.14 -> 3.10 estimated cycles per MAC); on vector targets a float
-    bias is added at the end (x86-64 AVX-512 float kws: 0.87 of onnxruntime's time that way, 0.90 starting at
-    it)."""
-    return epi if not is_float or scalar else epi.folded()
-
-
 def _gemm(fn: str, g: Gemm, dtypes, tiles: Tiles) -> Kernel:
     acc_t = accumulator(dtypes[g.a.buf], dtypes[g.out.buf])
     is_float = acc_t == np.float32
     if acc_t == np.int32:
         tiles = tiles.for_integer.for_panel if g.panel else tiles.for_integer
     else:
-        tiles = _oriented(tiles, g.out.shape[-2], g.out.shape[-1])
+        tiles = oriented(tiles, g.out.shape[-2], g.out.shape[-1])
     tile_m, tile_n = tiles.rows, tiles.columns
     nb = len(g.out.shape) - 2
     views = (g.out, g.a, g.b) + g.epi.ins
-    loops, batched = _collapsed(views, g.out.shape, slice(0, nb), "t")
+    loops, batched = collapsed(views, g.out.shape, slice(0, nb), "t")
     bv = [v for v, _ in loops]
     m, n = g.out.shape[-2:]
     cols = "(n0 + j)"
@@ -274,9 +109,9 @@ def _gemm(fn: str, g: Gemm, dtypes, tiles: Tiles) -> Kernel:
         """Tiles of mr rows and tiles.columns columns; with scalar accumulators, a tile of fewer rows (a
         matrix-vector product) takes proportionally more columns, up to the tile's number of registers."""
         nr = min(tile_n * max(1, tile_m // mr), -(-n // tile_n) * tile_n) if tiles.scalar else tile_n
-        return _steps(n, nr)
+        return steps(n, nr)
 
-    row_runs = _steps(m, tile_m)
+    row_runs = steps(m, tile_m)
 
     def loop(var: str, lo: int, hi: int, step: int, **more) -> dict:
         return dict(var=var, lo=lo, hi=hi, step=step, **more)
@@ -299,7 +134,7 @@ def _gemm(fn: str, g: Gemm, dtypes, tiles: Tiles) -> Kernel:
                       widen=panel and panel["widen"](mr))
                  for lo, hi, mr in row_runs]
 
-    epi = _starting(g.epi, is_float, tiles.scalar)
+    epi = starting(g.epi, is_float, tiles.scalar)
 
     def inputs(i: int) -> dict[str, str]:
         """The epilogue's inputs at row i of a tile, column j."""
@@ -328,7 +163,7 @@ def _gemm(fn: str, g: Gemm, dtypes, tiles: Tiles) -> Kernel:
         return dict(operands, length=g.a.shape[-1], left=a_rows(), right=b_columns,
                     lefts=[(i, i * a_step) for i in range(mr)],
                     asm=_dot_asm(operands, [(i, i * a_step) for i in range(mr)]))
-    return _kernel(
+    return from_template(
         "gemm.c.j2", fn, g, names, dtypes, scratch=1 if g.panel else 0, loops=loops, nests=nests,
         K=g.a.shape[-1], panel=panel, y_t=c_type(dtypes[g.out.buf]),
         acc_t=c_type(acc_t), init=init, mac=mac, b_t=c_type(dtypes[g.b.buf]),
@@ -480,10 +315,10 @@ def _conv_nhwc(fn: str, c: Conv, dtypes, tiles: Tiles) -> Kernel:
         _dot_operands(dtypes[c.x.buf], dtypes[c.w.buf], c.x_zero)
     # depthwise on a dual-MAC target: four channels a word, one 16-bit multiply-accumulate each (mac2.c)
     lanes = operands if tiles.dual_mac and depthwise and xs[1] == ws[0] == 1 else None
-    tiles = tiles.for_depthwise if depthwise else _oriented(tiles, c.win.out[1], m) if c.group == 1 else tiles
+    tiles = tiles.for_depthwise if depthwise else oriented(tiles, c.win.out[1], m) if c.group == 1 else tiles
     nr = tiles.columns if c.group == 1 or depthwise else \
         max(t for t in (16, 8, 4, 2, 1) if mg % t == 0 and t <= tiles.columns)
-    oc_tiles = [dict(lo=lo, hi=hi, nr=t) for lo, hi, t in _steps(m, nr)]
+    oc_tiles = [dict(lo=lo, hi=hi, nr=t) for lo, hi, t in steps(m, nr)]
     # a grouped tile's first input channel, unless no input channel is read (one, or a broadcast view)
     c0 = None if c.group == 1 or depthwise or c.x.strides[1] == 0 or c.x.shape[1] == 1 else f"(oc0 / {mg}) * {cg}"
     channel = "c" if c0 is None else "(c0 + c)"
@@ -515,15 +350,15 @@ def _conv_nhwc(fn: str, c: Conv, dtypes, tiles: Tiles) -> Kernel:
     out_tile = f"ring + (oh % {delay + 1}) * {ow_ * m} + ow0 * {m} + oc0" if c.ring else \
         f"y + {index(c.out, ('n', 'oc0', 'oh', 'ow0'))}"
 
-    epi = _starting(c.epi, is_float, scalar)
+    epi = starting(c.epi, is_float, scalar)
 
     def epilogue(j: int, half: int | None = None) -> str:
-        return _epilogue(Epilogue(substitute(epi.expr, {"acc": f"acc[{j}][i]"}), epi.ins), out_vars(j, half))
+        return epilogue_at(Epilogue(substitute(epi.expr, {"acc": f"acc[{j}][i]"}), epi.ins), out_vars(j, half))
 
     def init(j: int, half: int | None = None) -> str:
         """Row j's first value of its accumulators (Epilogue.init: a bias per channel), else zero."""
         return c_literal(0, acc_t) if epi.init is None else \
-            _epilogue(Epilogue("{%d}" % epi.init, epi.ins), out_vars(j, half))
+            epilogue_at(Epilogue("{%d}" % epi.init, epi.ins), out_vars(j, half))
     scratch = [name for name, v in (("ring", c.ring), ("panel", c.panel)) if v]
     names = ["y", "x", "w"] + [f"e{i}" for i in range(len(c.epi.ins))] + scratch
     runs = _column_runs(c.win, w, tiles.rows, c.x.strides[3] if depthwise else None)
@@ -557,7 +392,7 @@ def _conv_nhwc(fn: str, c: Conv, dtypes, tiles: Tiles) -> Kernel:
     merged = not depthwise and not dot and c.group == 1 and c.win.dilations[1] == 1 and xs[1] == 1 and \
         xs[3] == cg and ws[3] == cg * ws[1]
     row_bytes = ow_ * m * dtypes[c.out.buf].itemsize  # a ring row, copied out a word at a time where contiguous
-    return _kernel(
+    return from_template(
         "conv_nhwc.c.j2", fn, c, names, dtypes, scratch=len(scratch), N=n, OH=oh_, OW=ow_, M=m, CG=cg,
         KH=c.win.kernel[0], KW=c.win.kernel[1], H=h, DELAY=delay, ring=bool(c.ring), oc_tiles=oc_tiles,
         runs=runs, c0=c0, depthwise=depthwise, dot_products=dot, lanes=lanes, w_kw=ws[3], panel=panel, im2col=im2col,
@@ -592,7 +427,7 @@ def _conv_tiles(fn: str, c: Conv, dtypes) -> Kernel:
         linear([("oc0", cg)]) if mg == 1 else f"(oc0 / {mg}) * {cg}"
     channel = "c" if start is None else "(c0 + c)"
     ow = c.win.out[1]
-    tiles = [dict(oc_lo=0, oc_hi=m, ocb=ocb, ow_lo=lo, ow_hi=hi, owb=owb) for lo, hi, owb in _steps(ow, TILE_OW)]
+    tiles = [dict(oc_lo=0, oc_hi=m, ocb=ocb, ow_lo=lo, ow_hi=hi, owb=owb) for lo, hi, owb in steps(ow, TILE_OW)]
     sw, xs = c.win.strides[1], c.x.strides[3]
 
     def column(at: str) -> str:
@@ -600,10 +435,10 @@ def _conv_tiles(fn: str, c: Conv, dtypes) -> Kernel:
 
     row = index(c.x, ("n", channel, "ih"))
     out_vars = ("n", "(oc0 + i)", "oh", "(ow0 + j)")
-    epi = _epilogue(Epilogue(substitute(c.epi.folded().expr, {"acc": "acc[i][j]"}), c.epi.ins), out_vars)
+    epi = epilogue_at(Epilogue(substitute(c.epi.folded().expr, {"acc": "acc[i][j]"}), c.epi.ins), out_vars)
     names = ["y", "x", "w"] + [f"e{i}" for i in range(len(c.epi.ins))]
     acc_t = accumulator(dtypes[c.x.buf], dtypes[c.out.buf])
-    return _kernel(
+    return from_template(
         "conv_tiled.c.j2", fn, c, names, dtypes, acc_t=c_type(acc_t), zero=c_literal(0, acc_t),
         load=lambda at: f"(x[{at}]{minus(c.x_zero)})" if c.x_zero else f"x[{at}]", N=n, CG=cg, H=h, W=w, SW=sw, c0=start, tiles=tiles,
         first=linear([("ow0", sw), ("kw", c.win.dilations[1])], -c.win.pads_begin[1]),
@@ -624,8 +459,8 @@ def _conv_rows(fn: str, c: Conv, dtypes) -> Kernel:
     lo, hi = _columns(c.win, w)
     iw = linear([("ow", c.win.strides[1]), ("kw", c.win.dilations[1])], -c.win.pads_begin[1])
     out_vars = ("n", "oc", "oh", "ow")
-    epi = _epilogue(Epilogue(substitute(c.epi.folded().expr, {"acc": f"row[{row_at}]"}), c.epi.ins), out_vars)
-    return _kernel(
+    epi = epilogue_at(Epilogue(substitute(c.epi.folded().expr, {"acc": f"row[{row_at}]"}), c.epi.ins), out_vars)
+    return from_template(
         "conv_in_place.c.j2", fn, c, names, dtypes, scratch=1, N=n, M=m, CG=cg, H=h, W=w, c0=first,
         x=join(index(c.x, ("n", channel, "ih")), f"({iw}) * {c.x.strides[3]}" if c.x.strides[3] != 1 else iw),
         w=index(c.w, ("oc", "c", "kh", "kw")), row_at=row_at,
@@ -669,7 +504,7 @@ def _pool(fn: str, p: Pool, dtypes) -> Kernel:
     else:
         init, combine, result = ["float acc = 0.0f;", "int32_t count = 0;"], [f"acc += {x};", "count += 1;"], \
             "acc / (float)count"
-    return _kernel(
+    return from_template(
         "pool.c.j2", fn, p, ["y", "x"], dtypes, init=init, combine=combine, result=result, taps=taps,
         outer=[([("n", p.x.shape[0]), ("c", p.x.shape[1])] + list(zip(outs, win.out)))[d] for d in memory_order(p.out)],
         out=index(p.out, ["n", "c"] + outs))
