@@ -107,40 +107,161 @@ def _im2col(c: Conv, runs: list[dict], x_dtype: np.dtype) -> dict:
 
 
 def _conv_nhwc(fn: str, c: Conv, dtypes, tiles: Tiles) -> Kernel:
-    """Register tiles of tiles.rows output columns x tiles.columns output channels."""
+    """Channels last, an implicit GEMM: register tiles of tiles.rows output columns x tiles.columns output channels
+    (see _nhwc_tiles) over the batches and output rows; in place through a ring of output rows with c.ring; over a
+    panel of widened inputs with c.panel (gathered by im2col unless the kernel is 1 x 1); as dot products for 8-bit
+    values on a target with dual multiply-accumulates (_dot_runs)."""
     n, _, h, w = c.x.shape
     m, cg = c.w.shape[:2]
-    mg = m // c.group
-    depthwise = cg == 1 and mg == 1
-    scalar = tiles.scalar  # the target's, whichever tile this kernel takes
+    depthwise = _depthwise(c)
     acc_t = accumulator(dtypes[c.x.buf], dtypes[c.out.buf])
     is_float = acc_t == np.float32
-    if acc_t == np.int32:
-        tiles = tiles.for_integer.for_panel if c.panel else tiles.for_integer
-    xs, ws = c.x.strides, c.w.strides
+    epi = starting(c.epi, is_float, tiles.scalar)  # the target's, whichever tile this kernel takes
     operands = dot_operands(dtypes[c.x.buf], dtypes[c.w.buf]) and \
         dot_macro_operands(dtypes[c.x.buf], dtypes[c.w.buf], c.x_zero)
-    # depthwise on a dual-MAC target: four channels a word, one 16-bit multiply-accumulate each (mac2.c)
-    lanes = operands if tiles.dual_mac and depthwise and xs[1] == ws[0] == 1 else None
-    tiles = tiles.for_depthwise if depthwise else oriented(tiles, c.win.out[1], m) if c.group == 1 else tiles
-    nr = tiles.columns if c.group == 1 or depthwise else \
-        max(t for t in (16, 8, 4, 2, 1) if mg % t == 0 and t <= tiles.columns)
-    oc_tiles = [dict(lo=lo, hi=hi, nr=t) for lo, hi, t in steps(m, nr)]
-    # a grouped tile's first input channel, unless no input channel is read (one, or a broadcast view)
-    c0 = None if c.group == 1 or depthwise or c.x.strides[1] == 0 or c.x.shape[1] == 1 else f"(oc0 / {mg}) * {cg}"
-    channel = "c" if c0 is None else "(c0 + c)"
+    tiles, lanes = _nhwc_tiles(c, acc_t, tiles, operands)
+    oc_tiles = _oc_tiles(c, tiles)
+    runs = _column_runs(c.win, w, tiles.rows, c.x.strides[3] if depthwise else None)
+    im2col = c.panel and c.win.kernel != (1, 1) and _im2col(c, runs, dtypes[c.x.buf])
+    panel = c.panel and _nhwc_panel(c, operands, oc_tiles, im2col)
+    dot = tiles.dual_mac and not depthwise and c.group == 1 and operands and channels_contiguous(c)
+    if dot:
+        _dot_runs(c, runs, operands, oc_tiles)
+    reads_x = any(r.get("taps") or r.get("columns") for r in runs)  # not when every window is padding
+    scratch = [name for name, v in (("ring", c.ring), ("panel", c.panel)) if v]
+    names = ["y", "x", "w"] + [f"e{i}" for i in range(len(c.epi.ins))] + scratch
+    return from_template(
+        "conv_nhwc.c.j2", fn, c, names, dtypes, scratch=len(scratch), N=n, OH=c.win.out[0], OW=c.win.out[1], M=m,
+        CG=cg, KH=c.win.kernel[0], KW=c.win.kernel[1], H=h, ring=bool(c.ring), oc_tiles=oc_tiles, runs=runs,
+        depthwise=depthwise, dot_products=dot, lanes=lanes, w_kw=c.w.strides[3], panel=panel, im2col=im2col,
+        reads_iw=c.x.strides[3] != 0, reads_x=reads_x, acc_t=c_type(acc_t), tile_loop=TILE_LOOP,
+        x_t=c_type(dtypes[c.x.buf]), w_t=c_type(dtypes[c.w.buf]), y_t=c_type(dtypes[c.out.buf]),
+        x_minus=minus(c.x_zero), **_nhwc_reads(c), **_nhwc_sums(c, tiles, is_float, dot),
+        **_nhwc_outputs(c, dtypes, acc_t, epi))
 
-    def mac(value: str, j: int, kw: int = 0) -> str:
-        weight = f"tap[{linear([('i', c.w.strides[0])], kw * c.w.strides[3])}]"
-        if is_float:
-            return f"acc[{j}][i] = cglow_{tiles.float_mac}({value}, {weight}, acc[{j}][i]);"
-        return f"acc[{j}][i] += {value} * {weight};"
+
+def _depthwise(c: Conv) -> bool:
+    """Whether each group of the convolution is one input channel and one output channel."""
+    m, cg = c.w.shape[:2]
+    return cg == 1 and m // c.group == 1
+
+
+def _nhwc_tiles(c: Conv, acc_t: np.dtype, tiles: Tiles, operands) -> tuple[Tiles, dict | None]:
+    """The register tile of output columns x output channels: the target's integer one for int32 accumulators (its
+    variant for a panel of widened inputs with c.panel); then its depthwise one, or for a dense convolution the tile
+    turned on its side where that suits the output (kernel.py oriented). And the dot macro's `operands` where a
+    depthwise tile sums four channels a word, one 16-bit multiply-accumulate each (the integer tile's dual
+    multiply-accumulates, runtime_c/mac2.c), else nothing."""
+    if acc_t == np.int32:
+        tiles = tiles.for_integer.for_panel if c.panel else tiles.for_integer
+    depthwise = _depthwise(c)
+    lanes = operands if tiles.dual_mac and depthwise and c.x.strides[1] == c.w.strides[0] == 1 else None
+    tiles = tiles.for_depthwise if depthwise else oriented(tiles, c.win.out[1], c.w.shape[0]) if c.group == 1 \
+        else tiles
+    return tiles, lanes
+
+
+def _oc_tiles(c: Conv, tiles: Tiles) -> list[dict]:
+    """The output channels in tiles of tiles.columns (the last one shorter); a grouped convolution's tiles, of the
+    most channels of 16, 8, 4, 2, 1 that divide a group's and fit tiles.columns, stay inside one group."""
+    m = c.w.shape[0]
+    mg = m // c.group
+    nr = tiles.columns if c.group == 1 or _depthwise(c) else \
+        max(t for t in (16, 8, 4, 2, 1) if mg % t == 0 and t <= tiles.columns)
+    return [dict(lo=lo, hi=hi, nr=t) for lo, hi, t in steps(m, nr)]
+
+
+def _nhwc_panel(c: Conv, operands: dict, oc_tiles: list[dict], im2col: dict | None) -> dict:
+    """What the panel macros need (gemm.py panel_macros): a tile's rows of K values gathered by `im2col` into its
+    stage, or for a 1 x 1 kernel read from the input's columns; the weights from the tile's first output channel."""
+    xs, ws = c.x.strides, c.w.strides
+    sh, sw = c.win.strides
+    source = (lambda j: "stage" + (f" + {j * im2col['row']}" if j else "")) if im2col else \
+        lambda j: "x + " + linear([("n", xs[0]), ("oh", sh * xs[2]), ("ow0", sw * xs[3])], j * sw * xs[3])
+    return panel_macros(operands, c.panel.shape[1] * 2, "w + " + linear([("oc0", ws[0])]), ws[0], oc_tiles, source)
+
+
+def _dot_runs(c: Conv, runs: list[dict], operands: dict, oc_tiles: list[dict]) -> None:
+    """Each run's dot products (the dot macro, kernels/dot.j2), in run["dots"]: for each of its taps (None: a loop
+    over them all) the sum over the tap's channels, from the input of the tile's columns that read inside the image
+    and the weights of its output channels; where a kernel row's taps are one run in both (instr/passes.py
+    taps_contiguous), one sum over the whole row."""
+    cg = c.w.shape[1]
+    xs, ws = c.x.strides, c.w.strides
+    s, d, p, kw_ = c.win.strides[1], c.win.dilations[1], c.win.pads_begin[1], c.win.kernel[1]
+    x_row = linear([("n", xs[0]), ("ih", xs[2]), ("ow0", s * xs[3])], -p * xs[3])
+    w_row = linear([("oc0", ws[0]), ("kh", ws[2])])
+    taps_run = taps_contiguous(c)  # a kernel row's taps are one run
+    for r in runs:
+        r["dots"] = []
+        for k, columns in r["taps"]:
+            tap_x, tap_w = (linear([("kw", d * xs[3])]), linear([("kw", ws[3])])) if k is None else \
+                (str(k * d * xs[3]), str(k * ws[3]))
+            whole = k is None and taps_run
+            r["dots"].append(dict(
+                operands, kw_loop=k is None and not whole, length=cg * (kw_ if whole else 1),
+                left=f"x + {x_row if whole else join(x_row, tap_x)}",
+                right=f"w + {w_row if whole else join(w_row, tap_w)}",
+                lefts=[(j, j * s * xs[3]) for j in columns],
+                rights={t["nr"]: [(i, i * ws[0]) for i in range(t["nr"])] for t in oc_tiles},
+                asm=dot_asm(operands, [(j, j * s * xs[3]) for j in columns])))
+
+
+def _nhwc_reads(c: Conv) -> dict:
+    """Where a tile reads: the input row `ih` of output row oh and kernel row kh, the input column iw(j) of the
+    tile's column j and tap kw, the input there (x_at, x_row, x_i; a grouped tile's from its first input channel
+    c0) and the weights of the tile's output channels (w_at, w_row)."""
+    m, cg = c.w.shape[:2]
+    mg = m // c.group
+    # a grouped tile's first input channel, unless no input channel is read (one, or a broadcast view)
+    c0 = None if c.group == 1 or _depthwise(c) or c.x.strides[1] == 0 or c.x.shape[1] == 1 else \
+        f"(oc0 / {mg}) * {cg}"
+    channel = "c" if c0 is None else "(c0 + c)"
 
     def iw(j: int) -> str:
         s, d, p = c.win.strides[1], c.win.dilations[1], c.win.pads_begin[1]
         return linear([("ow0", s), ("kw", d)], j * s - p)
+    return dict(
+        c0=c0, ih=linear([("oh", c.win.strides[0]), ("kh", c.win.dilations[0])], -c.win.pads_begin[0]), iw=iw,
+        x_at=join(index(View(c.x.buf, 0, c.x.shape[:3], c.x.strides[:3]), ("n", channel, "ih")),
+                  linear([("iw", c.x.strides[3])])),
+        x_row=linear([(v, st) for v, st, size in zip(("n", "oc0", "ih"), c.x.strides, c.x.shape) if size > 1]),
+        x_i=linear([("i", c.x.strides[1])]), w_at=index(c.w, ("oc0", "c", "kh", "kw")),
+        w_row=linear([("oc0", c.w.strides[0]), ("kh", c.w.strides[2])]))
 
-    oh_, ow_ = c.win.out
+
+def _nhwc_sums(c: Conv, tiles: Tiles, is_float: bool, dot) -> dict:
+    """How a tile sums: mac, a value times a tap's weight into the accumulator of column j, channel i (the tile's
+    float_mac for floats); and `merged` where a kernel row's taps and channels are one run in the input and in the
+    weights (a dense convolution without dot products or dilation across columns): one loop over both, with the
+    Cortex-M4F's hand-scheduled float loop (Tiles.float_mac "mul_add", beside the C)."""
+    cg = c.w.shape[1]
+    xs, ws = c.x.strides, c.w.strides
+    sw = c.win.strides[1]
+
+    def mac(value: str, j: int, kw: int = 0) -> str:
+        weight = f"tap[{linear([('i', ws[0])], kw * ws[3])}]"
+        if is_float:
+            return f"acc[{j}][i] = cglow_{tiles.float_mac}({value}, {weight}, acc[{j}][i]);"
+        return f"acc[{j}][i] += {value} * {weight};"
+    merged = not _depthwise(c) and not dot and c.group == 1 and c.win.dilations[1] == 1 and xs[1] == 1 and \
+        xs[3] == cg and ws[3] == cg * ws[1]
+    return dict(mac=mac, merged=merged and dict(
+        K=c.win.kernel[1] * cg, w=linear([("oc0", ws[0]), ("kh", ws[2]), ("k", ws[1])]),
+        x=lambda j: linear([("n", xs[0]), ("ih", xs[2]), ("ow0", sw * xs[3]), ("k", 1)],
+                           (j * sw - c.win.pads_begin[1]) * xs[3]),
+        asm=lambda mr, nr, columns: tiles.float_mac == "mul_add" and is_float and float_loop(
+            mr, nr, [(j, (j - columns[0]) * sw * xs[3] * 4) for j in columns], c.win.kernel[1] * cg, 4, ws[1] * 4,
+            ws[0] * 4)))
+
+
+def _nhwc_outputs(c: Conv, dtypes, acc_t: np.dtype, epi: Epilogue) -> dict:
+    """What a tile's accumulators start at (Epilogue.init's input, a bias per channel, where kernel.py starting
+    keeps it; else zero) and what they become (epilogue), and where they are stored (out_tile, store): the output,
+    or with c.ring the ring row that waits DELAY rows for the input row it overwrites, then is copied over it
+    (out_done, row_start), a word at a time where the row is contiguous (row_words)."""
+    m = c.w.shape[0]
+    ow_ = c.win.out[1]
     delay = c.win.pads_begin[0] if c.ring else 0
 
     def out_vars(j: int, half: int | None = None) -> tuple[str, ...]:
@@ -157,8 +278,6 @@ def _conv_nhwc(fn: str, c: Conv, dtypes, tiles: Tiles) -> Kernel:
     out_tile = f"ring + (oh % {delay + 1}) * {ow_ * m} + ow0 * {m} + oc0" if c.ring else \
         f"y + {index(c.out, ('n', 'oc0', 'oh', 'ow0'))}"
 
-    epi = starting(c.epi, is_float, scalar)
-
     def epilogue(j: int, half: int | None = None) -> str:
         return epilogue_at(Epilogue(substitute(epi.expr, {"acc": f"acc[{j}][i]"}), epi.ins), out_vars(j, half))
 
@@ -166,62 +285,11 @@ def _conv_nhwc(fn: str, c: Conv, dtypes, tiles: Tiles) -> Kernel:
         """Row j's first value of its accumulators (Epilogue.init: a bias per channel), else zero."""
         return c_literal(0, acc_t) if epi.init is None else \
             epilogue_at(Epilogue("{%d}" % epi.init, epi.ins), out_vars(j, half))
-    scratch = [name for name, v in (("ring", c.ring), ("panel", c.panel)) if v]
-    names = ["y", "x", "w"] + [f"e{i}" for i in range(len(c.epi.ins))] + scratch
-    runs = _column_runs(c.win, w, tiles.rows, c.x.strides[3] if depthwise else None)
-    sh, sw = c.win.strides
-    im2col = c.panel and c.win.kernel != (1, 1) and _im2col(c, runs, dtypes[c.x.buf])
-    panel = c.panel and panel_macros(operands, c.panel.shape[1] * 2, "w + " + linear([("oc0", ws[0])]), ws[0], oc_tiles,
-                                     (lambda j: "stage" + (f" + {j * im2col['row']}" if j else "")) if im2col else
-                                     lambda j: "x + " + linear([("n", xs[0]), ("oh", sh * xs[2]), ("ow0", sw * xs[3])],
-                                                               j * sw * xs[3]))
-    dot = tiles.dual_mac and not depthwise and c.group == 1 and operands and channels_contiguous(c)
-    if dot:
-        s, d, p, kw_ = c.win.strides[1], c.win.dilations[1], c.win.pads_begin[1], c.win.kernel[1]
-        x_row = linear([("n", xs[0]), ("ih", xs[2]), ("ow0", s * xs[3])], -p * xs[3])
-        w_row = linear([("oc0", ws[0]), ("kh", ws[2])])
-        taps_run = taps_contiguous(c)  # a kernel row's taps are one run
-        for r in runs:
-            r["dots"] = []
-            for k, columns in r["taps"]:
-                tap_x, tap_w = (linear([("kw", d * xs[3])]), linear([("kw", ws[3])])) if k is None else \
-                    (str(k * d * xs[3]), str(k * ws[3]))
-                whole = k is None and taps_run
-                r["dots"].append(dict(
-                    operands, kw_loop=k is None and not whole, length=cg * (kw_ if whole else 1),
-                    left=f"x + {x_row if whole else join(x_row, tap_x)}",
-                    right=f"w + {w_row if whole else join(w_row, tap_w)}",
-                    lefts=[(j, j * s * xs[3]) for j in columns],
-                    rights={t["nr"]: [(i, i * ws[0]) for i in range(t["nr"])] for t in oc_tiles},
-                    asm=dot_asm(operands, [(j, j * s * xs[3]) for j in columns])))
-    reads_x = any(r.get("taps") or r.get("columns") for r in runs)  # not when every window is padding
-    # a kernel row's taps and channels are one run in the input and in the weights: one loop over both
-    merged = not depthwise and not dot and c.group == 1 and c.win.dilations[1] == 1 and xs[1] == 1 and \
-        xs[3] == cg and ws[3] == cg * ws[1]
     row_bytes = ow_ * m * dtypes[c.out.buf].itemsize  # a ring row, copied out a word at a time where contiguous
-    return from_template(
-        "conv_nhwc.c.j2", fn, c, names, dtypes, scratch=len(scratch), N=n, OH=oh_, OW=ow_, M=m, CG=cg,
-        KH=c.win.kernel[0], KW=c.win.kernel[1], H=h, DELAY=delay, ring=bool(c.ring), oc_tiles=oc_tiles,
-        runs=runs, c0=c0, depthwise=depthwise, dot_products=dot, lanes=lanes, w_kw=ws[3], panel=panel, im2col=im2col,
-        reads_iw=c.x.strides[3] != 0, reads_x=reads_x,
-        acc_t=c_type(acc_t), init=init, mac=mac, tile_loop=TILE_LOOP,
-        x_t=c_type(dtypes[c.x.buf]), w_t=c_type(dtypes[c.w.buf]), y_t=c_type(dtypes[c.out.buf]),
-        x_minus=minus(c.x_zero),
-        ih=linear([("oh", c.win.strides[0]), ("kh", c.win.dilations[0])], -c.win.pads_begin[0]), iw=iw,
-        x_at=join(index(View(c.x.buf, 0, c.x.shape[:3], c.x.strides[:3]), ("n", channel, "ih")),
-        linear([("iw", c.x.strides[3])])),
-        x_row=linear([(v, st) for v, st, size in zip(("n", "oc0", "ih"), c.x.strides, c.x.shape) if size > 1]),
-        x_i=linear([("i", c.x.strides[1])]), w_at=index(c.w, ("oc0", "c", "kh", "kw")),
-        merged=merged and dict(K=c.win.kernel[1] * cg, w=linear([("oc0", ws[0]), ("kh", ws[2]), ("k", ws[1])]),
-        x=lambda j: linear([("n", xs[0]), ("ih", xs[2]), ("ow0", sw * xs[3]), ("k", 1)],
-        (j * sw - c.win.pads_begin[1]) * xs[3]),
-        asm=lambda mr, nr, columns: tiles.float_mac == "mul_add" and is_float and float_loop(
-            mr, nr, [(j, (j - columns[0]) * sw * xs[3] * 4) for j in columns], c.win.kernel[1] * cg, 4, ws[1] * 4,
-            ws[0] * 4)),
-        w_row=linear([("oc0", c.w.strides[0]), ("kh", c.w.strides[2])]), out_tile=out_tile, store=store,
-        epilogue=epilogue, out_done=index(c.out, ("n", "oc", "done", "ow")),
-        row_words=row_bytes // 4 if row_bytes % 4 == 0 and c.out.strides[1] == 1 and c.out.strides[3] == m
-        else 0,
+    return dict(
+        DELAY=delay, init=init, epilogue=epilogue, out_tile=out_tile, store=store,
+        out_done=index(c.out, ("n", "oc", "done", "ow")),
+        row_words=row_bytes // 4 if row_bytes % 4 == 0 and c.out.strides[1] == 1 and c.out.strides[3] == m else 0,
         row_start=linear([("n", c.out.strides[0]), ("done", c.out.strides[2])]))
 
 
@@ -247,7 +315,8 @@ def _conv_tiles(fn: str, c: Conv, dtypes) -> Kernel:
     acc_t = accumulator(dtypes[c.x.buf], dtypes[c.out.buf])
     return from_template(
         "conv_tiled.c.j2", fn, c, names, dtypes, acc_t=c_type(acc_t), zero=c_literal(0, acc_t),
-        load=lambda at: f"(x[{at}]{minus(c.x_zero)})" if c.x_zero else f"x[{at}]", N=n, CG=cg, H=h, W=w, SW=sw, c0=start, tiles=tiles,
+        load=lambda at: f"(x[{at}]{minus(c.x_zero)})" if c.x_zero else f"x[{at}]", N=n, CG=cg, H=h, W=w, SW=sw,
+        c0=start, tiles=tiles,
         first=linear([("ow0", sw), ("kw", c.win.dilations[1])], -c.win.pads_begin[1]),
         x_at=join(row, column(linear([("first", 1), ("j", sw)]))), x_clamped=join(row, column("at")),
         w=index(c.w, ("(oc0 + i)", "c", "kh", "kw")), out=index(c.out, out_vars), epilogue=epi,
