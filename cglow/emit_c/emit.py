@@ -12,7 +12,8 @@ import numpy as np
 from ..alloc.arena import Plan
 from ..c_text import c_array_lines, c_float, c_literal, c_type
 from ..instr.ir import Buffer, Program, View, reads
-from ..kernels.render import PRIMITIVE_NAMES, comment, render
+from ..kernels.kernel import comment
+from ..kernels.render import PRIMITIVE_NAMES, render
 from ..options import Options
 from ..runtime_files import RUNTIME_C
 from ..tiles import tiles_for
