@@ -44,7 +44,7 @@ def _binary(b: Build, op) -> None:
             attrs[f"{key}_mult"], attrs[f"{key}_shift"] = arith.quantize_multiplier(float(f32(s)) / twice)
         mult, shift = arith.quantize_multiplier(twice / float(f32(1 << LEFT_SHIFT) * f32(sy)))
         attrs.update(mult=mult, shift=shift, left=LEFT_SHIFT, subtract=op.op == "SUB")
-    out_type = TensorType(b.tensor(-1).dtype, b.tensor(-1).shape)
+    out_type = TensorType(b.tensor(-1).dtype, np.broadcast_shapes(b.tensor(0).shape, b.tensor(1).shape))
     b.finish(b.add("IntAdd" if op.op != "MUL" else "IntMul", [b.value(0), b.value(1)], attrs, out_type=out_type))
 
 
@@ -53,7 +53,7 @@ def table(b: Build, values: Callable[[np.ndarray], np.ndarray]) -> None:
     dtype = b.tensor(-1).dtype
     x = np.arange(256).astype(np.uint8).view(b.tensor(0).dtype).astype(np.int64)
     table = b.const("table", values(x).astype(dtype))
-    b.finish(b.add("IntTable", [b.value(0), table], out_type=TensorType(dtype, b.tensor(-1).shape)))
+    b.finish(b.add("IntTable", [b.value(0), table], out_type=TensorType(dtype, b.tensor(0).shape)))
 
 
 def requantized(b: Build, lo: int, hi: int, ratio=np.float64):
@@ -83,7 +83,7 @@ def _quantize(b: Build, op) -> None:
         s, z = one_scale(b, -1)
         scale, zero = b.const("scale", np.array(s, np.float32)), b.const("zero", np.array(z, dtype))
         return b.finish(b.add("QuantizeLinear", [b.value(0), scale, zero], {"rounding": "tflite"},
-                              out_type=TensorType(dtype, b.tensor(-1).shape)))
+                              out_type=TensorType(dtype, b.tensor(0).shape)))
     if b.tensor(0).dtype.itemsize != 1:
         raise CglowError(f"{op.describe()}: requantizing {b.tensor(0).dtype.name} is not supported")
     table(b, requantized(b, int(info.min), int(info.max)))
