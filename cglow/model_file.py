@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from importlib.metadata import version
 from pathlib import Path
+import re
 
 import numpy as np
 import onnx
@@ -82,20 +83,34 @@ def litert_reals(model: TFLiteFile, inputs: list[np.ndarray]) -> tuple[str, list
 
 
 def litert_outputs(model: TFLiteFile, inputs: list[np.ndarray]) -> tuple[str, list[np.ndarray]]:
-    """LiteRT's name and the model's outputs, computed by its reference kernels (TFLite Micro's arithmetic),
-    the inputs given in the file's order."""
+    """LiteRT's name and the model's outputs, computed by its reference kernels (TFLite Micro's arithmetic), the
+    inputs given in the file's order. Where the reference kernels lack an operator's version (LiteRT 2.3's have
+    TILE up to version 2; TensorFlow 2.21 writes an 8-bit TILE as version 3), by its default kernels, whose 8-bit
+    results may be a step apart (its SOFTMAX and LOGISTIC take other tables)."""
     try:
         from ai_edge_litert import interpreter as litert
     except ImportError:
         raise CglowError("comparing a .tflite model runs LiteRT: pip install ai-edge-litert") from None
+    kernels = "reference kernels"
     try:
-        runner = litert.Interpreter(model_path=str(model.path),
-                                    experimental_op_resolver_type=litert.OpResolverType.BUILTIN_REF)
-        runner.allocate_tensors()
+        try:
+            runner = _interpreter(litert, model.path, litert.OpResolverType.BUILTIN_REF)
+        except ValueError as exc:
+            missing = re.search(r"builtin opcode '(\w+)' version '(\d+)'", str(exc))
+            if missing is None:
+                raise
+            runner = _interpreter(litert, model.path, litert.OpResolverType.BUILTIN)
+            kernels = f"default kernels: its reference kernels lack {missing[1]} version {missing[2]}"
         for detail, x in zip(runner.get_input_details(), inputs):
             runner.set_tensor(detail["index"], x)
         runner.invoke()
         outputs = [np.array(runner.get_tensor(d["index"])) for d in runner.get_output_details()]
     except Exception as exc:  # noqa: BLE001 - the interpreter's own errors, of many types
         raise CglowError(f"LiteRT cannot run the model ({str(exc).strip().splitlines()[0][:200]})") from None
-    return f"LiteRT {version('ai-edge-litert')} (reference kernels)", outputs
+    return f"LiteRT {version('ai-edge-litert')} ({kernels})", outputs
+
+
+def _interpreter(litert, path: Path, resolver):
+    runner = litert.Interpreter(model_path=str(path), experimental_op_resolver_type=resolver)
+    runner.allocate_tensors()
+    return runner

@@ -57,6 +57,21 @@ def test_info_lists_the_builtins_and_check_agrees_with_litert(tmp_path):
     assert "reference LiteRT" in check.stdout and "(0 quantization steps)" in check.stdout
 
 
+def test_check_runs_litert_default_kernels_where_its_reference_ones_lack_a_version(tmp_path):
+    """TensorFlow 2.21 writes an 8-bit TILE as version 3, which LiteRT 2.3's reference kernels do not register."""
+    if os.environ.get("CI") != "true":
+        pytest.importorskip("ai_edge_litert")
+    w = TFLiteWriter()
+    x = w.tensor("x", [2, 3], np.float32)
+    y = w.tensor("y", [4, 3], np.float32)
+    w.op("TILE", [x, w.tensor("multiples", [2], np.int32, np.array([2, 1], np.int32))], [y], version=3)
+    model = tmp_path / "tile.tflite"
+    model.write_bytes(w.build([x], [y]))
+    check = cglow_cmd("check", str(model))
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert "(default kernels: its reference kernels lack TILE version 3)" in check.stdout
+
+
 def _fails(result, *fragments: str) -> None:
     assert result.returncode == 2, result.stdout + result.stderr
     lines = result.stderr.strip().splitlines()
