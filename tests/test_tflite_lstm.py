@@ -1,7 +1,8 @@
 """UNIDIRECTIONAL_SEQUENCE_LSTM against LiteRT's reference kernels over consecutive invocations, its output and cell
 states carried from one to the next: float32 with each option (within 1e-5), int8 as TFLite's integer kernel
 computes it (to the bit; its gemmlowp int16 logistic and tanh checked on every input against tests/gemmlowp16.py),
-and streaming keyword spotters of a dense layer, an LSTM and a softmax."""
+hybrid (int8 weights, float activations; within 1e-5), and streaming keyword spotters of a dense layer, an LSTM and
+a softmax."""
 from __future__ import annotations
 
 import os
@@ -34,6 +35,26 @@ def test_float_lstm(options, tmp_path):
     shape = [5, 2, 3] if options.get("time_major") else [2, 5, 3]
     x = s.value("x", shape)
     agree(s.build(x, s.lstm(x, 4, **options)), frames(shape, False, runs=3), tmp_path)
+
+
+@pytest.mark.parametrize("options", [
+    dict(), dict(asymmetric=True), dict(asymmetric=True, cifg=True, layer_norm=True, cell_clip=0.6)],
+    ids=lambda o: ",".join(f"{k}={v}" for k, v in o.items()) or "plain")
+def test_hybrid_lstm(options, tmp_path):
+    """Float activations, int8 input and recurrent weights (dynamic range quantization, as TensorFlow's converter
+    writes a Keras LSTM): each product's input quantized per batch item at run time, as LiteRT's hybrid kernel."""
+    s = Stream(False, seed=7)
+    x = s.value("x", [2, 5, 6])
+    agree(s.build(x, s.lstm(x, 8, hybrid=True, **options)), frames([2, 5, 6], False, runs=3), tmp_path)
+
+
+def test_hybrid_lstm_with_a_projection_is_refused(tmp_path):
+    s = Stream(False)
+    x = s.value("x", [1, 3, 4])
+    path = tmp_path / "model.tflite"
+    path.write_bytes(s.build(x, s.lstm(x, 4, projection=2, hybrid=True)))
+    with pytest.raises(CglowError, match="hybrid LSTM .* a projection is not supported"):
+        cglow.compile_model(path)
 
 
 @pytest.mark.parametrize("options", [
