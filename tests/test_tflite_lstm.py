@@ -57,6 +57,20 @@ def test_hybrid_lstm_with_a_projection_is_refused(tmp_path):
         cglow.compile_model(path)
 
 
+@pytest.mark.parametrize("kind", ["int8", "hybrid"])
+def test_steps_share_their_constants(kind, tmp_path):
+    """The unrolled steps read one copy of the constants their kernels take (the weights' sums and scales): the
+    flash does not grow with the sequence."""
+    weights = []
+    for steps in (1, 6):
+        s = Stream(kind == "int8", seed=8)
+        x = s.value("x", [1, steps, 6], scale=0.04, zero=7)
+        path = tmp_path / f"{kind}{steps}.tflite"
+        path.write_bytes(s.build(x, s.lstm8(x, 8) if kind == "int8" else s.lstm(x, 8, hybrid=True, asymmetric=True)))
+        weights.append(cglow.compile_model(path).weights_bytes)
+    assert weights[0] == weights[1]
+
+
 @pytest.mark.parametrize("options", [
     dict(), dict(hidden_zero=0), dict(cifg=True), dict(cell_clip=0.4), dict(time_major=True)],
     ids=lambda o: ",".join(f"{k}={v}" for k, v in o.items()) or "plain")

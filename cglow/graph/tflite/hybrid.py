@@ -63,17 +63,18 @@ def _bias(b: Build, channels: int) -> list[str]:
 def dense(b: Build, rows: str, weights: np.ndarray) -> str:
     """The HybridGemm of rows [M, K] (float32) with weights [N, K]: its output [M, N] before the activation."""
     n = weights.shape[0]
-    return gemm(b, rows, weights, weight_scales(b, n, 0, b.quant(1).scale.size > 1), _bias(b, n))
+    scales = weight_scales(b, n, 0, b.quant(1).scale.size > 1)
+    return gemm(b, rows, b.const("weights", weights), scales, _bias(b, n))
 
 
-def gemm(b: Build, rows: str, weights: np.ndarray, scales: np.ndarray, bias: list[str]) -> str:
-    """The HybridGemm of rows [M, K] (float32) with int8 weights [N, K] of these scales (one, or one per row of
-    the weights), plus the bias if given: [M, N]. The rows are quantized as the operator's
+def gemm(b: Build, rows: str, weights: str, scales: np.ndarray, bias: list[str]) -> str:
+    """The HybridGemm of rows [M, K] (float32) with the constant int8 weights [N, K] of these scales (one, or one
+    per row of the weights), plus the bias if given: [M, N]. The rows are quantized as the operator's
     asymmetric_quantize_inputs says."""
     attrs = {"w_scales": tuple(float(s) for s in scales), "weights_first": 0,
              "asymmetric": int(bool(b.option("AsymmetricQuantizeInputs")))}
-    return b.add("HybridGemm", [rows, b.const("weights", weights)] + bias, attrs,
-                 out_type=TensorType(F32, (b.types[rows].shape[0], weights.shape[0])))
+    return b.add("HybridGemm", [rows, weights] + bias, attrs,
+                 out_type=TensorType(F32, (b.types[rows].shape[0], b.types[weights].shape[0])))
 
 
 def conv(b: Build, x: str, weights: np.ndarray, attrs: dict, out_type: TensorType) -> str:

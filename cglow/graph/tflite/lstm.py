@@ -67,14 +67,16 @@ class _Cell:
                 raise CglowError(f"{b.op.describe()}: a gate's weights are {list(part.shape)}, expected {list(shape)}")
         return np.concatenate(parts) if columns and self.hybrid else np.concatenate(parts).astype(np.float32)
 
-    def _weights(self, first: int, columns: int, name: str) -> tuple[np.ndarray, np.ndarray | None]:
-        """The gates' stacked weights, and in a hybrid LSTM the scale of each row (its gate's)."""
+    def _weights(self, first: int, columns: int, name: str) -> tuple[str, np.ndarray | None]:
+        """The gates' stacked weights (a constant every step reads), and in a hybrid LSTM the scale of each row (its
+        gate's)."""
+        weights = self.b.const(name, self._stacked(first, columns))
         if not self.hybrid:
-            return self.b.const(name, self._stacked(first, columns)), None
+            return weights, None
         scales = [hybrid.weight_scales(self.b, self.cells, 0, False, first + GATES.index(g)) for g in self.gates]
         if any(s.size != 1 for s in scales):
             raise CglowError(f"{self.b.op.describe()}: LiteRT's hybrid LSTM takes one scale for each gate's weights")
-        return self._stacked(first, columns), np.repeat(np.concatenate(scales), self.cells)
+        return weights, np.repeat(np.concatenate(scales), self.cells)
 
     def _product(self, x: str, weights, bias: list[str]) -> str:
         """x [batch, columns] times the stacked weights transposed, plus the bias if given: a Gemm, or LiteRT's
