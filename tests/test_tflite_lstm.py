@@ -37,6 +37,14 @@ def test_float_lstm(options, tmp_path):
     agree(s.build(x, s.lstm(x, 4, **options)), frames(shape, False, runs=3), tmp_path)
 
 
+def test_states_a_dequantize_writes_carry_over(tmp_path):
+    """TensorFlow's converter writes a float16 file's LSTM states as DEQUANTIZE outputs of float16 zeros: LiteRT
+    dequantizes them at the first run only, and the states carry over from run to run."""
+    s = Stream(False, seed=9)
+    x = s.value("x", [1, 4, 3])
+    agree(s.build(x, s.lstm(x, 5, f16_states=True)), frames([1, 4, 3], False, runs=3), tmp_path)
+
+
 @pytest.mark.parametrize("options", [
     dict(), dict(asymmetric=True), dict(asymmetric=True, cifg=True, layer_norm=True, cell_clip=0.6)],
     ids=lambda o: ",".join(f"{k}={v}" for k, v in o.items()) or "plain")

@@ -102,7 +102,9 @@ def _dequantize(b: Build, op) -> None:
 
 
 def _float16(b: Build, op) -> None:
-    """A float16 constant (weights stored at half size) widened to float32 now: its output is that constant."""
+    """A float16 constant (weights stored at half size) widened to float32 now: its output is that constant. Into a
+    variable tensor, zeros are the state's value before the first run (LiteRT dequantizes a constant once, and the
+    operators after update the state from run to run)."""
     t = b.tensor(0)
     if t.data is None:
         raise CglowError(f"{op.describe()}: '{t.name}' is a float16 activation; cglow computes in float32 and reads "
@@ -112,5 +114,10 @@ def _float16(b: Build, op) -> None:
         raise CglowError(f"{op.describe()}: the file declares its output '{out.name}' "
                          f"{TensorType(out.dtype, out.shape)}, the float16 constant widens to "
                          f"{TensorType(np.dtype(np.float32), t.shape)}")
+    if out.variable:  # a state's first value (an LSTM's, in a converted float16 file): its state starts at zero
+        if np.any(t.data):
+            raise CglowError(f"{op.describe()}: the variable tensor '{out.name}' starts at non-zero values; cglow "
+                             f"starts every variable at zero, as LiteRT resets it")
+        return
     b.consts[b.out()] = t.data.astype(np.float32)
     b.types[b.out()] = TensorType(np.dtype(np.float32), t.shape)
