@@ -2,16 +2,15 @@
 them with TensorFlow 2.21 from Keras models of seeded weights, float32, full-integer with int8 or float inputs and
 outputs, dynamic range and float16 weights): each compiled by cglow and run twice on seeded inputs against one
 LiteRT interpreter's reference kernels (the LSTM keyword spotter keeps its state from one run to the next), int8
-outputs to the bit and float ones within cglow check's tolerance, in an arena no larger than measured."""
+outputs to the bit and float ones within cglow check's tolerance, in an arena no larger than measured. An 8-bit
+TILE (Keras 3's UpSampling2D) runs on the reference kernels as cglow check runs it (model_file.reference_model)."""
 from __future__ import annotations
 
 import os
 from pathlib import Path
-import struct
 
 import numpy as np
 import pytest
-import tflite
 
 if os.environ.get("CI") == "true":
     import ai_edge_litert  # noqa: F401  (in CI a missing LiteRT is a failure, not a skip)
@@ -19,6 +18,7 @@ else:
     pytest.importorskip("ai_edge_litert")
 
 import cglow
+from cglow.model_file import reference_model
 from cglow.reference import TOLERANCE, rel_error, seeded_inputs
 from tests.tflite_file import run_litert_sequence
 
@@ -40,21 +40,6 @@ MEASURED = {
     "resnet8_dynamic": (67584, 28072), "resnet8_f16": (67584, 79144), "resnet8_float": (67584, 79144),
     "resnet8_int8": (16896, 21210), "resnet8_int8_fio": (16896, 21210),
 }
-REF_TILE_VERSION = 2  # the newest TILE that LiteRT 2.3's reference resolver registers
-
-
-def reference_model(data: bytes) -> bytes:
-    """The file as LiteRT's reference resolver takes it. TensorFlow 2.21 writes an 8-bit TILE (Keras 3's
-    UpSampling2D) as version 3, which LiteRT 2.3 registers with its default kernels only; both resolvers register
-    the same TILE kernel, so the file says version 2 here."""
-    model, patched = tflite.Model.GetRootAs(data, 0), bytearray(data)
-    for i in range(model.OperatorCodesLength()):
-        code = model.OperatorCodes(i)
-        if code.BuiltinCode() == tflite.BuiltinOperator.TILE and code.Version() > REF_TILE_VERSION:
-            struct.pack_into("<i", patched, code._tab.Pos + code._tab.Offset(8), REF_TILE_VERSION)  # the version
-    return bytes(patched)
-
-
 def test_every_file_is_measured():
     assert sorted(p.stem for p in FIXTURES.glob("*.tflite")) == sorted(MEASURED)
 
