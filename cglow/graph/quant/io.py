@@ -3,9 +3,10 @@
 Two forms: a float graph input read only by QuantizeLinear nodes (with one set of parameters) takes their
 integers directly, and a float graph output made by a DequantizeLinear gives its integers (quantized_io,
 after the graph passes); an 8-bit graph input read only by DequantizeLinear nodes, or an 8-bit graph output
-made by a QuantizeLinear, is already integer and takes their parameters (integer_io, before the passes,
-which fold those nodes into integer ops). With float I/O (Options.float_io) the first form keeps its
-conversions, and the second gets them (float_io): either way they run inside net_run."""
+made by a QuantizeLinear (either through data-movement ops, as tf2onnx's Transpose to NCHW), is already
+integer and takes their parameters (integer_io, before the passes, which fold those nodes into integer ops).
+With float I/O (Options.float_io) the first form keeps its conversions, and the second gets them (float_io):
+either way they run inside net_run."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -14,6 +15,7 @@ import numpy as np
 
 from ..edit import Site
 from ..ir import Graph, Node, TensorType
+from .fold import MOVEMENT
 from .params import QParams, qparams
 
 
@@ -64,19 +66,46 @@ def _eight_bit(p: QParams | None) -> bool:
     return p is not None and p.per_tensor and p.dtype.itemsize == 1 and p.dtype.kind in "iu"
 
 
+def _moves(node: Node | None) -> bool:
+    """A data-movement op with one output (not Concat, which mixes its inputs' values)."""
+    return node is not None and node.op in MOVEMENT and node.op != "Concat" and \
+        len([o for o in node.outputs if o]) == 1
+
+
+def _readers_past_movement(site: Site, name: str) -> list[tuple[Node, str]]:
+    """The nodes that read the value, each with the value it reads, past the data-movement ops that take it
+    as their data (tf2onnx turns an NHWC input into NCHW by a Transpose or Reshape, then dequantizes)."""
+    found = []
+    for r in site.readers.get(name, []):
+        if _moves(r) and r.inputs[0] == name and name not in r.inputs[1:] and r.outputs[0] not in site.graph.outputs:
+            found += _readers_past_movement(site, r.outputs[0])
+        else:
+            found.append((r, name))
+    return found
+
+
+def _producer_past_movement(site: Site, name: str) -> Node | None:
+    """The node that computes the value, before the data-movement ops that only move it."""
+    node = site.producer.get(name)
+    while _moves(node):
+        node = site.producer.get(node.inputs[0])
+    return node
+
+
 def integer_io(graph: Graph) -> Graph:
     """The parameters of 8-bit graph inputs read only by DequantizeLinear nodes (all with the same ones) and
     of 8-bit graph outputs written by a QuantizeLinear, in io_quant (tf2onnx writes a fully-integer TFLite
-    model's inputs and outputs so)."""
+    model's inputs and outputs so), data-movement ops between them and the graph's input or output allowed."""
     site = Site(graph)
     quant = dict(graph.io_quant)
     for name in graph.inputs:
-        readers = site.readers.get(name, [])
-        params = [qparams(site, r) if r.op == "DequantizeLinear" and r.inputs[0] == name else None for r in readers]
+        readers = _readers_past_movement(site, name)
+        params = [qparams(site, r) if r.op == "DequantizeLinear" and r.inputs[0] == value else None
+                  for r, value in readers]
         if readers and name not in graph.outputs and all(_eight_bit(p) and p.same(params[0]) for p in params):
             quant[name] = (float(params[0].scale[0]), int(params[0].zero[0]))
     for name in graph.outputs:
-        q = site.producer.get(name)
+        q = _producer_past_movement(site, name)
         p = qparams(site, q) if q is not None and q.op == "QuantizeLinear" else None
         if _eight_bit(p) and name not in graph.inputs:
             quant[name] = (float(p.scale[0]), int(p.zero[0]))

@@ -1,0 +1,80 @@
+"""What tf2onnx writes around the quantized layers of a fully-integer TFLite model, beyond the dense chain of
+test_quant_patterns.py, each on a small hand-built graph against onnxruntime: the NHWC int8 input moved to
+NCHW before it is dequantized."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import cglow
+from cglow.options import Options
+from tests.test_quant_patterns import float_kernels, steps_off
+from tests.util import ort_run
+
+pytest.importorskip("onnxruntime")
+
+
+class Builder:
+    """Nodes and initializers of a hand-built int8 graph."""
+
+    def __init__(self, seed: int = 0):
+        self.rng = np.random.default_rng(seed)
+        self.nodes, self.inits = [], []
+
+    def const(self, name: str, value) -> str:
+        self.inits.append(numpy_helper.from_array(np.asarray(value), name))
+        return name
+
+    def node(self, op: str, inputs, output: str, **attrs) -> str:
+        self.nodes.append(helper.make_node(op, list(inputs), [output], name=output, **attrs))
+        return output
+
+    def dq(self, x: str, scale: float, zero: int, name: str) -> str:
+        return self.node("DequantizeLinear", [x, self.const(f"{name}/scale", np.float32(scale)),
+                                              self.const(f"{name}/zero", np.int8(zero))], name)
+
+    def q(self, x: str, scale: float, zero: int, name: str) -> str:
+        return self.node("QuantizeLinear", [x, self.const(f"{name}/scale", np.float32(scale)),
+                                            self.const(f"{name}/zero", np.int8(zero))], name)
+
+    def weights(self, name: str, shape, axis: int) -> str:
+        """int8 weights dequantized per channel along `axis`, as tf2onnx writes them."""
+        n = shape[axis]
+        w = self.const(f"{name}/q", self.rng.integers(-127, 128, shape).astype(np.int8))
+        scale = self.const(f"{name}/scale", self.rng.uniform(0.004, 0.02, n).astype(np.float32))
+        return self.node("DequantizeLinear", [w, scale, self.const(f"{name}/zero", np.zeros(n, np.int8))], name,
+                         axis=axis)
+
+    def model(self, input_shape, output_shape, opset: int = 13):
+        graph = helper.make_graph(self.nodes, "tf2onnx",
+                                  [helper.make_tensor_value_info("input", TensorProto.INT8, input_shape)],
+                                  [helper.make_tensor_value_info("output", TensorProto.INT8, output_shape)],
+                                  self.inits)
+        return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=8)
+
+
+def nhwc_conv(g: Builder, x: str, m: int) -> str:
+    """Conv (per-channel weights, no bias) -> Relu -> QuantizeLinear on dequantized NCHW values."""
+    c = 2
+    conv = g.node("Conv", [x, g.weights("w", (m, c, 3, 3), 0)], "conv", pads=[1, 1, 1, 1])
+    return g.q(g.node("Relu", [conv], "relu"), 0.05, -128, "y")
+
+
+def test_int8_io_through_transpose_takes_the_parameters_of_its_dequantize_and_quantize():
+    """An NHWC int8 input that a Transpose moves to NCHW before its DequantizeLinear, an output that one moves
+    back after its QuantizeLinear: the header has their scales and zero points, and with float_io the C takes
+    and gives floats, within a step of onnxruntime on the same values quantized."""
+    g = Builder()
+    x = g.dq(g.node("Transpose", ["input"], "nchw", perm=[0, 3, 1, 2]), 0.03, 5, "x")
+    g.node("Transpose", [nhwc_conv(g, x, 3)], "output", perm=[0, 2, 3, 1])
+    model = g.model([1, 5, 5, 2], [1, 5, 5, 3])
+    compiled = cglow.compile_model(model)
+    (i,), (o,) = compiled.inputs, compiled.outputs
+    assert (i.scale, i.zero_point, o.scale, o.zero_point) == (np.float32(0.03), 5, np.float32(0.05), -128)
+    assert float_kernels(compiled) == [] and steps_off(model, compiled) <= 1
+    floats = cglow.build(cglow.compile_model(model, options=Options(float_io=True)))
+    real = np.random.default_rng(2).standard_normal((1, 5, 5, 2)).astype(np.float32)
+    (got,) = floats(real)
+    (want,) = ort_run(model, {"input": np.clip(np.rint(real / np.float32(0.03)) + 5, -128, 127).astype(np.int8)})
+    assert np.abs(got / np.float32(0.05) - 128 - want).max() <= 1 + 1e-4
