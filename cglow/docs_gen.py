@@ -23,6 +23,8 @@ INT8_FORMS = {  # graph/quant/fold.py's builder -> what the op becomes between D
     "_batchnorm": "integer per-channel requantization, a Relu or Clip after it is the clamp",
     "_table": "a 256-entry table computed at compile time",
     "_movement": "moves the 8-bit values (inputs of another scale or zero point requantized first)",
+    "int_softmax": "LiteRT's fixed-point kernel along the last axis, when the output's scale is 1/256 and its zero "
+                   "point the least value",
 }
 
 

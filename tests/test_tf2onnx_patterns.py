@@ -1,6 +1,6 @@
 """What tf2onnx writes around the quantized layers of a fully-integer TFLite model, beyond the dense chain of
 test_quant_patterns.py, each on a small hand-built graph against onnxruntime: the NHWC int8 input moved to
-NCHW before it is dequantized."""
+NCHW before it is dequantized, TFLite's 8-bit SOFTMAX."""
 from __future__ import annotations
 
 import numpy as np
@@ -78,3 +78,40 @@ def test_int8_io_through_transpose_takes_the_parameters_of_its_dequantize_and_qu
     (got,) = floats(real)
     (want,) = ort_run(model, {"input": np.clip(np.rint(real / np.float32(0.03)) + 5, -128, 127).astype(np.int8)})
     assert np.abs(got / np.float32(0.05) - 128 - want).max() <= 1 + 1e-4
+
+
+def softmax_model(dtype, out_scale: float, axis: int = -1, opset: int = 13):
+    """DequantizeLinear -> Softmax -> QuantizeLinear on [4, 10] 8-bit values (of type `dtype`), the output's
+    zero point the type's least value."""
+    proto = TensorProto.INT8 if dtype == np.int8 else TensorProto.UINT8
+    least = int(np.iinfo(dtype).min)
+    g = Builder()
+    x = g.node("DequantizeLinear", ["input", g.const("x_scale", np.float32(0.07)), g.const("x_zero", dtype(3))], "x")
+    soft = g.node("Softmax", [x], "softmax", axis=axis)
+    g.node("QuantizeLinear", [soft, g.const("y_scale", np.float32(out_scale)), g.const("y_zero", dtype(least))],
+           "output")
+    model = g.model([4, 10], [4, 10], opset)
+    model.graph.input[0].type.tensor_type.elem_type = model.graph.output[0].type.tensor_type.elem_type = proto
+    return model
+
+
+@pytest.mark.parametrize("dtype,axis,opset", [(np.int8, -1, 13), (np.uint8, 1, 13), (np.int8, 1, 11)])
+def test_softmax_between_dequantize_and_quantize_is_integer(dtype, axis, opset):
+    """tf2onnx's form of TFLite's 8-bit SOFTMAX (output scale 1/256, zero point the least value): IntSoftmax,
+    LiteRT's fixed-point kernel, within a step of onnxruntime's float softmax quantized."""
+    model = softmax_model(dtype, 1 / 256, axis, opset)
+    compiled = cglow.compile_model(model)
+    assert float_kernels(compiled) == []
+    net = cglow.build(compiled)
+    info = np.iinfo(dtype)
+    rng = np.random.default_rng(4)
+    x = rng.integers(info.min, info.max + 1, (64, 4, 10)).astype(dtype)
+    x[::2] = np.clip(x[::2] // 8 + 100, info.min, info.max)  # peaked rows besides flat ones
+    worst = max(int(np.abs(net(row)[0].astype(np.int64) - ort_run(model, {"input": row})[0]).max()) for row in x)
+    assert worst <= 1
+
+
+def test_softmax_to_another_scale_stays_in_float():
+    """An output scale other than LiteRT's 1/256 is not IntSoftmax's: the Softmax runs in float, named by info."""
+    compiled = cglow.compile_model(softmax_model(np.int8, 1 / 200))
+    assert "Reduce" in float_kernels(compiled)

@@ -7,7 +7,7 @@ a quantize map, exactly as the QDQ form specifies. Before that, a dequantize mov
 ops that read it (Reshape, Transpose...), so that the integers flow through them."""
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from fractions import Fraction
 import math
 
@@ -16,31 +16,14 @@ import numpy as np
 from ..edit import Site, rewrite_each
 from ..ir import Graph, Node
 from .affine import batchnorm_affine, integer_affine
-from .params import QParams, clamp_bounds, float32_multipliers, multipliers, narrow, qparams
+from .params import QParams, clamp_bounds, dequantized, float32_multipliers, multipliers, narrow, qparams
+from .softmax import int_softmax
 from .table import TABLE_OPS, table
 
 MOVEMENT = {"Reshape", "Flatten", "Transpose", "Squeeze", "Unsqueeze", "MaxPool", "Slice", "Expand", "Tile",
             "DepthToSpace", "SpaceToDepth", "Identity", "Concat", "Gather"}  # they only move values
 REQUANTIZED = {"Conv", "Gemm", "MatMul", "Add", "Mul", "BatchNormalization"}  # a Relu or Clip after them: a clamp
 ADD_BITS = 21  # IntAdd: the larger scale ratio is a factor in [2**21, 2**22]
-
-
-@dataclass(frozen=True)
-class Dequantized:
-    node: Node       # the DequantizeLinear
-    p: QParams
-
-    @property
-    def source(self) -> str:
-        return self.node.inputs[0]
-
-
-def dequantized(site: Site, name: str) -> Dequantized | None:
-    node = site.producer.get(name)
-    if node is None or node.op != "DequantizeLinear":
-        return None
-    p = qparams(site, node)
-    return None if p is None else Dequantized(node, p)
 
 
 def _real_const(site: Site, name: str) -> np.ndarray | None:
@@ -271,7 +254,7 @@ def _movement(b: _Build, op: Node, out: QParams, bounds) -> Node | None:
 
 BUILDERS = {"Conv": _conv, "Gemm": _gemm, "MatMul": _gemm, "Add": _binary, "Mul": _binary,
             "AveragePool": _average, "GlobalAveragePool": _average, "BatchNormalization": _batchnorm,
-            "DequantizeLinear": _table,
+            "Softmax": int_softmax, "DequantizeLinear": _table,
             **{op: _table for op in TABLE_OPS}, **{op: _movement for op in MOVEMENT}}
 
 

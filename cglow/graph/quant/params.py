@@ -49,6 +49,24 @@ def qparams(site: Site, node: Node) -> QParams | None:
     return QParams(scale.reshape(-1).astype(np.float64), zero, np.dtype(dtype), axis)
 
 
+@dataclass(frozen=True)
+class Dequantized:
+    node: Node       # the DequantizeLinear
+    p: QParams
+
+    @property
+    def source(self) -> str:
+        return self.node.inputs[0]
+
+
+def dequantized(site: Site, name: str) -> Dequantized | None:
+    node = site.producer.get(name)
+    if node is None or node.op != "DequantizeLinear":
+        return None
+    p = qparams(site, node)
+    return None if p is None else Dequantized(node, p)
+
+
 SHARED_BITS = 24  # the fewest significant bits a multiplier keeps when the factors of a layer share their shift
 SHIFT_STEP = 4    # a shared shift is a multiple of this where the multipliers keep SHARED_BITS bits
 
