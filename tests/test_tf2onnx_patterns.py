@@ -1,6 +1,6 @@
 """What tf2onnx writes around the quantized layers of a fully-integer TFLite model, beyond the dense chain of
 test_quant_patterns.py, each on a small hand-built graph against onnxruntime: the NHWC int8 input moved to
-NCHW before it is dequantized, TFLite's 8-bit SOFTMAX."""
+NCHW before it is dequantized, TFLite's 8-bit SOFTMAX and MEAN."""
 from __future__ import annotations
 
 import numpy as np
@@ -95,23 +95,49 @@ def softmax_model(dtype, out_scale: float, axis: int = -1, opset: int = 13):
     return model
 
 
-@pytest.mark.parametrize("dtype,axis,opset", [(np.int8, -1, 13), (np.uint8, 1, 13), (np.int8, 1, 11)])
-def test_softmax_between_dequantize_and_quantize_is_integer(dtype, axis, opset):
-    """tf2onnx's form of TFLite's 8-bit SOFTMAX (output scale 1/256, zero point the least value): IntSoftmax,
-    LiteRT's fixed-point kernel, within a step of onnxruntime's float softmax quantized."""
-    model = softmax_model(dtype, 1 / 256, axis, opset)
+@pytest.mark.parametrize("dtype,scale,axis,opset", [(np.int8, 1 / 256, -1, 13), (np.uint8, 1 / 256, 1, 13),
+                                                    (np.int8, 1 / 200, 1, 11)])
+def test_softmax_between_dequantize_and_quantize_is_integer(dtype, scale, axis, opset):
+    """tf2onnx's form of TFLite's 8-bit SOFTMAX (output scale 1/256, zero point the least value), or another
+    output scale: a table of exponentials, integer sums, the same steps as onnxruntime's float softmax
+    quantized, on flat rows and peaked ones."""
+    model = softmax_model(dtype, scale, axis, opset)
     compiled = cglow.compile_model(model)
     assert float_kernels(compiled) == []
     net = cglow.build(compiled)
     info = np.iinfo(dtype)
     rng = np.random.default_rng(4)
     x = rng.integers(info.min, info.max + 1, (64, 4, 10)).astype(dtype)
-    x[::2] = np.clip(x[::2] // 8 + 100, info.min, info.max)  # peaked rows besides flat ones
+    x[::2] = np.clip(x[::2] // 8 + 100, info.min, info.max)
     worst = max(int(np.abs(net(row)[0].astype(np.int64) - ort_run(model, {"input": row})[0]).max()) for row in x)
-    assert worst <= 1
+    assert worst == 0
 
 
-def test_softmax_to_another_scale_stays_in_float():
-    """An output scale other than LiteRT's 1/256 is not IntSoftmax's: the Softmax runs in float, named by info."""
-    compiled = cglow.compile_model(softmax_model(np.int8, 1 / 200))
+def test_softmax_along_another_axis_stays_in_float():
+    """A Softmax along the first axis has no integer form: it runs in float, named by info."""
+    compiled = cglow.compile_model(softmax_model(np.int8, 1 / 256, axis=0))
     assert "Reduce" in float_kernels(compiled)
+
+
+def mean_model(shape, axes, keepdims: int, opset: int = 13):
+    """DequantizeLinear -> ReduceMean -> QuantizeLinear on int8 values (axes an attribute before opset 18,
+    an input from it)."""
+    g = Builder()
+    x = g.dq("input", 0.05, -3, "x")
+    if opset >= 18:
+        mean = g.node("ReduceMean", [x, g.const("axes", np.array(axes, np.int64))], "mean", keepdims=keepdims)
+    else:
+        mean = g.node("ReduceMean", [x], "mean", axes=axes, keepdims=keepdims)
+    g.q(mean, 0.02, -10, "output")
+    out = [1 if a in [i % len(shape) for i in axes] else d for a, d in enumerate(shape)]
+    return g.model(list(shape), out if keepdims else [d for d, o in zip(shape, out) if o == d or d == 1], opset)
+
+
+@pytest.mark.parametrize("shape,axes,keepdims,opset", [((1, 28, 16), [1], 0, 13), ((1, 8, 5, 5), [2, 3], 1, 13),
+                                                       ((2, 6, 4), [-1, 0], 0, 18)])
+def test_reduce_mean_between_dequantize_and_quantize_is_integer(shape, axes, keepdims, opset):
+    """tf2onnx's form of TFLite's MEAN (a Conv1D network's global average pool: [N, T, C] averaged over T): an
+    IntAvgPool over the reduced axes, within a step of onnxruntime's float ReduceMean quantized."""
+    model = mean_model(shape, axes, keepdims, opset)
+    compiled = cglow.compile_model(model)
+    assert float_kernels(compiled) == [] and steps_off(model, compiled, inputs=8) <= 1

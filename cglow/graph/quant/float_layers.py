@@ -12,7 +12,7 @@ from .params import dequantized, qparams
 
 CONVERSIONS = {"QuantizeLinear", "DequantizeLinear"}
 FOLLOWERS = {"Add", "Relu", "Clip"}  # after a float layer, part of its group (its bias, its activation)
-INTEGER_OPS = {"IntConv", "IntGemm", "IntAdd", "IntMul", "IntAvgPool", "IntTable", "IntAffine", "IntSoftmax"}
+INTEGER_OPS = {"IntConv", "IntGemm", "IntAdd", "IntMul", "IntAvgPool", "IntTable", "IntAffine", "IntSoftmaxTable"}
 
 
 def _quantized(graph: Graph) -> bool:

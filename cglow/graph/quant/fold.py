@@ -14,9 +14,10 @@ import math
 import numpy as np
 
 from ..edit import Site, rewrite_each
-from ..ir import Graph, Node
+from ..ir import Graph, Node, TensorType
 from .affine import batchnorm_affine, integer_affine
-from .params import QParams, clamp_bounds, dequantized, float32_multipliers, multipliers, narrow, qparams
+from .params import QParams, clamp_bounds, dequantized, float32_multipliers, narrow, qparams, requant_attrs
+from .pool import int_average, int_mean
 from .softmax import int_softmax
 from .table import TABLE_OPS, table
 
@@ -42,20 +43,21 @@ def _real_const(site: Site, name: str) -> np.ndarray | None:
 
 
 class _Build:
-    """What a fold adds: new constants with fresh names."""
+    """What a fold adds: new constants and values, with fresh names."""
 
     def __init__(self, site: Site):
-        self.site, self.taken, self.consts = site, set(), {}
+        self.site, self.taken, self.consts, self.types = site, set(), {}, {}
 
     def const(self, base: str, data: np.ndarray) -> str:
         name = self.site.fresh(base, self.taken)
         self.consts[name] = data
         return name
 
-
-def _requant(out: QParams, real: np.ndarray, bounds: tuple[int, int]) -> dict:
-    mult, shift = multipliers(real, shared=True)
-    return dict(mult=mult, shift=shift, y_zero=int(out.zero[0]), lo=bounds[0], hi=bounds[1])
+    def value(self, base: str, type_: TensorType) -> str:
+        """A value that an added node computes."""
+        name = self.site.fresh(base, self.taken)
+        self.types[name] = type_
+        return name
 
 
 def _requant_float32(out: QParams, a_scale: float, b_scales: np.ndarray, bounds: tuple[int, int]) -> dict:
@@ -127,7 +129,7 @@ def _gemm(b: _Build, op: Node, out: QParams, bounds, added: np.ndarray | None = 
     if bias is None:
         return None
     requant = _requant_float32(out, a.p.scale[0], np.broadcast_to(bd.p.scale, (n,)), bounds) if alpha == 1 else \
-        _requant(out, acc_scale / out.scale[0], bounds)
+        requant_attrs(out, acc_scale / out.scale[0], bounds)
     attrs = {"transA": op.attr("transA", 0), "transB": trans_b, "a_zero": int(a.p.zero[0]), "b_zero": 0, **requant}
     if weights is None:
         right = bd.source
@@ -167,31 +169,10 @@ def _binary(b: _Build, op: Node, out: QParams, bounds) -> Node | None:
         if unit > 1:  # the requantized sum, up to 255 * 2**23 * unit, must fit in int32
             return None
         attrs.update(a_factor=round(ratios[0] / unit), b_factor=round(ratios[1] / unit),
-                     **_requant(out, np.array([float(unit)]), bounds))
+                     **requant_attrs(out, np.array([float(unit)]), bounds))
     else:
-        attrs.update(_requant(out, np.array([sa * sb / sy]), bounds))
+        attrs.update(requant_attrs(out, np.array([sa * sb / sy]), bounds))
     return Node(f"Int{op.op}", op.name, (x.source, y.source), (), attrs)
-
-
-def _average(b: _Build, op: Node, out: QParams, bounds) -> Node | None:
-    """GlobalAveragePool, or an AveragePool whose windows all lie inside the input (each the same count)."""
-    x = dequantized(b.site, op.inputs[0])
-    if x is None or not x.p.per_tensor:
-        return None
-    shape = b.site.shape(x.source)
-    if op.op == "GlobalAveragePool":
-        kernel, strides = shape[2:], (1,) * (len(shape) - 2)
-    else:
-        kernel = tuple(op.attr("kernel_shape"))
-        strides = tuple(op.attr("strides", (1,) * len(kernel)))
-        if any(op.attr("pads", (0,))) or op.attr("auto_pad", "NOTSET") not in ("NOTSET", "VALID") or \
-                any(d != 1 for d in op.attr("dilations", (1,))) or \
-                (op.attr("ceil_mode", 0) and any((n - k) % s for n, k, s in zip(shape[2:], kernel, strides))):
-            return None
-    count = int(np.prod(kernel))
-    attrs = {"kernel_shape": kernel, "strides": strides, "x_zero": int(x.p.zero[0]),
-             **_requant(out, np.array([x.p.scale[0] / out.scale[0] / count]), bounds)}
-    return Node("IntAvgPool", op.name, (x.source,), (), attrs)
 
 
 def _batchnorm(b: _Build, op: Node, out: QParams, bounds) -> Node | None:
@@ -209,7 +190,7 @@ def _batchnorm(b: _Build, op: Node, out: QParams, bounds) -> Node | None:
     info = np.iinfo(x.p.dtype)
     factor, offset, unit = integer_affine(*affine, x.p, out, max(zero - int(info.min), int(info.max) - zero))
     inputs = (x.source, b.const(f"{op.name}/factor", factor), b.const(f"{op.name}/offset", offset))
-    return Node("IntAffine", op.name, inputs, (), {"x_zero": zero, **_requant(out, unit, bounds)})
+    return Node("IntAffine", op.name, inputs, (), {"x_zero": zero, **requant_attrs(out, unit, bounds)})
 
 
 def _table(b: _Build, op: Node, out: QParams, bounds) -> Node | None:
@@ -243,7 +224,7 @@ def _movement(b: _Build, op: Node, out: QParams, bounds) -> Node | None:
         if not x.p.same(out):
             if op.op != "Concat" or x.p.dtype.itemsize != 1 or not x.p.per_tensor:
                 return None
-            rescaled = b.site.fresh(f"{op.inputs[i]}/requantized", b.taken)
+            rescaled = b.value(f"{op.inputs[i]}/requantized", replace(site.graph.types[x.source], dtype=out.dtype))
             extra.append(Node("IntTable", f"{op.name}/requantize{i}",
                               (x.source, b.const(f"{op.name}/table{i}", table(site, x.node, x.p, out))),
                               (rescaled,), {}))
@@ -253,8 +234,8 @@ def _movement(b: _Build, op: Node, out: QParams, bounds) -> Node | None:
 
 
 BUILDERS = {"Conv": _conv, "Gemm": _gemm, "MatMul": _gemm, "Add": _binary, "Mul": _binary,
-            "AveragePool": _average, "GlobalAveragePool": _average, "BatchNormalization": _batchnorm,
-            "Softmax": int_softmax, "DequantizeLinear": _table,
+            "AveragePool": int_average, "GlobalAveragePool": int_average, "ReduceMean": int_mean,
+            "BatchNormalization": _batchnorm, "Softmax": int_softmax, "DequantizeLinear": _table,
             **{op: _table for op in TABLE_OPS}, **{op: _movement for op in MOVEMENT}}
 
 
@@ -329,14 +310,8 @@ def _fold(site: Site, q: Node) -> Graph | None:
     node = replace(node, outputs=(q.outputs[0],))
     graph = site.rewritten([(d, None) for d in dropped if d.op != "DequantizeLinear"], b.consts)
     at = next(i for i, n in enumerate(graph.nodes) if n is q)  # after every input's producer, before q's readers
-    return _typed(graph.with_nodes(graph.nodes[:at] + tuple(extra) + (node,) + graph.nodes[at + 1:]), extra)
-
-
-def _typed(graph: Graph, extra: list[Node]) -> Graph:
-    types = dict(graph.types)
-    for node in extra:  # requantized copies: their source's shape, their table's (the output's) type
-        types[node.outputs[0]] = replace(graph.types[node.inputs[0]], dtype=graph.types[node.inputs[1]].dtype)
-    return replace(graph, types=types)
+    return graph.with_nodes(graph.nodes[:at] + tuple(extra) + (node,) + graph.nodes[at + 1:],
+                            types={**graph.types, **b.types})
 
 
 def _sink(site: Site, node: Node) -> Graph | None:

@@ -91,6 +91,12 @@ def multipliers(real: np.ndarray, shared: bool = False) -> tuple[np.ndarray, np.
     return mults, shifts
 
 
+def requant_attrs(out: QParams, real: np.ndarray, bounds: tuple[int, int]) -> dict:
+    """The attributes of a requantization by the positive factors `real` to the output's parameters, clamped."""
+    mult, shift = multipliers(real, shared=True)
+    return dict(mult=mult, shift=shift, y_zero=int(out.zero[0]), lo=bounds[0], hi=bounds[1])
+
+
 def _multipliers(real: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     mults, shifts = [], []
     for r in np.asarray(real, np.float64).reshape(-1):

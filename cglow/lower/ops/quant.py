@@ -20,10 +20,10 @@ from ..context import Context, lowering
 from ..literals import c_float, c_int, c_type
 from .nn import CHANNELS_LAST, _pixel_rows, _window_2d, as_2d
 
-# made by graph passes or the TFLite import only (IntSoftmax is lowered in int_softmax.py, HybridGemm and
-# HybridConv in hybrid.py, IntLogistic, IntTanh and IntLstmCell in tflite_lstm.py)
+# made by graph passes or the TFLite import only (IntSoftmax and IntSoftmaxTable are lowered in int_softmax.py,
+# HybridGemm and HybridConv in hybrid.py, IntLogistic, IntTanh and IntLstmCell in tflite_lstm.py)
 INTERNAL_OPS = ("IntConv", "IntGemm", "IntAdd", "IntMul", "IntAvgPool", "IntTable", "IntAffine", "IntSoftmax",
-                "IntBilinear", "HybridGemm", "HybridConv", "IntLogistic", "IntTanh", "IntLstmCell")
+                "IntSoftmaxTable", "IntBilinear", "HybridGemm", "HybridConv", "IntLogistic", "IntTanh", "IntLstmCell")
 I32 = np.dtype(np.int32)
 
 
