@@ -1,6 +1,7 @@
 """What tf2onnx writes around the quantized layers of a fully-integer TFLite model, beyond the dense chain of
 test_quant_patterns.py, each on a small hand-built graph against onnxruntime: the NHWC int8 input moved to
-NCHW before it is dequantized, TFLite's 8-bit SOFTMAX and MEAN."""
+NCHW before it is dequantized, TFLite's 8-bit SOFTMAX and MEAN, weights in TFLite's layout moved to ONNX's by
+a Transpose after their DequantizeLinear."""
 from __future__ import annotations
 
 import numpy as np
@@ -45,6 +46,14 @@ class Builder:
         scale = self.const(f"{name}/scale", self.rng.uniform(0.004, 0.02, n).astype(np.float32))
         return self.node("DequantizeLinear", [w, scale, self.const(f"{name}/zero", np.zeros(n, np.int8))], name,
                          axis=axis)
+
+    def bias(self, name: str, x_scale: float, weights: str) -> str:
+        """An int32 bias per channel at scale x_scale * the weights' scale, as tf2onnx writes it."""
+        scale = next(numpy_helper.to_array(t) for t in self.inits if t.name == f"{weights}/scale")
+        return self.node("DequantizeLinear", [
+            self.const(f"{name}/q", self.rng.integers(-500, 500, scale.size).astype(np.int32)),
+            self.const(f"{name}/scale", (np.float32(x_scale) * scale).astype(np.float32)),
+            self.const(f"{name}/zero", np.zeros(scale.size, np.int32))], name, axis=0)
 
     def model(self, input_shape, output_shape, opset: int = 13):
         graph = helper.make_graph(self.nodes, "tf2onnx",
@@ -141,3 +150,36 @@ def test_reduce_mean_between_dequantize_and_quantize_is_integer(shape, axes, kee
     model = mean_model(shape, axes, keepdims, opset)
     compiled = cglow.compile_model(model)
     assert float_kernels(compiled) == [] and steps_off(model, compiled, inputs=8) <= 1
+
+
+def transposed_weights_model(layer: str, shared: bool = False):
+    """A layer whose int8 weights reach it through DequantizeLinear (per output channel) -> Transpose, in
+    TFLite's layout: FULLY_CONNECTED's [N, K] to MatMul's [K, N] (then an int32 bias, Relu, QuantizeLinear),
+    or CONV_2D's OHWI to Conv's OIHW. `shared`: two dense layers read the same transposed weights."""
+    g = Builder(7)
+    x = g.dq("input", 0.03, 2, "x")
+    if layer == "conv":
+        w = g.node("Transpose", [g.weights("w", (4, 3, 3, 2), 0)], "w_oihw", perm=[0, 3, 1, 2])
+        g.q(g.node("Relu", [g.node("Conv", [x, w], "conv", pads=[1, 1, 1, 1])], "relu"), 0.05, -128, "output")
+        return g.model([1, 2, 5, 5], [1, 4, 5, 5])
+    w = g.node("Transpose", [g.weights("w", (16, 16), 0)], "w_kn", perm=[1, 0])
+    for i in range(2 if shared else 1):
+        if i:
+            x = g.dq("y0", 0.05, -128, "y_dq")
+        bias = g.bias(f"b{i}", 0.05 if i else 0.03, "w")
+        g.q(g.node("Relu", [g.node("Add", [g.node("MatMul", [x, w], f"mm{i}"), bias], f"add{i}")], f"relu{i}"),
+            0.05, -128, "output" if i == shared else f"y{i}")
+    return g.model([1, 16], [1, 16])
+
+
+@pytest.mark.parametrize("layer,shared", [("dense", False), ("dense", True), ("conv", False)])
+def test_weights_through_a_transpose_are_integer(layer, shared):
+    """DequantizeLinear -> Transpose -> MatMul or Conv (the per-channel axis moved by the Transpose): the
+    Transpose applied to the int8 weights at compile time, integer kernels only, one byte per weight (each
+    layer has its own copy of shared weights), within a step of onnxruntime."""
+    model = transposed_weights_model(layer, shared)
+    compiled = cglow.compile_model(model)
+    assert float_kernels(compiled) == [] and steps_off(model, compiled) <= 1
+    sizes = {t.name: int(np.prod(t.dims)) for t in model.graph.initializer}
+    weights = (1 + shared) * (sizes["w/q"] + 4 * 16 + 4 * 16)  # the int32 biases, 4-byte multipliers
+    assert compiled.weights_bytes <= weights

@@ -4,7 +4,8 @@ Each QuantizeLinear is the anchor. Its producer (through a Relu or Clip, which b
 clamp) is matched against the integer ops cglow has; the op's inputs must come from DequantizeLinear nodes
 with constant parameters. What does not match stays as it is: the float op runs between a dequantize and
 a quantize map, exactly as the QDQ form specifies. Before that, a dequantize moves past the data-movement
-ops that read it (Reshape, Transpose...), so that the integers flow through them."""
+ops that read it (Reshape, Transpose...), so that the integers flow through them, or, of constant weights,
+those ops apply to the integers at once (moved_weights.py)."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -16,6 +17,7 @@ import numpy as np
 from ..edit import Site, rewrite_each
 from ..ir import Graph, Node, TensorType
 from .affine import batchnorm_affine, integer_affine
+from .moved_weights import moved_weights
 from .params import QParams, clamp_bounds, dequantized, float32_multipliers, narrow, qparams, requant_attrs
 from .pool import int_average, int_mean
 from .softmax import int_softmax
@@ -316,8 +318,6 @@ def _fold(site: Site, q: Node) -> Graph | None:
 
 def _sink(site: Site, node: Node) -> Graph | None:
     """A per-tensor DequantizeLinear read only by a data-movement op (as its data) moves after it."""
-    if node.op not in MOVEMENT or node.op == "Concat" or len([o for o in node.outputs if o]) != 1:
-        return None
     d = dequantized(site, node.inputs[0])
     if d is None or not d.p.per_tensor or site.sole_reader(node.inputs[0]) is not node:
         return None
@@ -332,8 +332,15 @@ def _sink(site: Site, node: Node) -> Graph | None:
     return replace(graph.with_nodes(nodes), types=types)
 
 
+def _move(site: Site, node: Node) -> Graph | None:
+    """Integer weights moved now (moved_weights.py), else a dequantize moved after the op (_sink)."""
+    if node.op not in MOVEMENT or node.op == "Concat" or len([o for o in node.outputs if o]) != 1:
+        return None
+    return moved_weights(site, node) or _sink(site, node)
+
+
 def fold_qdq(graph: Graph) -> Graph:
-    return rewrite_each(rewrite_each(graph, _sink), _fold)
+    return rewrite_each(rewrite_each(graph, _move), _fold)
 
 
 def fold_dequantized_consts(graph: Graph) -> Graph:
