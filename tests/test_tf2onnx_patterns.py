@@ -1,7 +1,7 @@
 """What tf2onnx writes around the quantized layers of a fully-integer TFLite model, beyond the dense chain of
 test_quant_patterns.py, each on a small hand-built graph against onnxruntime: the NHWC int8 input moved to
 NCHW before it is dequantized, TFLite's 8-bit SOFTMAX and MEAN, weights in TFLite's layout moved to ONNX's by
-a Transpose after their DequantizeLinear."""
+a Transpose after their DequantizeLinear, and --dequantize's input conversion."""
 from __future__ import annotations
 
 import numpy as np
@@ -183,3 +183,21 @@ def test_weights_through_a_transpose_are_integer(layer, shared):
     sizes = {t.name: int(np.prod(t.dims)) for t in model.graph.initializer}
     weights = (1 + shared) * (sizes["w/q"] + 4 * 16 + 4 * 16)  # the int32 biases, 4-byte multipliers
     assert compiled.weights_bytes <= weights
+
+
+@pytest.mark.parametrize("zero", [2, 0])
+def test_dequantize_written_as_cast_sub_mul_gives_the_input_parameters(zero):
+    """tf2onnx's --dequantize writes the int8 input's DEQUANTIZE as Cast -> Sub (the zero point; none for 0)
+    -> Mul (the scale), the layers in float: a DequantizeLinear, whose parameters reach the header, and the
+    same outputs as onnxruntime."""
+    g = Builder(9)
+    x = g.node("Cast", ["input"], "cast", to=TensorProto.FLOAT)
+    if zero:
+        x = g.node("Sub", [x, g.const("zero", np.float32(zero))], "sub")
+    x = g.node("Mul", [g.const("scale", np.float32(0.03)), x], "mul")
+    y = g.node("MatMul", [x, g.const("w", g.rng.standard_normal((8, 4)).astype(np.float32))], "mm")
+    g.q(y, 0.02, 1, "output")
+    model = g.model([1, 8], [1, 4])
+    compiled = cglow.compile_model(model)
+    (i,) = compiled.inputs
+    assert (i.scale, i.zero_point) == (np.float32(0.03), zero) and steps_off(model, compiled) == 0
