@@ -7,7 +7,8 @@ import numpy as np
 
 from ..edit import Site
 from ..ir import Graph, Node
-from .fold import BIASED, BUILDERS, MOVEMENT, biased
+from .fold import BIASED, BUILDERS, biased
+from .movement import MOVEMENT
 from .params import dequantized, qparams
 
 CONVERSIONS = {"QuantizeLinear", "DequantizeLinear"}

@@ -18,13 +18,12 @@ from ..edit import Site, rewrite_each
 from ..ir import Graph, Node, TensorType
 from .affine import batchnorm_affine, integer_affine
 from .moved_weights import moved_weights
+from .movement import MOVEMENT, moves
 from .params import QParams, clamp_bounds, dequantized, float32_multipliers, narrow, qparams, requant_attrs
 from .pool import int_average, int_mean
 from .softmax import int_softmax
 from .table import TABLE_OPS, table
 
-MOVEMENT = {"Reshape", "Flatten", "Transpose", "Squeeze", "Unsqueeze", "MaxPool", "Slice", "Expand", "Tile",
-            "DepthToSpace", "SpaceToDepth", "Identity", "Concat", "Gather"}  # they only move values
 REQUANTIZED = {"Conv", "Gemm", "MatMul", "Add", "Mul", "BatchNormalization"}  # a Relu or Clip after them: a clamp
 ADD_BITS = 21  # IntAdd: the larger scale ratio is a factor in [2**21, 2**22]
 
@@ -334,7 +333,7 @@ def _sink(site: Site, node: Node) -> Graph | None:
 
 def _move(site: Site, node: Node) -> Graph | None:
     """Integer weights moved now (moved_weights.py), else a dequantize moved after the op (_sink)."""
-    if node.op not in MOVEMENT or node.op == "Concat" or len([o for o in node.outputs if o]) != 1:
+    if not moves(node):
         return None
     return moved_weights(site, node) or _sink(site, node)
 

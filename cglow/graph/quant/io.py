@@ -16,7 +16,7 @@ import numpy as np
 
 from ..edit import Site, rewrite_each
 from ..ir import Graph, Node, TensorType
-from .fold import MOVEMENT
+from .movement import chain_before, readers_past
 from .params import QParams, qparams
 
 
@@ -67,32 +67,6 @@ def _eight_bit(p: QParams | None) -> bool:
     return p is not None and p.per_tensor and p.dtype.itemsize == 1 and p.dtype.kind in "iu"
 
 
-def _moves(node: Node | None) -> bool:
-    """A data-movement op with one output (not Concat, which mixes its inputs' values)."""
-    return node is not None and node.op in MOVEMENT and node.op != "Concat" and \
-        len([o for o in node.outputs if o]) == 1
-
-
-def _readers_past_movement(site: Site, name: str) -> list[tuple[Node, str]]:
-    """The nodes that read the value, each with the value it reads, past the data-movement ops that take it
-    as their data (tf2onnx turns an NHWC input into NCHW by a Transpose or Reshape, then dequantizes)."""
-    found = []
-    for r in site.readers.get(name, []):
-        if _moves(r) and r.inputs[0] == name and name not in r.inputs[1:] and r.outputs[0] not in site.graph.outputs:
-            found += _readers_past_movement(site, r.outputs[0])
-        else:
-            found.append((r, name))
-    return found
-
-
-def _producer_past_movement(site: Site, name: str) -> Node | None:
-    """The node that computes the value, before the data-movement ops that only move it."""
-    node = site.producer.get(name)
-    while _moves(node):
-        node = site.producer.get(node.inputs[0])
-    return node
-
-
 def _scalar(site: Site, name: str) -> float | None:
     value = site.const(name)
     return float(value.reshape(-1)[0]) if value is not None and value.size == 1 else None
@@ -138,13 +112,13 @@ def integer_io(graph: Graph) -> Graph:
     site = Site(graph)
     quant = dict(graph.io_quant)
     for name in graph.inputs:
-        readers = _readers_past_movement(site, name)
+        readers = readers_past(site, name)
         params = [qparams(site, r) if r.op == "DequantizeLinear" and r.inputs[0] == value else None
                   for r, value in readers]
         if readers and name not in graph.outputs and all(_eight_bit(p) and p.same(params[0]) for p in params):
             quant[name] = (float(params[0].scale[0]), int(params[0].zero[0]))
     for name in graph.outputs:
-        q = _producer_past_movement(site, name)
+        q = chain_before(site, name)[0]
         p = qparams(site, q) if q is not None and q.op == "QuantizeLinear" else None
         if _eight_bit(p) and name not in graph.inputs:
             quant[name] = (float(p.scale[0]), int(p.zero[0]))
