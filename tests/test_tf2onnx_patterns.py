@@ -1,7 +1,8 @@
 """What tf2onnx writes around the quantized layers of a fully-integer TFLite model, beyond the dense chain of
 test_quant_patterns.py, each on a small hand-built graph against onnxruntime: the NHWC int8 input moved to
 NCHW before it is dequantized, TFLite's 8-bit SOFTMAX and MEAN, weights in TFLite's layout moved to ONNX's by
-a Transpose after their DequantizeLinear, and --dequantize's input conversion."""
+a Transpose after their DequantizeLinear, --dequantize's input conversion, and the requantization between a
+uint8 input or output and the int8 layers."""
 from __future__ import annotations
 
 import numpy as np
@@ -201,3 +202,39 @@ def test_dequantize_written_as_cast_sub_mul_gives_the_input_parameters(zero):
     compiled = cglow.compile_model(model)
     (i,) = compiled.inputs
     assert (i.scale, i.zero_point) == (np.float32(0.03), zero) and steps_off(model, compiled) == 0
+
+
+def uint8_io_model(int8_zero: int):
+    """A uint8 NHWC input requantized to int8 (DequantizeLinear -> QuantizeLinear, zero point 126 to
+    `int8_zero`, the same scale), moved to NCHW, a Conv, and its int8 output requantized to uint8 the same way:
+    the TFLite converter's uint8 I/O as tf2onnx writes it."""
+    g = Builder(11)
+
+    def requantized(x: str, name: str, scale: float, zeros, dtypes) -> str:
+        real = g.node("DequantizeLinear", [x, g.const(f"{name}/s", np.float32(scale)),
+                                           g.const(f"{name}/z0", dtypes[0](zeros[0]))], f"{name}/real")
+        return g.node("QuantizeLinear", [real, f"{name}/s", g.const(f"{name}/z1", dtypes[1](zeros[1]))], name)
+
+    x = requantized("input", "in_q", 0.03, (126, int8_zero), (np.uint8, np.int8))
+    x = g.dq(g.node("Transpose", [x], "nchw", perm=[0, 3, 1, 2]), 0.03, int8_zero, "x")
+    requantized(nhwc_conv(g, x, 3), "output", 0.05, (-128, 0), (np.int8, np.uint8))
+    model = g.model([1, 5, 5, 2], [1, 3, 5, 5])
+    for value in (*model.graph.input, *model.graph.output):
+        value.type.tensor_type.elem_type = TensorProto.UINT8
+    return model
+
+
+@pytest.mark.parametrize("int8_zero", [-2, 0])
+def test_uint8_io_requantized_to_int8_by_a_zero_point_shift_folds_away(int8_zero):
+    """A requantization that only moves the zero point by 128 (uint8 to int8 and back) is no kernel: the
+    Conv reads the uint8 input and writes the uint8 output, as exact as before. One that would clamp (126 to
+    0) stays a table."""
+    model = uint8_io_model(int8_zero)
+    compiled = cglow.compile_model(model)
+    kernels = [type(i).__name__ for i in compiled.program.instrs]
+    assert kernels == (["Conv"] if int8_zero == -2 else ["Gather", "Conv"]) and float_kernels(compiled) == []
+    assert [(t.dtype, t.zero_point) for t in compiled.inputs + compiled.outputs] == [(np.uint8, 126), (np.uint8, 0)]
+    net = cglow.build(compiled)
+    for x in np.random.default_rng(3).integers(0, 256, (4, 1, 5, 5, 2)).astype(np.uint8):
+        (got,), (want,) = net(x), ort_run(model, {"input": x})
+        assert np.array_equal(got, want)

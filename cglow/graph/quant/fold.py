@@ -21,6 +21,7 @@ from .moved_weights import moved_weights
 from .movement import MOVEMENT, moves
 from .params import QParams, clamp_bounds, dequantized, float32_multipliers, narrow, qparams, requant_attrs
 from .pool import int_average, int_mean
+from .shifted import unshifted
 from .softmax import int_softmax
 from .table import TABLE_OPS, table
 
@@ -339,7 +340,7 @@ def _move(site: Site, node: Node) -> Graph | None:
 
 
 def fold_qdq(graph: Graph) -> Graph:
-    return rewrite_each(rewrite_each(graph, _move), _fold)
+    return rewrite_each(rewrite_each(rewrite_each(graph, unshifted), _move), _fold)
 
 
 def fold_dequantized_consts(graph: Graph) -> Graph:
