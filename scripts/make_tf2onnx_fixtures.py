@@ -12,6 +12,7 @@ and a residual add, and a Conv1D classifier of [64, 3] sensor frames with a glob
   opset 13; the TFLite file itself is not kept: its batch is symbolic, which cglow's TFLite import does
   not take);
 - NAME_int8_dequantized.onnx: the same with --dequantize (float weights and activations);
+- NAME_uint8.onnx (conv_net): the TFLite file with uint8 input and output (int8 inside) through tf2onnx;
 - NAME_float.onnx: the float Keras model through tf2onnx.convert.from_keras (a symbolic batch).
 The same TensorFlow and tf2onnx versions write the same bytes again (seeds everywhere, and one Python hash
 seed, which tf2onnx's value names depend on)."""
@@ -114,9 +115,10 @@ def conv1d() -> tf.keras.Model:
 
 
 MODELS = {"autoencoder": (autoencoder, 1), "ds_cnn": (ds_cnn, 2), "conv_net": (conv_net, 3), "conv1d": (conv1d, 4)}
+UINT8_IO = {"conv_net"}  # an image's pixels
 
 
-def int8_tflite(model: tf.keras.Model, seed: int) -> bytes:
+def int8_tflite(model: tf.keras.Model, seed: int, io_type=tf.int8) -> bytes:
     rng = np.random.default_rng(seed + 100)
     shape = (1,) + tuple(model.inputs[0].shape[1:])
 
@@ -128,8 +130,8 @@ def int8_tflite(model: tf.keras.Model, seed: int) -> bytes:
     converter.optimizations = [tf.lite.Optimize.DEFAULT]
     converter.representative_dataset = representative
     converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
-    converter.inference_input_type = tf.int8
-    converter.inference_output_type = tf.int8
+    converter.inference_input_type = io_type
+    converter.inference_output_type = io_type
     return converter.convert()
 
 
@@ -154,6 +156,9 @@ def main() -> None:
             tflite.write_bytes(int8_tflite(model, seed))
             from_tflite(tflite, args.out / f"{name}_int8.onnx", dequantize=False)
             from_tflite(tflite, args.out / f"{name}_int8_dequantized.onnx", dequantize=True)
+            if name in UINT8_IO:
+                tflite.write_bytes(int8_tflite(model, seed, tf.uint8))
+                from_tflite(tflite, args.out / f"{name}_uint8.onnx", dequantize=False)
         spec = (tf.TensorSpec((None,) + tuple(model.inputs[0].shape[1:]), tf.float32, name="input"),)
         tf2onnx.convert.from_keras(model, input_signature=spec, opset=OPSET,
                                    output_path=str(args.out / f"{name}_float.onnx"))
