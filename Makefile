@@ -28,7 +28,7 @@ bench-mcu: install-test
 bench-memory: install-test
 	$(PYTHON) scripts/bench_memory.py
 
-compilers: install-test  # the zoo under every compiler and level of cglow/matrix.py
+compilers: install-test  # the zoo under every compiler and level of cglow/tools/matrix.py
 	$(PYTHON) scripts/compiler_matrix.py
 
 size: install-test

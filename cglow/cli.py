@@ -57,8 +57,8 @@ def parse_flags(text: str) -> tuple[str, ...]:
 
 def cmd_emit(args: argparse.Namespace) -> None:
     from .compiler import compile_model
-    from .dump_ir import IRDump
-    from .progress import Progress
+    from .tools.dump_ir import IRDump
+    from .tools.progress import Progress
     from .stages import Stages
     out = Path(args.output)
     if out.suffix != ".c":
@@ -89,8 +89,8 @@ def cmd_emit(args: argparse.Namespace) -> None:
         if weights:
             files[weights] = compiled.weights_blob
         if args.report:
-            from .memory import analyze
-            from .report import render_report
+            from .tools.memory import analyze
+            from .tools.report import render_report
             progress.start("report")
             files[Path(args.report)] = render_report(compiled, analyze(compiled), Path(args.model).name)
     if args.dump_ir:
@@ -164,20 +164,20 @@ def add_calibration_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_info(args: argparse.Namespace) -> int:
-    from .info import info_lines, model_info
+    from .tools.info import info_lines, model_info
     info = model_info(args.model, dict(args.shape or []), options_of(args))
     print(json.dumps(info, indent=2) if args.json else "\n".join(info_lines(info, args.target)))
     return 0 if info["supported"] else 1
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from .check import check_model
+    from .tools.check import check_model
     return check_model(args.model, dict(args.shape or []), options_of(args), args.input or [], args.seed, args.cc,
                        args.cflags or (), args.tolerance, args.max_steps, args.all_tensors)
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from .bench import bench_model
+    from .tools.bench import bench_model
     return bench_model(args.model, dict(args.shape or []), options_of(args), args.cc, args.cflags, args.samples,
                        args.sample_ms, args.warmup_ms, args.tolerance)
 
@@ -219,7 +219,7 @@ def options_of(args: argparse.Namespace) -> Options:
 
 
 def cmd_example(args: argparse.Namespace) -> None:
-    from .example import run_example
+    from .tools.example import run_example
     run_example(Path(args.dir), args.cc)
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 
 from cglow import zoo
-from cglow.memory import analyze_model
+from cglow.tools.memory import analyze_model
 from cglow.options import Options
 
 COLUMNS = ("naive floor", "schedule floor", "arena", "RAM", "RAM, I/O in arena")

@@ -17,7 +17,7 @@ from cglow.graph.registry import SHAPE_RULES, Args
 from cglow.instr.ir import Gemm
 from cglow.graph.passes import PIPELINE
 from cglow.compiler import import_graph
-from cglow.memory import model_graph
+from cglow.tools.memory import model_graph
 
 from .util import cglow_run, random_feeds, rel_error
 

@@ -14,7 +14,7 @@ import cglow
 from cglow import zoo
 from cglow.instr.liveness import floor
 from cglow.compiler import import_graph
-from cglow.memory import analyze_model, model_graph, naive_spans
+from cglow.tools.memory import analyze_model, model_graph, naive_spans
 
 from .test_cli import cglow_cmd, save, unsupported_model
 

@@ -16,10 +16,10 @@ import pytest
 import cglow
 from cglow import zoo
 from cglow.graph.onnx_import import import_model
-from cglow.graph_svg import BOX_H, COL_W, PAD, ROW_H, draw_graph
-from cglow.macs import macs
-from cglow.memory import analyze_model
-from cglow.report import layers
+from cglow.tools.graph_svg import BOX_H, COL_W, PAD, ROW_H, draw_graph
+from cglow.tools.macs import macs
+from cglow.tools.memory import analyze_model
+from cglow.tools.report import layers
 
 from .test_cli import cglow_cmd, save
 from .util import need_tool

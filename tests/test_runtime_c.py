@@ -12,7 +12,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from cglow.host import HOST_FLAGS, build_cached
+from cglow.tools.host import HOST_FLAGS, build_cached
 from cglow.lower.ops.quant import never_halfway, offset_fits
 from cglow.runtime_files import RUNTIME_C
 

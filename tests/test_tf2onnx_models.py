@@ -12,7 +12,7 @@ import pytest
 
 import cglow
 from cglow.errors import Notice
-from cglow.info import model_info
+from cglow.tools.info import model_info
 from tests.util import ort_run, rel_error
 
 pytest.importorskip("onnxruntime")

@@ -11,8 +11,10 @@ import re
 import numpy as np
 import pytest
 
-from cglow import check, cli
-from cglow.targets import TARGETS
+from cglow import cli
+
+from cglow.tools import check
+from cglow.tools.targets import TARGETS
 from tests.test_cli import cglow_cmd
 from tests.tflite_file import TFLiteWriter
 from tests.tflite_stream import svdf_spotter

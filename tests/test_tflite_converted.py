@@ -19,7 +19,7 @@ else:
 
 import cglow
 from cglow.model_file import reference_model
-from cglow.reference import TOLERANCE, rel_error, seeded_inputs
+from cglow.tools.reference import TOLERANCE, rel_error, seeded_inputs
 from tests.tflite_file import run_litert_sequence
 
 FIXTURES = Path(__file__).parent / "data" / "tflite"

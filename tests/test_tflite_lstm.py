@@ -20,7 +20,7 @@ else:
 import cglow
 from cglow.emit_c.emit import runtime_helpers
 from cglow.errors import CglowError
-from cglow.host import HOST_FLAGS, build_cached
+from cglow.tools.host import HOST_FLAGS, build_cached
 from tests import gemmlowp16
 from tests.tflite_stream import LSTM_FRAMES, Stream, agree, agree_under_qemu, frames, lstm_spotter
 

@@ -14,7 +14,7 @@ import numpy as np
 import onnx
 import pytest
 
-from cglow.host import STRICT_FLAGS
+from cglow.tools.host import STRICT_FLAGS
 
 from .small_cnn import calibration, small_cnn
 from .util import need_tool

@@ -7,9 +7,9 @@ from __future__ import annotations
 import numpy as np
 
 import cglow
-from cglow import cross, host
+from cglow.tools import cross, host
 from cglow.options import Options
-from cglow.targets import TARGETS
+from cglow.tools.targets import TARGETS
 from tests.tflite_file import TFLiteWriter, run_litert_sequence
 from tests.util import need_tool
 

@@ -15,13 +15,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 import onnx
 
-from .emit_c.emit import emit
-from .graph.ir import shape_text
-from .instr.ir import View
+from ..emit_c.emit import emit
+from ..graph.ir import shape_text
+from ..instr.ir import View
 from .reference import float_difference
 
 if TYPE_CHECKING:
-    from .compiler import CompiledModel
+    from ..compiler import CompiledModel
 
 
 @dataclass(frozen=True)

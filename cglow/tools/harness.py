@@ -3,7 +3,7 @@
 Used by the example job and the tests on the host. With `samples`, it is a host benchmark instead (POSIX
 clock_gettime; `cglow bench`, scripts/bench.py): warm-up, then samples of R runs each, the median printed as
 "us per run".
-Cross targets (cglow.cross) and `cglow check` use the bare-metal variant: no clock, no printf, outputs as hex
+Cross targets (cglow.tools.cross) and `cglow check` use the bare-metal variant: no clock, no printf, outputs as hex
 bit patterns, marker calls around net_run for an instruction counter, and a sequence of invocations for a
 streaming model."""
 from __future__ import annotations
@@ -12,12 +12,16 @@ from collections.abc import Collection, Sequence
 from pathlib import Path
 import subprocess
 
+import jinja2
 import numpy as np
 
 from ..c_text import c_array_lines, c_type
 from ..compiler import CompiledModel
 from ..errors import CglowError
-from .emit import ENV
+
+ENV = jinja2.Environment(loader=jinja2.PackageLoader("cglow.tools", "templates"), trim_blocks=True,
+                         lstrip_blocks=True, undefined=jinja2.StrictUndefined, autoescape=False,
+                         keep_trailing_newline=True)
 
 
 def harness_source(compiled: CompiledModel, inputs: list[np.ndarray], repeat: int = 1, samples: int = 0,
@@ -48,7 +52,7 @@ def baremetal_source(compiled: CompiledModel, inputs: list[np.ndarray], trace: b
     (a streaming model keeps its state from one invocation to the next; net_reset before the invocations whose
     numbers are in `resets`, the first 0), each call between instruction-counter marks and each invocation's
     outputs printed. With `trace`, it defines <prefix>_trace for the model's C emitted with tracing
-    (cglow.trace, `cglow check --all-tensors`)."""
+    (cglow.tools.trace, `cglow check --all-tensors`)."""
     if compiled.options.caller_arena or compiled.options.io_in_arena:
         raise CglowError("the bare-metal harness takes the default C API (no --caller-arena, no --io-in-arena)")
     if resets and not compiled.plan.state_bytes:

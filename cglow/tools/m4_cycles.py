@@ -1,4 +1,4 @@
-"""Estimated Cortex-M4 cycles of an executed path: each instruction of a recorded profile (cglow.tb_profile)
+"""Estimated Cortex-M4 cycles of an executed path: each instruction of a recorded profile (cglow.tools.tb_profile)
 charged what the Cortex-M4 Technical Reference Manual's timing tables (Table 3-1 and the FPU's
 instruction table) say it costs with zero memory wait states, including the rules that depend on the
 instruction before it.
@@ -217,7 +217,7 @@ def interval_estimate(code: Code, profile: Profile, interval: int) -> Estimate:
 
 
 def estimate(image: Path, target: Target, profile: Profile) -> Estimate:
-    """The estimated Cortex-M4 cycles of the net_run call of an image run with a profile (cglow.cross)."""
+    """The estimated Cortex-M4 cycles of the net_run call of an image run with a profile (cglow.tools.cross)."""
     code = Code(disassemble(image, f"{target.binutils}objdump", BASES), functions(image, target))
     for pairs in profile.pairs.values():
         for _, block in pairs:

@@ -1,6 +1,6 @@
 """Cross targets as data: a compiler with its machine and link flags, and the emulator that runs the image.
 
-A target is a preset, not code: cglow.cross builds every one the same way (the generated C and the
+A target is a preset, not code: cglow.tools.cross builds every one the same way (the generated C and the
 bare-metal harness, `cc -O2 <strict flags> <cflags> <sources> <ldflags>`) and runs `run` with the image
 in place of "{image}". Bare-metal presets link picolibc with semihosting start-up code (its output reaches
 the host through the emulator) and place code and constants in `flash_bytes` at `flash`, data and stack in
@@ -9,7 +9,7 @@ presets link a static program for QEMU's user mode and have no such limits (None
 
 `tiles` is the `cglow emit --target` preset (cglow/tiles.py) whose register tiles suit the target.
 `soft_double` says the target has no double-precision floating point in hardware: a double operation would
-link libgcc's software helpers, so a float model's image must contain none (cglow.cross.soft_double_helpers)."""
+link libgcc's software helpers, so a float model's image must contain none (cglow.tools.cross.soft_double_helpers)."""
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from .graph.ir import Graph
+from ..graph.ir import Graph
 
 BOX_W, BOX_H, COL_W, ROW_H, PAD = 176, 46, 196, 76, 16
 

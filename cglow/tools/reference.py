@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .errors import CglowError, reason
+from ..errors import CglowError, reason
 
 TOLERANCE = 1e-4  # a float output's largest difference from the reference over its scale (scale_of)
 MAX_STEPS = 2     # a quantized output's largest difference, in quantization steps (rounding differs in places)
@@ -17,8 +17,8 @@ MAX_STEPS = 2     # a quantized output's largest difference, in quantization ste
 if TYPE_CHECKING:
     import onnx
 
-    from .compiler import CompiledModel
-    from .emit_c.emit import TensorInfo
+    from ..compiler import CompiledModel
+    from ..emit_c.emit import TensorInfo
 
 
 def ort_session(model: onnx.ModelProto):

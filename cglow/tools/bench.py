@@ -1,10 +1,10 @@
 """Host latency of a model's generated C against onnxruntime on one thread, on the same seeded inputs: what
 `cglow bench` prints for one model and scripts/bench.py for the zoo.
 
-cglow: the generated C and the benchmark harness (cglow.emit_c.harness, samples > 0) built as a plain program
+cglow: the generated C and the benchmark harness (cglow.tools.harness, samples > 0) built as a plain program
 (default `-O3 -march=native` and the strict flags), run: warm-up (at least 3 runs and warmup_ms), then
 `samples` samples of R runs each, R chosen so that a sample lasts about sample_ms, timed with
-clock_gettime(CLOCK_MONOTONIC); the time is the median sample. Programs are cached in cglow.host.cache_dir()
+clock_gettime(CLOCK_MONOTONIC); the time is the median sample. Programs are cached in cglow.tools.host.cache_dir()
 under a hash of the sources, the compiler's version, the flags and what -march=native means on this machine.
 
 onnxruntime: one session with one thread, sequential execution and every graph optimization, run through
@@ -22,15 +22,15 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .compiler import CompiledModel, compile_model
-from .emit_c.harness import harness_source, parse_outputs, parse_samples_us, parse_time_us, run_harness
-from .errors import CglowError
+from ..compiler import CompiledModel, compile_model
+from ..errors import CglowError
+from ..model_file import TFLiteFile, litert_feeds, litert_real_outputs, open_model
+from ..options import Options
+from ..tiles import host_target
+from .harness import harness_source, parse_outputs, parse_samples_us, parse_time_us, run_harness
 from .host import STRICT_FLAGS, build_cached, need_compiler, sources
 from .macs import macs
-from .model_file import TFLiteFile, litert_feeds, litert_real_outputs, open_model
-from .options import Options
 from .reference import MAX_STEPS, difference, ort_reason, ort_session, reference_feeds, seeded_inputs
-from .tiles import host_target
 
 if TYPE_CHECKING:
     import onnx
@@ -59,7 +59,7 @@ def build_executable(files: dict[str, str], cc: str = "gcc", cflags=CFLAGS) -> P
 
 
 def compiler_error(cc: str, cflags, exc: RuntimeError) -> CglowError:
-    """A failed build (cglow.host.build_cached's RuntimeError: a first line, then the compiler's messages) as
+    """A failed build (cglow.tools.host.build_cached's RuntimeError: a first line, then the compiler's messages) as
     one line: the command and the compiler's first error, without the temporary folder."""
     lines = [line.strip() for line in str(exc).splitlines()[1:] if line.strip()]
     first = next((line for line in lines if "error" in line), lines[0] if lines else "no message")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from .instr.ir import Conv, Gemm, Program
+from ..instr.ir import Conv, Gemm, Program
 
 
 def instr_macs(instr) -> int:

@@ -10,17 +10,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..compiler import CompiledModel
 from .check import host_outputs, target_outputs
-from .compiler import CompiledModel
 
-TOLERANCE = 1e-5  # of each output's scale (cglow.reference.scale_of)
+TOLERANCE = 1e-5  # of each output's scale (cglow.tools.reference.scale_of)
 
 
 @dataclass(frozen=True)
 class Setting:
     cc: str
     opt: str
-    target: str = ""  # a cross target of cglow.targets, or the host
+    target: str = ""  # a cross target of cglow.tools.targets, or the host
 
     @property
     def label(self) -> str:

@@ -1,14 +1,14 @@
-"""Build a compiled model for a cross target (cglow.targets) and run it under the target's emulator.
+"""Build a compiled model for a cross target (cglow.tools.targets) and run it under the target's emulator.
 
-build_image links the generated C with the bare-metal harness (cglow.emit_c.harness.baremetal_source:
+build_image links the generated C with the bare-metal harness (cglow.tools.harness.baremetal_source:
 embedded inputs, one net_run or a sequence of them with the state kept between them and net_reset where asked,
 outputs written as hex bit patterns) using the target's compiler, the strict warning flags and the target's
 machine and link flags; images are cached by a hash like host builds. run_image runs one under the emulator
 with a timeout (one start for the whole sequence), parses every invocation's outputs back into arrays,
-bit-exact, and with `count` loads a QEMU TCG plugin (cglow/qemu/tb_profile.c, built with the host compiler
-into the cache) that records the executed path between the harness's marks (cglow.tb_profile). The first
+bit-exact, and with `count` loads a QEMU TCG plugin (cglow/tools/qemu/tb_profile.c, built with the host compiler
+into the cache) that records the executed path between the harness's marks (cglow.tools.tb_profile). The first
 net_run call's instructions are those across it minus those between two back-to-back marks: exact and the
-same on every run; cglow.m4_cycles estimates the call's Cortex-M4 cycles from the same path.
+same on every run; cglow.tools.m4_cycles estimates the call's Cortex-M4 cycles from the same path.
 soft_double_helpers lists the libgcc software double-precision routines an image links."""
 from __future__ import annotations
 
@@ -23,8 +23,8 @@ import tempfile
 
 import numpy as np
 
-from .compiler import CompiledModel
-from .emit_c.harness import baremetal_source, parse_output_bits
+from ..compiler import CompiledModel
+from .harness import baremetal_source, parse_output_bits
 from .host import STRICT_FLAGS, build_cached, sources
 from .targets import Target
 from .tb_profile import CALL, EMPTY_CALL, Profile
@@ -52,7 +52,7 @@ class Run:
 def build_image(compiled: CompiledModel, inputs: list[np.ndarray], target: Target, opt=OPT_FLAGS,
                 traced: str = "", then: Sequence[list[np.ndarray]] = (), resets: Collection[int] = ()) -> Path:
     """The model and the bare-metal harness on `inputs`, linked for `target` (cached); the image's path. With
-    `traced`, the model's C with tracing (cglow.trace), and the harness that prints what it hands over. With
+    `traced`, the model's C with tracing (cglow.tools.trace), and the harness that prints what it hands over. With
     `then`, net_run runs again on each of those input sets, the state kept, and net_reset before the
     invocations numbered in `resets` (the first is 0; baremetal_source)."""
     main = baremetal_source(compiled, inputs, bool(traced), then, resets)
@@ -95,14 +95,14 @@ def soft_double_helpers(image: Path, target: Target) -> list[str]:
 @lru_cache(maxsize=None)
 def profile_plugin(cc: str = "cc") -> Path:
     """The path-recording QEMU plugin, built with the host compiler into the cache."""
-    source = (resources.files("cglow") / "qemu" / "tb_profile.c").read_text()
+    source = (resources.files("cglow.tools") / "qemu" / "tb_profile.c").read_text()
     return build_cached({"tb_profile.c": source}, cc, ("-O2", *STRICT_FLAGS, "-shared", "-fPIC"),
                         "qemu-tb-profile-{}.so", quiet=True)
 
 
 def emulate(image: Path, target: Target, count: bool = True, timeout: float = 600.0) -> tuple[str, Profile | None]:
     """Run an image under the target's emulator: what it printed and, with `count`, the path it took between
-    its marks (three calls of insn_mark per invocation: cglow.tb_profile)."""
+    its marks (three calls of insn_mark per invocation: cglow.tools.tb_profile)."""
     with tempfile.TemporaryDirectory() as tmp:
         records = Path(tmp, "pairs")
         plugin = ""

@@ -8,14 +8,14 @@ import subprocess
 import numpy as np
 import onnx
 
-from .files import write_files
-from .compiler import compile_model
-from .emit_c.harness import harness_source, parse_outputs, parse_time_us, run_harness
-from .errors import CglowError
+from .. import zoo
+from ..compiler import compile_model
+from ..errors import CglowError
+from ..files import write_files
+from .harness import harness_source, parse_outputs, parse_time_us, run_harness
 from .host import STRICT_FLAGS, need_compiler
 from .info import parameters
 from .reference import TOLERANCE, reference_outputs, rel_error
-from . import zoo
 
 KEYWORDS = ("silence", "unknown", "yes", "no", "up", "down", "left", "right", "on", "off", "stop", "go")
 

@@ -11,12 +11,12 @@ from typing import Any
 
 import numpy as np
 
-from .alloc.arena import Plan
-from .errors import one_line
-from .graph.ir import Graph, shape_text
-from .instr.ir import Buffer, Epilogue, Program, Value, View
-from .kernels.render import PRIMITIVE_NAMES
-from .stages import Observer
+from ..alloc.arena import Plan
+from ..errors import one_line
+from ..graph.ir import Graph, shape_text
+from ..instr.ir import Buffer, Epilogue, Program, Value, View
+from ..kernels.render import PRIMITIVE_NAMES
+from ..stages import Observer
 
 
 class IRDump(Observer):

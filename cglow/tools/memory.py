@@ -1,5 +1,5 @@
 """How much RAM a model needs, against what its ONNX node order needs: the floors and the arena (the
-HTML report, cglow/report.py, draws them).
+HTML report, cglow/tools/report.py, draws them).
 
 A floor is the peak, over a sequence of steps, of the bytes of activation buffers alive at one step (graph
 inputs and outputs included, weights excluded). The naive floor is the ONNX file's own node order with
@@ -13,13 +13,13 @@ from pathlib import Path
 
 import onnx
 
-from .compiler import CompiledModel, compile_model
-from .graph import passes as graph_passes
-from .graph.ir import Graph
-from .instr.liveness import floor, lifetimes
-from .kernels.render import PRIMITIVE_NAMES
-from .options import Options
-from .stages import Stages
+from ..compiler import CompiledModel, compile_model
+from ..graph import passes as graph_passes
+from ..graph.ir import Graph
+from ..instr.liveness import floor, lifetimes
+from ..kernels.render import PRIMITIVE_NAMES
+from ..options import Options
+from ..stages import Stages
 
 
 @dataclass(frozen=True)

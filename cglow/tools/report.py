@@ -7,15 +7,15 @@ import math
 
 import jinja2
 
-from .compiler import CompiledModel
-from .graph.ir import shape_text
+from ..compiler import CompiledModel
+from ..graph.ir import shape_text
+from ..instr.ir import Conv, Gemm, Instr, Pool, Reduce, reads
 from .graph_svg import BOX_H, BOX_W, draw_graph
-from .instr.ir import Conv, Gemm, Instr, Pool, Reduce, reads
 from .macs import instr_macs
 from .memory import MemoryReport
 
 SVG_WIDTH, SVG_HEIGHT, MARGIN = 960, 420, 40
-ENV = jinja2.Environment(loader=jinja2.PackageLoader("cglow", "emit_c"), autoescape=True, trim_blocks=True,
+ENV = jinja2.Environment(loader=jinja2.PackageLoader("cglow.tools", "templates"), autoescape=True, trim_blocks=True,
                          lstrip_blocks=True, undefined=jinja2.StrictUndefined)
 
 

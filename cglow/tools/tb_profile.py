@@ -1,8 +1,8 @@
-"""The executed path of an emulated image, as the QEMU plugin cglow/qemu/tb_profile.c records it: per
+"""The executed path of an emulated image, as the QEMU plugin cglow/tools/qemu/tb_profile.c records it: per
 interval between marks, how often each translated block ran after each other block.
 
 A block is named by its first instruction's address and its number of instructions. Interval k is the
-code run after the k-th start of the marker function (the harness, cglow/emit_c/baremetal.c.j2, marks
+code run after the k-th start of the marker function (the harness, cglow/tools/templates/baremetal.c.j2, marks
 twice before each net_run and once after): EMPTY_CALL is the code between two back-to-back marks, CALL the
 code across the first net_run call, so CALL less EMPTY_CALL is that call's own."""
 from __future__ import annotations

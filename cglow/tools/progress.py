@@ -4,7 +4,7 @@ from __future__ import annotations
 import time
 from typing import Callable, TextIO
 
-from .stages import Observer
+from ..stages import Observer
 
 
 class Progress(Observer):

@@ -1,6 +1,6 @@
 /* tb_profile.c: a QEMU TCG plugin that records the executed path of a guest, between marker points, as
- * counts of block-to-block transitions. From these counts and the image's disassembly, cglow.cross gets the
- * exact number of instructions executed and cglow.m4_cycles an estimate of the cycles they take.
+ * counts of block-to-block transitions. From these counts and the image's disassembly, cglow.tools.cross gets the
+ * exact number of instructions executed and cglow.tools.m4_cycles an estimate of the cycles they take.
  *
  * Arguments: mark=ADDRESS (the first instruction of a marker function; decimal or 0x hex) and out=FILE.
  * A translated block (TB) is named by its first instruction's address and its number of instructions.
@@ -12,14 +12,14 @@
  * ran and where control came from, which is what decides whether the branch ending the previous block
  * was taken and whether the first instruction of this block pipelines with the previous one.
  *
- * The marker is a function called through a pointer, so a block always starts at ADDRESS (cglow.m4_cycles
- * checks that no executed block holds it past its first instruction, cglow.cross that there were three
+ * The marker is a function called through a pointer, so a block always starts at ADDRESS (cglow.tools.m4_cycles
+ * checks that no executed block holds it past its first instruction, cglow.tools.cross that there were three
  * marks). Blocks run to their end unless an exception interrupts them, which the measured code does not
  * raise. TCG is deterministic for a single-core guest: the counts are the same on every run.
  *
  * Debian ships no qemu-plugin.h, so the few declarations used are written out below, as QEMU's plugin
  * API version 1 has them (QEMU 7.2 here; a QEMU that no longer accepts version 1 refuses to load the
- * plugin and says so). Built with the host C compiler as a shared library (cglow.cross.profile_plugin). */
+ * plugin and says so). Built with the host C compiler as a shared library (cglow.tools.cross.profile_plugin). */
 #include <inttypes.h>
 #include <stddef.h>
 #include <stdint.h>

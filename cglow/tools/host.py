@@ -13,8 +13,8 @@ import tempfile
 import cffi
 import numpy as np
 
-from .compiler import CompiledModel
-from .errors import CglowError
+from ..compiler import CompiledModel
+from ..errors import CglowError
 
 STRICT_FLAGS = ("-std=c99", "-pedantic", "-Wall", "-Wextra", "-Werror", "-Wdouble-promotion")
 HOST_FLAGS = ("-O2",) + STRICT_FLAGS

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 import re
 
-from .tiles import tiles_for
+from ..tiles import tiles_for
 
 BYTES_PER_STATEMENT = {True: 9, False: 17}  # by Tiles.scalar
 FUNCTION_BODY = re.compile(r"^\{\n(.*?)^\}$", re.S | re.M)

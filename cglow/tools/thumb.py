@@ -1,6 +1,6 @@
 """Thumb-2 instructions of an Arm image, from the target's objdump: each one's address, size, mnemonic
 (split into its base, condition and flag-setting suffix) and the core registers it writes and addresses
-memory with. What cglow.m4_cycles needs to charge an instruction its cycles; objdump does the decoding."""
+memory with. What cglow.tools.m4_cycles needs to charge an instruction its cycles; objdump does the decoding."""
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -3,8 +3,8 @@
 What the file says is always reported: the inputs and outputs, the op histogram (an ONNX file's nodes, op
 types of other domains as domain.op; a TFLite file's operators by builtin) and the parameters (the elements of
 its initializers or constant tensors). What the
-compiled model needs only when it compiles: MACs (cglow.macs), kernels, weights (flash), arena and RAM, the
-memory floors (cglow.memory) and an estimate of the code size (cglow.code_size). For a model that compiles,
+compiled model needs only when it compiles: MACs (cglow.tools.macs), kernels, weights (flash), arena and RAM, the
+memory floors (cglow.tools.memory) and an estimate of the code size (cglow.tools.code_size). For a model that compiles,
 the inputs and outputs are those of net_run (a quantized model's 8-bit ones with their scale and zero point);
 otherwise as the file declares them, a symbolic dimension by its name."""
 from __future__ import annotations
@@ -14,14 +14,14 @@ import math
 
 import onnx
 
+from ..errors import CglowError, ModelProblems, one_line
+from ..graph.ir import shape_text
+from ..graph.quant.float_layers import float_layers
+from ..model_file import TFLiteFile, open_model
+from ..options import Options
 from .code_size import code_size
-from .errors import CglowError, ModelProblems, one_line
-from .graph.ir import shape_text
-from .graph.quant.float_layers import float_layers
 from .macs import macs
 from .memory import analyze_model
-from .model_file import TFLiteFile, open_model
-from .options import Options
 
 COMPILED_KEYS = ("float_layers", "macs", "kernels", "weights_bytes", "arena_bytes", "io_bytes", "ram_bytes",
                  "code_statements",

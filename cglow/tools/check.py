@@ -1,9 +1,9 @@
 """`cglow check`: emit a model's C, build it with a test harness, run it on given or seeded random inputs, and
 compare every output with a reference runtime (onnxruntime, or the ONNX reference evaluator without it).
 
-The harness is the portable bare-metal one (cglow.emit_c.harness.baremetal_source: outputs as bit patterns):
-on the host a program built with `cc` (cached by a hash); with a cross `--target` (cglow.targets: cortex-m4 ...)
-built with the target's compiler and run under its QEMU (cglow.cross). A quantized model's integer inputs reach
+The harness is the portable bare-metal one (cglow.tools.harness.baremetal_source: outputs as bit patterns):
+on the host a program built with `cc` (cached by a hash); with a cross `--target` (cglow.tools.targets: cortex-m4 ...)
+built with the target's compiler and run under its QEMU (cglow.tools.cross). A quantized model's integer inputs reach
 the reference as the real values they stand for, and its integer outputs are compared as real values too, in
 quantization steps. A model with state (a streaming TFLite file) runs INVOCATIONS times in a row, on seeded
 inputs of consecutive seeds (or the given inputs each time), the state kept, and every invocation's outputs are
@@ -16,21 +16,21 @@ from typing import TYPE_CHECKING
 import numpy as np
 import onnx
 
+from ..compiler import CompiledModel, compile_model
+from ..errors import CglowError, reason
+from ..graph.ir import shape_text
+from ..model_file import TFLiteFile, litert_reals, open_model
+from ..options import Options
 from . import cross
 from .bench import build_executable, compiler_error
-from .compiler import CompiledModel, compile_model
-from .emit_c.harness import baremetal_source, parse_output_bits, run_harness
-from .errors import CglowError, reason
-from .graph.ir import shape_text
+from .harness import baremetal_source, parse_output_bits, run_harness
 from .host import STRICT_FLAGS, sources
-from .model_file import TFLiteFile, litert_reals, open_model
-from .options import Options
 from .reference import difference, reference_outputs, reference_feeds, seeded_inputs
 from .targets import TARGETS
 from .trace import compare, describe as describe_traced, producers, read_trace, traced_source, with_outputs
 
 if TYPE_CHECKING:
-    from .emit_c.emit import TensorInfo
+    from ..emit_c.emit import TensorInfo
 
 HOST_OPT_FLAGS = ("-O2",)
 INVOCATIONS = 4  # of a model with state
@@ -74,7 +74,7 @@ def read_inputs(paths: list[str], compiled: CompiledModel) -> list[np.ndarray]:
 def host_run(compiled: CompiledModel, runs: list[list[np.ndarray]], cc: str, opt_flags: tuple[str, ...],
              traced: str = "") -> tuple[str, str]:
     """How the C was built, and what the program printed: the model and the harness on each input set of `runs`
-    in turn, a host program. With `traced` (the model's C with tracing, cglow.trace), that C and the harness
+    in turn, a host program. With `traced` (the model's C with tracing, cglow.tools.trace), that C and the harness
     that prints what it hands over."""
     flags = (*STRICT_FLAGS, *opt_flags)  # after the strict flags: -Wno-... can relax them
     main = baremetal_source(compiled, runs[0], bool(traced), runs[1:])
@@ -122,7 +122,7 @@ def check_model(path: str, shapes: dict[str, tuple[int, ...]], options: Options,
     """`cglow check`: print how far each output of the model's C is from the reference (at each of INVOCATIONS
     invocations in a row, for a model with state); 1 when one is further than `tolerance` (of its scale) or, for
     a quantized output, `max_steps` quantization steps. With `all_tensors`, every graph value that a kernel
-    writes whole is compared too (cglow.trace), and the first that departs is named."""
+    writes whole is compared too (cglow.tools.trace), and the first that departs is named."""
     model = open_model(path, options.max_memory)
     if all_tensors and isinstance(model, TFLiteFile):
         raise CglowError("--all-tensors compares the tensors of ONNX models only; check the .tflite file without it")
