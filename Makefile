@@ -2,13 +2,16 @@
 PYTHON ?= python3
 PIP = $(PYTHON) -m pip --disable-pip-version-check -q
 
-.PHONY: example test docs report bench bench-mcu bench-memory compilers size install install-test
+.PHONY: example test quick docs report bench bench-mcu bench-memory compilers size install install-test
 
 example: install
 	$(PYTHON) -m cglow example
 
 test: install-test
 	$(PYTHON) -m pytest -n 2 -q -p no:benchmark
+
+quick: install-test  # the suite without the slow ones (tests/conftest.py SLOW): for a developer's edit-test loop
+	$(PYTHON) -m pytest -n 2 -q -p no:benchmark -m "not slow"
 
 docs: install  # the generated reference pages: docs/options.md and docs/ops.md
 	$(PYTHON) -m cglow.docs_gen docs
@@ -28,7 +31,7 @@ bench-mcu: install-test
 bench-memory: install-test
 	$(PYTHON) scripts/bench_memory.py
 
-compilers: install-test  # the zoo under every compiler and level of cglow/matrix.py
+compilers: install-test  # the zoo under every compiler and level of cglow/tools/matrix.py
 	$(PYTHON) scripts/compiler_matrix.py
 
 size: install-test

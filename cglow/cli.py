@@ -57,9 +57,8 @@ def parse_flags(text: str) -> tuple[str, ...]:
 
 def cmd_emit(args: argparse.Namespace) -> None:
     from .compiler import compile_model
-    from .dump_ir import IRDump
-    from .progress import Progress
-    from .report import LoweredGraph
+    from .tools.dump_ir import IRDump
+    from .tools.progress import Progress
     from .stages import Stages
     out = Path(args.output)
     if out.suffix != ".c":
@@ -81,21 +80,19 @@ def cmd_emit(args: argparse.Namespace) -> None:
         model, quantized = quantize_with_options(args, lambda: load(args.model, options.max_memory))
     elif any(getattr(args, key) for key in CALIBRATION_OPTIONS):
         raise CglowError("--calib, --method, --percentile, --per-tensor and --keep-float apply only with --int8")
-    lowered, dump = LoweredGraph(), IRDump()
+    dump = IRDump()
     with Progress(sys.stderr) as progress:  # on a terminal only
         compiled = compile_model(model, name=args.name or out.stem, shapes=dict(args.shape or []), options=options,
                                  header=out.with_suffix(".h").name,
-                                 stages=Stages(progress, lowered, *([dump] if args.dump_ir else [])))
+                                 stages=Stages(progress, *([dump] if args.dump_ir else [])))
         files: dict[Path, str | bytes] = {out.with_suffix(".h"): compiled.h_source, out: compiled.c_source}
         if weights:
             files[weights] = compiled.weights_blob
         if args.report:
-            from .memory import analyze, import_graph
-            from .report import render_report
+            from .tools.memory import analyze
+            from .tools.report import render_report
             progress.start("report")
-            graph = import_graph(model, dict(args.shape or []), options.max_memory)
-            files[Path(args.report)] = render_report(compiled, lowered.graph, analyze(graph, compiled),
-                                                     Path(args.model).name)
+            files[Path(args.report)] = render_report(compiled, analyze(compiled), Path(args.model).name)
     if args.dump_ir:
         files.update(dump.files(Path(args.dump_ir)))
     write_files(files)
@@ -167,20 +164,20 @@ def add_calibration_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_info(args: argparse.Namespace) -> int:
-    from .info import info_lines, model_info
+    from .tools.info import info_lines, model_info
     info = model_info(args.model, dict(args.shape or []), options_of(args))
     print(json.dumps(info, indent=2) if args.json else "\n".join(info_lines(info, args.target)))
     return 0 if info["supported"] else 1
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from .check import check_model
+    from .tools.check import check_model
     return check_model(args.model, dict(args.shape or []), options_of(args), args.input or [], args.seed, args.cc,
                        args.cflags or (), args.tolerance, args.max_steps, args.all_tensors)
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from .bench import bench_model
+    from .tools.bench import bench_model
     return bench_model(args.model, dict(args.shape or []), options_of(args), args.cc, args.cflags, args.samples,
                        args.sample_ms, args.warmup_ms, args.tolerance)
 
@@ -222,7 +219,7 @@ def options_of(args: argparse.Namespace) -> Options:
 
 
 def cmd_example(args: argparse.Namespace) -> None:
-    from .example import run_example
+    from .tools.example import run_example
     run_example(Path(args.dir), args.cc)
 
 
@@ -334,7 +331,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with warnings.catch_warnings():  # the libraries' warnings (NumPy casts, ONNX) would break the one line
             warnings.simplefilter("ignore")
-            warnings.simplefilter("once", Notice)  # cglow's own, each once (info imports a model twice)
+            warnings.simplefilter("once", Notice)  # cglow's own, each once
             warnings.showwarning = _print_notice
             status = args.run(args)
     except CglowError as exc:

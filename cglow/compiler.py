@@ -1,7 +1,7 @@
 """The pipeline: import, graph passes, lowering, instruction passes, allocation, C emission."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import onnx
@@ -36,6 +36,8 @@ class CompiledModel:
     plan: Plan
     options: Options = Options()
     weights_blob: bytes = b""      # with options.external_weights: the weights file (NET_WEIGHTS_BYTES bytes)
+    graph: Graph | None = None     # from compile_model: the graph it lowered (after the graph passes)
+    imported: Graph | None = None  # and the model's graph as imported, before them (the memory report's)
 
 
 def compile_program(prog: Program, name: str, inputs, outputs, source: str = "", opset: int = 0,
@@ -83,7 +85,7 @@ def compile_model(model: str | Path | onnx.ModelProto | TFLiteFile, name: str = 
     `header` (default: the C symbol prefix made of `name`, plus .h); `stages` runs each pass and step, for
     observers (progress, IR dumps)."""
     model = as_model(model)
-    graph = stages.run("import", lambda: import_graph(model, shapes, options.max_memory, options.float_io))
+    graph = imported = stages.run("import", lambda: import_graph(model, shapes, options.max_memory, options.float_io))
     if not isinstance(model, TFLiteFile):  # 8-bit inputs and outputs quantized by their neighbours
         graph = stages.run("integer_io", integer_io, graph)
         if options.float_io:
@@ -95,5 +97,6 @@ def compile_model(model: str | Path | onnx.ModelProto | TFLiteFile, name: str = 
     inputs = [TensorInfo(n, graph.types[n].shape, graph.types[n].dtype, *graph.io_quant.get(n, ())) for n in graph.inputs]
     outputs = [TensorInfo(n, graph.types[n].shape, graph.types[n].dtype, *graph.io_quant.get(n, ()))
                for n in graph.outputs]
-    return compile_program(stages.run("lower", lower, graph), name, inputs, outputs, graph.source, graph.opset, options,
-                           header, stages)
+    compiled = compile_program(stages.run("lower", lower, graph), name, inputs, outputs, graph.source, graph.opset,
+                               options, header, stages)
+    return replace(compiled, graph=graph, imported=imported)

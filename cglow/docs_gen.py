@@ -19,10 +19,12 @@ FOLDED = "always folded at compile time: its output depends only on shapes or co
 INT8_FORMS = {  # graph/quant/fold.py's builder -> what the op becomes between DequantizeLinear and QuantizeLinear
     "_conv": INTEGER, "_gemm": INTEGER,
     "_binary": "integer kernel: fixed-point rescaling of both inputs, a Relu or Clip after it is the clamp",
-    "_average": "integer kernel: int32 sum, requantized (AveragePool: when no window reaches into the padding)",
+    "int_average": "integer kernel: int32 sum, requantized (AveragePool: when no window reaches into the padding)",
+    "int_mean": "integer kernel: int32 sum over the reduced axes, requantized",
     "_batchnorm": "integer per-channel requantization, a Relu or Clip after it is the clamp",
     "_table": "a 256-entry table computed at compile time",
     "_movement": "moves the 8-bit values (inputs of another scale or zero point requantized first)",
+    "int_softmax": "integer kernel along the last axis: a table of the 256 exponentials, int64 sums",
 }
 
 

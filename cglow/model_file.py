@@ -8,9 +8,12 @@ from dataclasses import dataclass
 from functools import cached_property
 from importlib.metadata import version
 from pathlib import Path
+import re
+import struct
 
 import numpy as np
 import onnx
+import tflite
 
 from .errors import CglowError
 from .graph.onnx_import import load
@@ -81,18 +84,44 @@ def litert_reals(model: TFLiteFile, runs: list[list[np.ndarray]]) -> tuple[str, 
     return runtime, [litert_real_outputs(model, o) for o in outputs]
 
 
+# builtins whose one LiteRT kernel its reference resolver registers up to an older version than its default one:
+# LiteRT 2.3's TILE, to version 2 of 3 (TensorFlow 2.21 writes an 8-bit TILE, Keras 3's UpSampling2D, as version 3)
+REFERENCE_VERSIONS = {tflite.BuiltinOperator.TILE: 2}
+
+
+def reference_model(data: bytes) -> bytes:
+    """The file's bytes as LiteRT's reference resolver takes them: an operator of REFERENCE_VERSIONS newer than its
+    entry there says that version (the same kernel computes both)."""
+    model, patched = tflite.Model.GetRootAs(data, 0), bytearray(data)
+    for i in range(model.OperatorCodesLength()):
+        code = model.OperatorCodes(i)
+        newest = REFERENCE_VERSIONS.get(max(code.BuiltinCode(), code.DeprecatedBuiltinCode()))
+        if newest is not None and code.Version() > newest:  # a version above 1 is written out: overwrite it
+            struct.pack_into("<i", patched, code._tab.Pos + code._tab.Offset(8), newest)  # field 2, the version
+    return bytes(patched)
+
+
 def litert_outputs(model: TFLiteFile, runs: list[list[np.ndarray]]) -> tuple[str, list[list[np.ndarray]]]:
     """LiteRT's name and the model's outputs, computed by its reference kernels (TFLite Micro's arithmetic): one
     interpreter invoked on each input set of `runs` in turn (the inputs in the file's order), so that a streaming
-    model's variable tensors start at zero and carry over from one invocation to the next, as net_run's state."""
+    model's variable tensors start at zero and carry over from one invocation to the next, as net_run's state.
+    Where the reference kernels lack an operator's version (and REFERENCE_VERSIONS does not say it is one they
+    have), by its default kernels, whose 8-bit results may be a step apart (its SOFTMAX and LOGISTIC take other
+    tables)."""
     try:
         from ai_edge_litert import interpreter as litert
     except ImportError:
         raise CglowError("comparing a .tflite model runs LiteRT: pip install ai-edge-litert") from None
+    kernels = "reference kernels"
     try:
-        runner = litert.Interpreter(model_path=str(model.path),
-                                    experimental_op_resolver_type=litert.OpResolverType.BUILTIN_REF)
-        runner.allocate_tensors()
+        try:
+            runner = _interpreter(litert, reference_model(model.path.read_bytes()), litert.OpResolverType.BUILTIN_REF)
+        except ValueError as exc:
+            missing = re.search(r"builtin opcode '(\w+)' version '(\d+)'", str(exc))
+            if missing is None:
+                raise
+            runner = _interpreter(litert, model.path.read_bytes(), litert.OpResolverType.BUILTIN)
+            kernels = f"default kernels: its reference kernels lack {missing[1]} version {missing[2]}"
         outputs = []
         for inputs in runs:
             for detail, x in zip(runner.get_input_details(), inputs):
@@ -101,4 +130,10 @@ def litert_outputs(model: TFLiteFile, runs: list[list[np.ndarray]]) -> tuple[str
             outputs.append([np.array(runner.get_tensor(d["index"])) for d in runner.get_output_details()])
     except Exception as exc:  # noqa: BLE001 - the interpreter's own errors, of many types
         raise CglowError(f"LiteRT cannot run the model ({str(exc).strip().splitlines()[0][:200]})") from None
-    return f"LiteRT {version('ai-edge-litert')} (reference kernels)", outputs
+    return f"LiteRT {version('ai-edge-litert')} ({kernels})", outputs
+
+
+def _interpreter(litert, data: bytes, resolver):
+    runner = litert.Interpreter(model_content=data, experimental_op_resolver_type=resolver)
+    runner.allocate_tensors()
+    return runner

@@ -83,7 +83,7 @@ ARM_DSP = Tiles(6, 4, Tiles(8, 2), scalar=True, integer=DSP_INT8)
 # 3.27 / 3.86. The depthwise kernels too (a depthwise tile takes its target's multiply-accumulate): kws / vww 3.45 /
 # 3.65 -> 3.33 / 3.57 with 8 x 2 (5 x 2, 10 x 2 the same; 6 x 3, 8 x 1, 4 x 4 up to 2% more). With the assembly loops
 # of kernels/arm_steps.py: 4 x 5 3.25 / 3.42 / 2.75 / 3.50, 5 x 4 3.24 / 3.41 / 2.75 / 3.50; a layer whose shape suits
-# 4 x 5 better takes it (kernels/render.py _oriented: vww 3.34 -> 3.33, resnet8 2.74 -> 2.71).
+# 4 x 5 better takes it (kernels/kernel.py oriented: vww 3.34 -> 3.33, resnet8 2.74 -> 2.71).
 CORTEX_M4 = Tiles(5, 4, Tiles(8, 2), scalar=True, integer=DSP_INT8, float_mac="mul_add")
 TILES = {"generic": VECTOR, "x86-avx2": Tiles(6, 16), "x86-avx512": Tiles(8, 32), "aarch64": VECTOR,
          "aarch64-linux": VECTOR, "rv64gcv": VECTOR, "cortex-m3": SCALAR, "cortex-m4": CORTEX_M4, "cortex-m7": ARM_DSP,

@@ -1,14 +1,14 @@
 """Speed per benchmark model (the ones named on the command line, or the MLPerf Tiny four, MobileNetV2, the
 transformer and the U-Net): cglow's C against onnxruntime on one thread, on the same seeded input.
 
-cglow and onnxruntime are timed as cglow.bench does for `cglow bench` (the generated C and a benchmark
+cglow and onnxruntime are timed as cglow.tools.bench does for `cglow bench` (the generated C and a benchmark
 `main` built with `gcc -O3 -march=native` and the strict flags, run as a plain program; onnxruntime on one
 thread through an I/O binding, in this process; each the median of --samples samples of about --sample-ms
 after --warmup-ms of warm-up). Executables are cached by a hash, so a second run only times. The models
 build in parallel (--jobs); nothing is timed until every build is done.
 
 Columns: MMACs are the multiply-accumulates of the compiled program's Gemm and Conv instructions, in
-millions, as cglow.macs counts them. GFLOP/s is 2 * MACs / cglow's time. err is the largest difference
+millions, as cglow.tools.macs counts them. GFLOP/s is 2 * MACs / cglow's time. err is the largest difference
 between cglow's and onnxruntime's outputs over the largest magnitude of onnxruntime's; above 1e-4 the row
 says MISMATCH, the model is left out of the geometric mean, and the script exits with status 1 (as it
 does when a model fails to compile or build).
@@ -29,13 +29,13 @@ import time
 
 import cglow
 from cglow import zoo
-from cglow.bench import CFLAGS, build_executable, time_cglow, time_onnxruntime
+from cglow.tools.bench import CFLAGS, build_executable, time_cglow, time_onnxruntime
 from cglow.compiler import CompiledModel
-from cglow.emit_c.harness import harness_source
+from cglow.tools.harness import harness_source
 from cglow.tiles import TARGETS, host_target
-from cglow.macs import macs
+from cglow.tools.macs import macs
 from cglow.options import Options
-from cglow.reference import TOLERANCE, rel_error, seeded_inputs
+from cglow.tools.reference import TOLERANCE, rel_error, seeded_inputs
 
 MODELS = ("kws", "vww", "resnet8", "autoencoder", "mobilenetv2", "transformer", "unet")
 SEED = 0

@@ -3,12 +3,12 @@ ones named on the command line, or those of scripts/bench.py): cglow's C built f
 cortex-m4: arm-none-eabi-gcc -O2 for Cortex-M4F, hard float, and the strict warning flags, picolibc) and
 run under QEMU's system emulator (mps2-an386), on the same seeded input as scripts/bench.py.
 
-Method: the image (cglow.cross) embeds the input, calls net_run once between marker calls, and writes the
-outputs as hex bit patterns. A QEMU TCG plugin (cglow/qemu/tb_profile.c) records the path executed
+Method: the image (cglow.tools.cross) embeds the input, calls net_run once between marker calls, and writes the
+outputs as hex bit patterns. A QEMU TCG plugin (cglow/tools/qemu/tb_profile.c) records the path executed
 between the marks; the net_run call's instructions are those across the call less those of two
 back-to-back marks. Emulation is deterministic, so the count is exact and the same on every run: it is
 the measure, not time (QEMU's speed says nothing about the chip's). On the cortex-m4 target the same path
-is charged the Cortex-M4 Technical Reference Manual's cycle costs, zero wait states (cglow.m4_cycles: load
+is charged the Cortex-M4 Technical Reference Manual's cycle costs, zero wait states (cglow.tools.m4_cycles: load
 pipelining, taken branches, multiple registers; every choice documented there).
 
 Columns: MMACs as in scripts/bench.py (Gemm and Conv of the compiled program); M insns, the instructions
@@ -21,13 +21,13 @@ MISMATCH); flash, the image's text + data (code, weights, the embedded input, th
 its data + bss (the arena, the outputs, the C library's), in KiB, from the target's size (the stack is
 not counted). A second table gives each model's cycles by instruction class, in percent. A model whose
 weights, or whose whole image, exceed the target's flash is skipped with the reason. Images build and run
-in parallel (--jobs) and are cached by hash (cglow.host.build_cached). The script exits with status 1 when a
+in parallel (--jobs) and are cached by hash (cglow.tools.host.build_cached). The script exits with status 1 when a
 model mismatches or fails to compile, build or run.
 
 With --int8 (or --int8 cglow), each model is first quantized by cglow itself (cglow.quantize: per-channel
 int8 weights, minmax calibration on 8 seeded standard normal inputs) and compiled with int8 inputs and
 outputs; with --int8 onnxruntime, by onnxruntime's quantizer (quant_pre_process, then quantize_static to
-per-channel QDQ int8, cglow.reference.ort_quantized) and compiled with float inputs and outputs
+per-channel QDQ int8, cglow.tools.reference.ort_quantized) and compiled with float inputs and outputs
 (--float-io). err is then the largest difference from onnxruntime running the same QDQ model, in output
 quantization steps (above 2 the row says MISMATCH).
 
@@ -48,13 +48,14 @@ import numpy as np
 
 from bench import MODELS, SEED, TOLERANCE, fmt, log
 import cglow
-from cglow import cross, m4_cycles, zoo
+from cglow import zoo
+from cglow.tools import cross, m4_cycles
 from cglow.compiler import CompiledModel
-from cglow.macs import macs
+from cglow.tools.macs import macs
 from cglow.options import Options
 from cglow.quantize import quantize_model
-from cglow.reference import MAX_STEPS, ort_quantized, ort_session, real_values, rel_error, seeded_inputs
-from cglow.targets import MIB, TARGETS, Target
+from cglow.tools.reference import MAX_STEPS, ort_quantized, ort_session, real_values, rel_error, seeded_inputs
+from cglow.tools.targets import MIB, TARGETS, Target
 
 CALIBRATION_SAMPLES = 8
 MHZ = 120  # the MLPerf Tiny Cortex-M4 board's clock
@@ -246,7 +247,7 @@ def main(argv: list[str] | None = None) -> int:
             "onnxruntime": "int8 models quantized by onnxruntime (QDQ, per-channel; --float-io)"}[args.int8]
     print(f"{what}; cglow: {' '.join((target.cc, *cross.OPT_FLAGS, *target.cflags))} and the strict flags; "
           f"{target.board}, QEMU {version[1] if version else '?'}; instructions counted by a TCG plugin"
-          + ("; cycles estimated by cglow.m4_cycles (Cortex-M4 TRM, zero wait states)" if target.name == "cortex-m4"
+          + ("; cycles estimated by cglow.tools.m4_cycles (Cortex-M4 TRM, zero wait states)" if target.name == "cortex-m4"
              else ""))
     print("\n".join(table(rows, "int8" if args.int8 else "float")))
     if args.int8:

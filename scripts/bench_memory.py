@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 
 from cglow import zoo
-from cglow.memory import analyze_model
+from cglow.tools.memory import analyze_model
 from cglow.options import Options
 
 COLUMNS = ("naive floor", "schedule floor", "arena", "RAM", "RAM, I/O in arena")
@@ -20,8 +20,8 @@ def main() -> None:
     print(f"{'model':12}" + f" {'bytes':>10} {'KiB':>8}" * len(COLUMNS) + f" {'naive':>7} {'naive':>7} {'naive':>8}")
     for name in sys.argv[1:] or list(zoo.MODELS):
         model = zoo.build(name)
-        _, _, r = analyze_model(model)
-        _, _, io = analyze_model(model, options=Options(io_in_arena=True))
+        _, r = analyze_model(model)
+        _, io = analyze_model(model, options=Options(io_in_arena=True))
         values = (r.naive_floor, r.schedule_floor, r.arena_bytes, r.ram_bytes, io.ram_bytes)
         print(f"{name:12}" + "".join(f" {v:10} {v / 1024:8.1f}" for v in values) +
               f" {r.arena_bytes / r.naive_floor:7.2f} {r.ram_bytes / r.naive_floor:7.2f}"

@@ -1,8 +1,8 @@
-"""The compiler matrix of the zoo (cglow.matrix): each model's C built with gcc -O1 -O2 -O3 -Os and clang -O2 -O3
+"""The compiler matrix of the zoo (cglow.tools.matrix): each model's C built with gcc -O1 -O2 -O3 -Os and clang -O2 -O3
 on the host (--target generic) and with arm-none-eabi-gcc -O2 -Os for the Cortex-M4 (--target cortex-m4, run under
 QEMU where the weights fit its 4 MiB of flash), run on one seeded input, against onnxruntime.
 
-Each cell is the largest error of the model's outputs over their scale (cglow.reference.rel_error); "=" marks
+Each cell is the largest error of the model's outputs over their scale (cglow.tools.reference.rel_error); "=" marks
 the same bits as the first level of the same compiler, "!" different bits. A cell above the tolerance (1e-5) or
 a "!" makes the script exit with status 1. tests/test_compilers.py checks the same on every model but
 MobileNetV2, whose 55 MB of C this script adds (gcc takes about 10 s and clang 30 s to compile it).
@@ -20,10 +20,11 @@ import sys
 import onnxruntime
 
 import cglow
-from cglow import matrix, zoo
+from cglow import zoo
+from cglow.tools import matrix
 from cglow.options import Options
-from cglow.reference import reference_outputs, rel_error, seeded_inputs
-from cglow.targets import TARGETS
+from cglow.tools.reference import reference_outputs, rel_error, seeded_inputs
+from cglow.tools.targets import TARGETS
 
 
 def row(name: str, pool: ThreadPoolExecutor, settings: tuple[matrix.Setting, ...]) -> tuple[list[str], bool]:

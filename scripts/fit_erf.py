@@ -1,4 +1,4 @@
-"""Derives the coefficients of cglow/runtime_c/erf.c: erf(x) ~ x * P(x^2) / Q(x^2) on [0, 3.92], P of degree
+"""Derives the coefficients of runtime_c/erf.c: erf(x) ~ x * P(x^2) / Q(x^2) on [0, 3.92], P of degree
 4 and Q of degree 5 in x^2 with Q(0) = 1, by linearized least squares (erf * Q - x * P = 0) reweighted by
 1 / Q until it settles; prints them and the largest error of the float32 evaluation over [-6, 6]."""
 from math import erf

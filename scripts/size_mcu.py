@@ -1,5 +1,5 @@
 """Image sizes on a microcontroller per benchmark model (the ones named on the command line, or those of
-scripts/bench.py): cglow's C with the target's `--target` preset and the bare-metal harness (cglow.cross,
+scripts/bench.py): cglow's C with the target's `--target` preset and the bare-metal harness (cglow.tools.cross,
 the same image as `make bench-mcu` builds: arm-none-eabi-gcc -O2 for Cortex-M4F by default, picolibc with
 semihosting), measured with the target's size.
 
@@ -10,7 +10,7 @@ harness's, the weights and the embedded test input (the net's code and the math 
 bare harness is the same harness around a one-element Identity net: start-up code, the C library's I/O
 and the harness itself, what any image has. A model whose weights exceed the target's flash or whose arena
 exceeds its RAM is listed as not fitting. The stack is not counted. Images build in parallel (--jobs) and
-are cached by hash (cglow.host.build_cached). The script exits with status 1 when a build fails.
+are cached by hash (cglow.tools.host.build_cached). The script exits with status 1 when a build fails.
 
 Run with `make size`; `python scripts/size_mcu.py kws resnet8` measures a subset."""
 from __future__ import annotations
@@ -27,10 +27,11 @@ from onnx import TensorProto, helper
 from bench import MODELS, seeded_inputs
 from bench_mcu import first_line
 import cglow
-from cglow import cross, zoo
+from cglow import zoo
+from cglow.tools import cross
 from cglow.compiler import CompiledModel
 from cglow.options import Options
-from cglow.targets import MIB, TARGETS, Target
+from cglow.tools.targets import MIB, TARGETS, Target
 
 HARNESS = "bare harness"
 

@@ -1,9 +1,21 @@
-"""After a run that included the conformance cases: their counts per op, as the issue asks to report; after
-one that included the cross-target matrix (tests/test_cross_targets.py): target x model, pass or fail and
-the largest error against the host build."""
+"""The slow suites, marked so that `make quick` (`pytest -m "not slow"`) leaves them out. After a run that
+included the conformance cases: their counts per op, as the issue asks to report; after one that included the
+cross-target matrix (tests/test_cross_targets.py): target x model, pass or fail and the largest error against
+the host build."""
 from __future__ import annotations
 
 import collections
+
+import pytest
+
+SLOW = {"test_cross_targets.py", "test_cross_int8.py", "test_cross_m4.py", "test_cross_size.py", "test_compilers.py",
+        "test_sanitizers.py", "test_fuzz_graphs.py", "test_fuzz_bytes.py", "test_wheel.py", "test_emitted_identity.py"}
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if item.path.name in SLOW:
+            item.add_marker(pytest.mark.slow)
 
 
 def pytest_terminal_summary(terminalreporter):

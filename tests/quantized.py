@@ -11,7 +11,7 @@ from onnx import helper
 
 import cglow
 from cglow import zoo
-from cglow.reference import ort_quantized
+from cglow.tools.reference import ort_quantized
 
 SAMPLES = 8  # calibration inputs: seeded normal noise
 

@@ -8,8 +8,8 @@ import subprocess
 import numpy as np
 
 from cglow.compiler import CompiledModel
-from cglow.emit_c.harness import harness_source, parse_outputs
-from cglow.host import STRICT_FLAGS, build_cached
+from cglow.tools.harness import harness_source, parse_outputs
+from cglow.tools.host import STRICT_FLAGS, build_cached
 
 # -O0: the sanitizers see every access as written, and gcc builds instrumented code several times faster
 SANITIZER_FLAGS = ("-O0", *STRICT_FLAGS, "-fsanitize=address,undefined", "-fno-sanitize-recover=all")

@@ -8,7 +8,7 @@ import pytest
 
 import cglow
 from cglow import zoo
-from cglow.host import STRICT_FLAGS, check_warnings, sources
+from cglow.tools.host import STRICT_FLAGS, check_warnings, sources
 from cglow.options import Options
 
 from .util import need_tool, random_feeds

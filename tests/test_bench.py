@@ -62,7 +62,7 @@ def test_bench_script_on_the_autoencoder(capsys):
 def test_bench_harness_prints_samples_and_outputs():
     need_tool("gcc")
     bench = load_bench()
-    from cglow.emit_c.harness import harness_source
+    from cglow.tools.harness import harness_source
     compiled = cglow.compile_model(zoo.build("autoencoder"))
     inputs = bench.seeded_inputs(compiled)
     main = harness_source(compiled, inputs, samples=4, sample_ms=0.5, warmup_ms=0, warmup_runs=1)

@@ -10,11 +10,12 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper
 
-from cglow import check, cli, zoo
+from cglow import cli, zoo
 from cglow.instr.expr import Input, call
 from cglow.lower.ops import elementwise
 from cglow.quantize import quantize_model
-from cglow.targets import TARGETS
+from cglow.tools import check
+from cglow.tools.targets import TARGETS
 
 from .test_cli import cglow_cmd, save
 from .tf2onnx_style import dense_int8
@@ -276,7 +277,7 @@ def test_all_tensors_on_the_cortex_m4(tmp_path, capsys, monkeypatch):
 
 def test_differences_where_the_reference_is_not_finite():
     """Infinities and NaNs where the reference has them count as agreeing; elsewhere the error is infinite."""
-    from cglow.reference import float_difference
+    from cglow.tools.reference import float_difference
     want = np.array([1.0, np.inf, np.nan, -2.0], np.float32)
     agreeing = float_difference(want + np.float32(0.001), want)
     assert abs(agreeing.absolute - 0.001) < 1e-6 and agreeing.scale == 2.0

@@ -1,4 +1,4 @@
-"""The compiler matrix (cglow.matrix). The pattern gcc 12 -O2 miscompiled (a transposed copy of attention keys, a
+"""The compiler matrix (cglow.tools.matrix). The pattern gcc 12 -O2 miscompiled (a transposed copy of attention keys, a
 kernel called twice with the same constant arena addresses), built as cglow writes kernels, under every host
 setting; every zoo model but MobileNetV2 under every host setting and, where its weights fit, under
 arm-none-eabi-gcc -O2 and -Os on the Cortex-M4 (QEMU), against onnxruntime within 1e-5 of each output's scale and
@@ -6,18 +6,19 @@ bit for bit against the first level of the same compiler."""
 from __future__ import annotations
 
 from functools import lru_cache
-from importlib import resources
 import re
 import subprocess
 
 import pytest
 
 import cglow
-from cglow import matrix, zoo
-from cglow.host import STRICT_FLAGS, build_cached, compiler_version
+from cglow import zoo
+from cglow.tools import matrix
+from cglow.tools.host import STRICT_FLAGS, build_cached, compiler_version
 from cglow.options import Options
-from cglow.reference import rel_error
-from cglow.targets import TARGETS
+from cglow.tools.reference import rel_error
+from cglow.runtime_files import RUNTIME_C
+from cglow.tools.targets import TARGETS
 
 from .util import need_tool, ort_run, random_feeds
 
@@ -93,7 +94,7 @@ int main(void)
     return 0;
 }}
 """
-KERNEL = (resources.files("cglow") / "runtime_c" / "kernel.c").read_text()
+KERNEL = (RUNTIME_C / "kernel.c").read_text()
 
 
 def wrong_elements(kernel: str, setting: matrix.Setting) -> int:

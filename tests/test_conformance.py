@@ -1,4 +1,4 @@
-"""The ONNX backend node conformance cases of every op in scope, through cglow.backend (generated C,
+"""The ONNX backend node conformance cases of every op in scope, through cglow.tools.backend (generated C,
 built on the host). Expected failures are listed with their reasons in conformance_xfail.txt; an
 expected failure that passes fails the run, so the list can only shrink."""
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cglow import backend
-from cglow.host import check_warnings, sources
+from cglow.tools import backend
+from cglow.tools.host import check_warnings, sources
 
 from .conformance_cases import all_cases, expected_failures, run_cases
 from .util import need_tool

@@ -7,10 +7,11 @@ import numpy as np
 import pytest
 
 import cglow
-from cglow import cross, zoo
+from cglow import zoo
+from cglow.tools import cross
 from cglow.options import Options
 from cglow.quantize import quantize_model
-from cglow.targets import TARGETS
+from cglow.tools.targets import TARGETS
 
 from .quantized import quantized
 from .test_quant_kernels import UINT8, conv_chain, extreme_q, rand_q

@@ -1,4 +1,4 @@
-"""Cross builds for the cortex-m4 target (cglow.cross, cglow.targets): the keyword-spotting model built with
+"""Cross builds for the cortex-m4 target (cglow.tools.cross, cglow.tools.targets): the keyword-spotting model built with
 arm-none-eabi-gcc and run under qemu-system-arm (mps2-an386) against onnxruntime, the instruction count of
 the QEMU plugin, the image's symbols; the bare-metal harness itself, built for the host (one invocation, and
 a streaming model's sequence with a reset); and a small model on every other preset."""
@@ -14,13 +14,14 @@ from onnx import TensorProto, helper
 import pytest
 
 import cglow
-from cglow import cross, zoo
-from cglow.emit_c.harness import baremetal_source, parse_output_bits
-from cglow.host import STRICT_FLAGS, build_cached
+from cglow import zoo
+from cglow.tools import cross
+from cglow.tools.harness import baremetal_source, parse_output_bits
+from cglow.tools.host import STRICT_FLAGS, build_cached
 from cglow.instr.ir import Conv
-from cglow.matrix import same_bits
+from cglow.tools.matrix import same_bits
 from cglow.options import Options
-from cglow.targets import TARGETS
+from cglow.tools.targets import TARGETS
 
 from .tflite_stream import Stream, frames
 from .util import need_tool, ort_run, random_feeds, rel_error

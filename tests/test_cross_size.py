@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from cglow.targets import TARGETS
+from cglow.tools.targets import TARGETS
 
 from .util import need_tool
 

@@ -1,4 +1,4 @@
-"""Models x cross targets (cglow.targets): each model emitted with the target's `--target` preset, built with
+"""Models x cross targets (cglow.tools.targets): each model emitted with the target's `--target` preset, built with
 the target's compiler under the strict warning flags (any message fails the build), run under QEMU, and its
 outputs compared with the host build of the same C; float models' images on targets without double-precision
 hardware link no software double routine. The run ends with the matrix, target x model: pass or fail and the
@@ -12,9 +12,10 @@ import numpy as np
 import pytest
 
 import cglow
-from cglow import cross, zoo
+from cglow import zoo
+from cglow.tools import cross
 from cglow.options import Options
-from cglow.targets import TARGETS
+from cglow.tools.targets import TARGETS
 
 from .util import need_tool, random_feeds, rel_error
 
@@ -46,7 +47,7 @@ def host_outputs(model: str, tiles: str) -> list[np.ndarray]:
 
 
 def image_for(model: str, target_name: str):
-    """The model's image for a target (cached by cglow.cross), after checking the target's tools."""
+    """The model's image for a target (cached by cglow.tools.cross), after checking the target's tools."""
     target = TARGETS[target_name]
     for tool in target.tools:
         need_tool(tool)

@@ -13,14 +13,15 @@ import onnx
 import pytest
 
 import cglow
-from cglow import cli, docs_gen
+from cglow import cli
+from cglow import docs_gen
 from cglow.graph.quant.qoperator import QOPERATORS
 from cglow.graph.registry import SHAPE_RULES
 from cglow.graph.tflite.build import TRANSLATORS
-from cglow.host import STRICT_FLAGS
+from cglow.tools.host import STRICT_FLAGS
 from cglow.options import Options
 from cglow.quantize import load_calibration, quantize_model
-from cglow.targets import TARGETS
+from cglow.tools.targets import TARGETS
 
 from .small_cnn import calibration, small_cnn
 from .util import need_tool

@@ -2,7 +2,6 @@
 of computing one twice, and the helpers one calls."""
 from __future__ import annotations
 
-from importlib import resources
 import re
 
 import numpy as np
@@ -10,6 +9,7 @@ import pytest
 
 from cglow.instr.expr import (ACC, F32, HELPERS, Binary, Call, Const, Input, and_, binary, call, cast, clamp, cost, eq,
                               gt, helpers, inputs, lift, lit, lt, ne, not_, or_, select, substitute, to_c, uses)
+from cglow.runtime_files import RUNTIME_C
 
 X, Y, Z = inputs(3)
 
@@ -109,9 +109,8 @@ def test_calls_are_a_closed_set_of_fixed_arity():
 
 
 def test_the_helpers_arities_are_their_definitions():
-    folder = resources.files("cglow") / "runtime_c"
     for name, arity in HELPERS.items():
-        text = (folder / f"{name.removeprefix('cglow_')}.c").read_text()
+        text = (RUNTIME_C / f"{name.removeprefix('cglow_')}.c").read_text()
         params = re.search(rf"static \w+ {name}\(([^)]*)\)", text).group(1)
         assert params.count(",") + 1 == arity, name
 

@@ -8,7 +8,7 @@ import pytest
 
 import cglow
 from cglow import zoo
-from cglow.host import STRICT_FLAGS
+from cglow.tools.host import STRICT_FLAGS
 
 from .util import need_tool
 

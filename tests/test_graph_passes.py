@@ -16,7 +16,8 @@ from cglow.graph.ir import Graph
 from cglow.graph.registry import SHAPE_RULES, Args
 from cglow.instr.ir import Gemm
 from cglow.graph.passes import PIPELINE
-from cglow.memory import import_graph
+from cglow.compiler import import_graph
+from cglow.tools.memory import model_graph
 
 from .util import cglow_run, random_feeds, rel_error
 
@@ -67,7 +68,7 @@ def assert_valid(graph: Graph) -> None:
 
 def optimized(model: onnx.ModelProto):
     """The graph compile_model lowers: the model's own, through the graph PIPELINE."""
-    graph = import_graph(model)
+    graph = model_graph(import_graph(model))
     for rewrite in PIPELINE:
         graph = rewrite(graph)
     return graph

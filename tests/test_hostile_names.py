@@ -13,7 +13,7 @@ import onnx
 from onnx import TensorProto as T, helper, numpy_helper
 
 import cglow
-from cglow.host import STRICT_FLAGS, check_warnings
+from cglow.tools.host import STRICT_FLAGS, check_warnings
 
 from .util import need_tool, ort_run, random_feeds
 

@@ -13,7 +13,7 @@ import pytest
 
 import cglow
 from cglow import cli, zoo
-from cglow.code_size import code_size
+from cglow.tools.code_size import code_size
 from cglow.options import Options
 
 from .test_cli import save, unsupported_model

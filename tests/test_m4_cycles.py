@@ -1,6 +1,6 @@
-"""The Cortex-M4 cycle estimate (cglow.m4_cycles) against hand counts: small assembly functions run under
-QEMU with the path-recording plugin (cglow.tb_profile), each hand-counted line by line from the rules in
-cglow.m4_cycles (P, the refill of a taken branch, is 2). The estimate covers the call as the harness
+"""The Cortex-M4 cycle estimate (cglow.tools.m4_cycles) against hand counts: small assembly functions run under
+QEMU with the path-recording plugin (cglow.tools.tb_profile), each hand-counted line by line from the rules in
+cglow.tools.m4_cycles (P, the refill of a taken branch, is 2). The estimate covers the call as the harness
 makes it: `bl kernel` (1 + P) and the refill of the return (P) come on top of the function's own cycles.
 Each case: the cycles and the instructions the function executes, and its code.
 Also: how mnemonics are split and classified."""
@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import pytest
 
-from cglow import cross, m4_cycles
-from cglow.host import STRICT_FLAGS, build_cached
-from cglow.targets import TARGETS
-from cglow.thumb import split_mnemonic
+from cglow.tools import cross, m4_cycles
+from cglow.tools.host import STRICT_FLAGS, build_cached
+from cglow.tools.targets import TARGETS
+from cglow.tools.thumb import split_mnemonic
 
 from .util import need_tool
 

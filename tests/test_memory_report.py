@@ -13,7 +13,8 @@ import pytest
 import cglow
 from cglow import zoo
 from cglow.instr.liveness import floor
-from cglow.memory import analyze_model, import_graph, naive_spans
+from cglow.compiler import import_graph
+from cglow.tools.memory import analyze_model, model_graph, naive_spans
 
 from .test_cli import cglow_cmd, save, unsupported_model
 
@@ -43,15 +44,15 @@ def test_naive_floor_by_hand():
     # steps relu 0, tile 1, mul 2, concat 3, cast 4 (the constant Add folded, the dead Tile dropped):
     # x 64 B [0,0], a 64 B [0,2], b 128 B [1,3], c 64 B [2,3], d 192 B [3,4], y 48 B (int8) [4,4]
     # alive per step: 128, 192, 256, 384, 240
-    graph = import_graph(chain_branch_model())
+    graph = model_graph(import_graph(chain_branch_model()))
     assert floor(naive_spans(graph)) == 128 + 256
-    _, _, report = analyze_model(chain_branch_model())
+    _, report = analyze_model(chain_branch_model())
     assert report.naive_floor == 384 and report.io_bytes == 64 + 48
 
 
 @pytest.mark.parametrize("name", [m for m in zoo.MODELS if m != "mobilenetv2"])
 def test_arena_is_at_least_the_floor(name):
-    compiled, _, report = analyze_model(zoo.build(name))
+    compiled, report = analyze_model(zoo.build(name))
     arena_spans = [s for s in report.buffers if s.kind == "arena"]
     assert floor(arena_spans) <= report.arena_bytes == compiled.arena_bytes
     assert report.schedule_floor <= report.ram_bytes

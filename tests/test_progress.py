@@ -6,7 +6,7 @@ import io
 
 import cglow
 from cglow import zoo
-from cglow.progress import Progress
+from cglow.tools.progress import Progress
 from cglow.stages import Stages
 
 

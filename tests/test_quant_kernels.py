@@ -41,7 +41,7 @@ import cglow
 from cglow.graph import passes as graph_passes
 from cglow.graph.onnx_import import import_model
 from cglow.graph.quant.params import NUDGE, SHARED_BITS, SHIFT_STEP, float32_multipliers, multipliers
-from cglow.host import STRICT_FLAGS
+from cglow.tools.host import STRICT_FLAGS
 from cglow.options import Options
 
 INT8, UINT8 = np.dtype(np.int8), np.dtype(np.uint8)

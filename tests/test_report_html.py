@@ -16,11 +16,10 @@ import pytest
 import cglow
 from cglow import zoo
 from cglow.graph.onnx_import import import_model
-from cglow.graph_svg import BOX_H, COL_W, PAD, ROW_H, draw_graph
-from cglow.macs import macs
-from cglow.memory import analyze_model
-from cglow.report import LoweredGraph, layers
-from cglow.stages import Stages
+from cglow.tools.graph_svg import BOX_H, COL_W, PAD, ROW_H, draw_graph
+from cglow.tools.macs import macs
+from cglow.tools.memory import analyze_model
+from cglow.tools.report import layers
 
 from .test_cli import cglow_cmd, save
 from .util import need_tool
@@ -74,9 +73,8 @@ def kws_report(tmp_path_factory):
     path = save(zoo.build("kws"), folder / "kws.onnx")
     result = cglow_cmd("emit", path, "-o", str(folder / "kws.c"), "--report", str(folder / "kws.html"))
     assert result.returncode == 0, result.stderr
-    lowered = LoweredGraph()
-    compiled = cglow.compile_model(zoo.build("kws"), stages=Stages(lowered))
-    return folder, compiled, lowered.graph
+    compiled = cglow.compile_model(zoo.build("kws"))
+    return folder, compiled, compiled.graph
 
 
 def chromium(folder: Path, *args: str) -> subprocess.CompletedProcess:
@@ -152,10 +150,8 @@ def test_layout_of_a_long_chain_grows_linearly():
 
 
 def test_kernel_table_counts_macs_and_buffers():
-    compiled, _, report = analyze_model(zoo.build("kws"))
-    lowered = LoweredGraph()
-    cglow.compile_model(zoo.build("kws"), stages=Stages(lowered))
-    rows = layers(compiled, lowered.graph, report)
+    compiled, report = analyze_model(zoo.build("kws"))
+    rows = layers(compiled, report)
     assert [r.index for r in rows] == list(range(len(compiled.program.instrs)))
     assert sum(r.macs for r in rows) == macs(compiled.program) > 0
     conv = rows[0]

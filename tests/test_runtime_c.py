@@ -8,15 +8,15 @@ from __future__ import annotations
 from fractions import Fraction
 import math
 import subprocess
-from importlib import resources
 
 import numpy as np
 import pytest
 
-from cglow.host import HOST_FLAGS, build_cached
+from cglow.tools.host import HOST_FLAGS, build_cached
 from cglow.lower.ops.quant import never_halfway, offset_fits
+from cglow.runtime_files import RUNTIME_C
 
-HELPERS = resources.files("cglow") / "runtime_c"
+HELPERS = RUNTIME_C
 DRIVER = """#include <math.h>
 #include <stdint.h>
 #include <stdio.h>

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 import cglow
-from cglow import backend, zoo
+from cglow import zoo
+from cglow.tools import backend
 
 from .conformance_cases import all_cases, expected_failures, op_of, run_cases
 from .sanitized import run_sanitized

@@ -14,7 +14,7 @@ else:
     pytest.importorskip("ai_edge_litert")
 
 import cglow
-from cglow import host
+from cglow.tools import host
 from cglow.errors import CglowError
 from tests.tflite_file import TFLiteWriter, run_litert
 

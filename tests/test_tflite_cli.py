@@ -11,8 +11,10 @@ import re
 import numpy as np
 import pytest
 
-from cglow import check, cli
-from cglow.targets import TARGETS
+from cglow import cli
+
+from cglow.tools import check
+from cglow.tools.targets import TARGETS
 from tests.test_cli import cglow_cmd
 from tests.tflite_file import TFLiteWriter
 from tests.tflite_stream import svdf_spotter
@@ -121,6 +123,25 @@ def test_check_finds_a_state_that_is_not_kept(tmp_path, capsys, monkeypatch):
     assert [line.startswith("invocation 1, ") for line in lines if line.endswith("(ok)")] == [True, True]
     assert lines[-1].startswith("check: MISMATCH on 'probabilities' in invocations 2, 3, 4, 'fully_connected' in "
                                 "invocations 2, 3, 4 (tolerance: ")
+
+
+@pytest.mark.parametrize("op,version,kernels", [
+    ("TILE", 3, "(reference kernels)"), ("MUL", 8, "(default kernels: its reference kernels lack MUL version 8)")])
+def test_check_where_litert_reference_kernels_lack_a_version(op, version, kernels, tmp_path):
+    """TensorFlow 2.21 writes an 8-bit TILE as version 3, which LiteRT 2.3 registers with its default kernels only;
+    its reference resolver runs the same TILE kernel as version 2. Other operators run LiteRT's default kernels."""
+    if os.environ.get("CI") != "true":
+        pytest.importorskip("ai_edge_litert")
+    w = TFLiteWriter()
+    x = w.tensor("x", [2, 3], np.float32)
+    y = w.tensor("y", [4, 3] if op == "TILE" else [2, 3], np.float32)
+    second = w.tensor("multiples", [2], np.int32, np.array([2, 1], np.int32)) if op == "TILE" else x
+    w.op(op, [x, second], [y], {} if op == "MUL" else None, version=version)
+    model = tmp_path / "m.tflite"
+    model.write_bytes(w.build([x], [y]))
+    check = cglow_cmd("check", str(model))
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert kernels in check.stdout
 
 
 def _fails(result, *fragments: str) -> None:

@@ -14,12 +14,12 @@ else:
     pytest.importorskip("ai_edge_litert")
 
 import cglow
-from cglow import cross, host
+from cglow.tools import cross, host
 from cglow.compiler import import_graph
 from cglow.errors import CglowError
 from cglow.graph.passes import PIPELINE
 from cglow.options import Options
-from cglow.targets import TARGETS
+from cglow.tools.targets import TARGETS
 from tests.tflite_file import TFLiteWriter, run_litert
 from tests.util import need_tool
 

@@ -1,8 +1,9 @@
 """UNIDIRECTIONAL_SEQUENCE_LSTM against LiteRT's reference kernels over consecutive invocations, its output and cell
 states carried from one to the next: float32 with each option (within 1e-5), int8 as TFLite's integer kernel
 computes it (to the bit, with layer normalization, peepholes and a projection too; its gemmlowp int16 logistic and
-tanh checked on every input against tests/gemmlowp16.py), and streaming keyword spotters of a dense layer, an LSTM
-and a softmax (on the host, and under QEMU with a reset between two streams)."""
+tanh checked on every input against tests/gemmlowp16.py), hybrid (int8 weights, float activations; within
+1e-5), and streaming keyword spotters of a dense layer, an LSTM and a softmax (on the host, and under QEMU with a
+reset between two streams)."""
 from __future__ import annotations
 
 import os
@@ -19,7 +20,7 @@ else:
 import cglow
 from cglow.emit_c.emit import runtime_helpers
 from cglow.errors import CglowError
-from cglow.host import HOST_FLAGS, build_cached
+from cglow.tools.host import HOST_FLAGS, build_cached
 from tests import gemmlowp16
 from tests.tflite_stream import LSTM_FRAMES, Stream, agree, agree_under_qemu, frames, lstm_spotter
 
@@ -35,6 +36,48 @@ def test_float_lstm(options, tmp_path):
     shape = [5, 2, 3] if options.get("time_major") else [2, 5, 3]
     x = s.value("x", shape)
     agree(s.build(x, s.lstm(x, 4, **options)), frames(shape, False, runs=3), tmp_path)
+
+
+def test_states_a_dequantize_writes_carry_over(tmp_path):
+    """TensorFlow's converter writes a float16 file's LSTM states as DEQUANTIZE outputs of float16 zeros: LiteRT
+    dequantizes them at the first run only, and the states carry over from run to run."""
+    s = Stream(False, seed=9)
+    x = s.value("x", [1, 4, 3])
+    agree(s.build(x, s.lstm(x, 5, f16_states=True)), frames([1, 4, 3], False, runs=3), tmp_path)
+
+
+@pytest.mark.parametrize("options", [
+    dict(), dict(asymmetric=True), dict(asymmetric=True, cifg=True, layer_norm=True, cell_clip=0.6)],
+    ids=lambda o: ",".join(f"{k}={v}" for k, v in o.items()) or "plain")
+def test_hybrid_lstm(options, tmp_path):
+    """Float activations, int8 input and recurrent weights (dynamic range quantization, as TensorFlow's converter
+    writes a Keras LSTM): each product's input quantized per batch item at run time, as LiteRT's hybrid kernel."""
+    s = Stream(False, seed=7)
+    x = s.value("x", [2, 5, 6])
+    agree(s.build(x, s.lstm(x, 8, hybrid=True, **options)), frames([2, 5, 6], False, runs=3), tmp_path)
+
+
+def test_hybrid_lstm_with_a_projection_is_refused(tmp_path):
+    s = Stream(False)
+    x = s.value("x", [1, 3, 4])
+    path = tmp_path / "model.tflite"
+    path.write_bytes(s.build(x, s.lstm(x, 4, projection=2, hybrid=True)))
+    with pytest.raises(CglowError, match="hybrid LSTM .* a projection is not supported"):
+        cglow.compile_model(path)
+
+
+@pytest.mark.parametrize("kind", ["int8", "hybrid"])
+def test_steps_share_their_constants(kind, tmp_path):
+    """The unrolled steps read one copy of the constants their kernels take (the weights' sums and scales): the
+    flash does not grow with the sequence."""
+    weights = []
+    for steps in (1, 6):
+        s = Stream(kind == "int8", seed=8)
+        x = s.value("x", [1, steps, 6], scale=0.04, zero=7)
+        path = tmp_path / f"{kind}{steps}.tflite"
+        path.write_bytes(s.build(x, s.lstm8(x, 8) if kind == "int8" else s.lstm(x, 8, hybrid=True, asymmetric=True)))
+        weights.append(cglow.compile_model(path).weights_bytes)
+    assert weights[0] == weights[1]
 
 
 @pytest.mark.parametrize("options", [

@@ -15,9 +15,10 @@ else:
     pytest.importorskip("ai_edge_litert")
 
 import cglow
-from cglow import cross, zoo
+from cglow import zoo
+from cglow.tools import cross
 from cglow.options import Options
-from cglow.targets import TARGETS
+from cglow.tools.targets import TARGETS
 from tests.quantized import quantized
 from tests.tflite_file import run_litert
 from tests.tflite_zoo import tflite_model

@@ -13,9 +13,9 @@ else:
     pytest.importorskip("ai_edge_litert")
 
 import cglow
-from cglow import cross, host
+from cglow.tools import cross, host
 from cglow.options import Options
-from cglow.targets import TARGETS
+from cglow.tools.targets import TARGETS
 from tests.tflite_file import TFLiteWriter, run_litert
 from tests.util import need_tool
 
@@ -29,12 +29,12 @@ class Net:
         self.inputs: list[tuple[int, tuple]] = []
         self.scales: dict[int, float] = {}
 
-    def value(self, name: str, shape, scale: float | None = None, zero: int | None = None) -> int:
+    def value(self, name: str, shape, scale: float | None = None, zero: int | None = None, signature=None) -> int:
         if not self.int8:
-            return self.w.tensor(name, shape, np.float32)
+            return self.w.tensor(name, shape, np.float32, signature=signature)
         scale = float(self.rng.uniform(0.02, 0.2)) if scale is None else scale
         zero = int(self.rng.integers(-20, 20)) if zero is None else zero
-        t = self.w.tensor(name, shape, np.int8, scale=scale, zero_point=zero)
+        t = self.w.tensor(name, shape, np.int8, scale=scale, zero_point=zero, signature=signature)
         self.scales[t] = scale
         return t
 

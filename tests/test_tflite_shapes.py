@@ -229,3 +229,76 @@ def test_batch_matmul_constant_rhs(int8, adj_y, tmp_path):
     y = net.value("y", [2, 3, 5], scale=0.3, zero=2)
     net.w.op("BATCH_MATMUL", [x, w], [y], {"adj_y": adj_y})
     check(net, [y], tmp_path)
+
+
+@pytest.mark.parametrize("int8", KINDS)
+def test_shapes_the_file_computes(int8, tmp_path):
+    """Keras 3's Dense on a 3-D input and Flatten under a free batch, as TensorFlow's converter writes them:
+    SHAPE, GATHER, REDUCE_PROD, STRIDED_SLICE and PACK compute each RESHAPE's shape, and the file's shapes hold a
+    placeholder where the signature leaves a dimension free ([1, 1] for what is [16, 8])."""
+    net = Net(int8, seed=33)
+    x = net.input("x", [1, 4, 4, 8], signature=[-1, 4, 4, 8], scale=0.05, zero=3)
+    shape = net.w.tensor("shape", [4], np.int32)
+    net.w.op("SHAPE", [x], [shape], {"out_type": "INT32"})
+    prods = []
+    for name, picked in (("rows", [0, 1, 2]), ("cols", [3])):
+        part = net.w.tensor(f"{name}_dims", [len(picked)], np.int32)
+        net.w.op("GATHER", [shape, const(net, f"{name}_at", picked)], [part], {"axis": 0})
+        prods.append(net.w.tensor(name, [], np.int32))
+        net.w.op("REDUCE_PROD", [part, const(net, f"{name}_axis", [0])], [prods[-1]], {"keep_dims": False})
+    matrix = net.w.tensor("matrix", [2], np.int32)
+    net.w.op("PACK", prods, [matrix], {"axis": 0, "values_count": 2})
+    r = net.value("r", [1, 1], signature=[-1, -1], scale=0.05, zero=3)
+    net.w.op("RESHAPE", [x, matrix], [r])
+    w, scales = net.weights("w", [5, 8])
+    f = net.value("f", [1, 5], signature=[-1, 5], scale=0.3, zero=-2)
+    net.w.op("FULLY_CONNECTED", [r, w, net.bias("b", 5, net.scale(x), scales)], [f])
+    batch = net.w.tensor("batch", [], np.int32)
+    net.w.op("STRIDED_SLICE", [shape, const(net, "b0", [0]), const(net, "e1", [1]), const(net, "s1", [1])], [batch],
+             {"shrink_axis_mask": 1})
+    flat = net.w.tensor("flat", [2], np.int32)
+    net.w.op("PACK", [batch, const(net, "size", 80)], [flat], {"axis": 0, "values_count": 2})
+    y = net.value("y", [1, 80], signature=[-1, 80], scale=0.3, zero=-2)
+    net.w.op("RESHAPE", [f, flat], [y])
+    check(net, [y], tmp_path)
+
+
+@pytest.mark.parametrize("int8", KINDS)
+def test_tile(int8, tmp_path):
+    """Keras 3's UpSampling2D: EXPAND_DIMS, TILE and RESHAPE along each axis."""
+    net = Net(int8, seed=34)
+    x = net.input("x", [1, 3, 4, 2], **QUANT)
+    e = net.value("e", [1, 3, 1, 4, 2], **QUANT)
+    net.w.op("EXPAND_DIMS", [x, const(net, "axis", 2)], [e])
+    t = net.value("t", [1, 3, 2, 4, 2], **QUANT)
+    net.w.op("TILE", [e, const(net, "multiples", [1, 1, 2, 1, 1])], [t])
+    r = net.value("r", [1, 6, 4, 2], **QUANT)
+    net.w.op("RESHAPE", [t, const(net, "shape", [1, 6, 4, 2])], [r])
+    y = net.value("y", [2, 6, 4, 4], **QUANT)
+    net.w.op("TILE", [r, const(net, "multiples2", [2, 1, 1, 2])], [y])
+    check(net, [y], tmp_path)
+
+
+def test_reduce_prod(tmp_path):
+    net = Net(False, seed=35)
+    x = net.input("x", [2, 3, 4])
+    y = net.value("y", [2, 1, 4])
+    net.w.op("REDUCE_PROD", [x, const(net, "axes", [-2])], [y], {"keep_dims": True})
+    z = net.value("z", [4])
+    net.w.op("REDUCE_PROD", [x, const(net, "axes2", [0, 1])], [z], {"keep_dims": False})
+    check(net, [y, z], tmp_path)
+
+
+@pytest.mark.parametrize("int8,op,out,options,message", [
+    (False, "RESHAPE", [3, 4], None, r"declares its output 'y' float32\[3,4\], the operator computes float32\[2,6\]"),
+    (True, "REDUCE_PROD", [2, 1], {"keep_dims": True}, "a product of 8-bit values is not supported")])
+def test_refused_shapes_and_types(int8, op, out, options, message, tmp_path):
+    """A shape the file declares is the one computed but where its signature leaves a dimension free."""
+    net = Net(int8, seed=36)
+    x = net.input("x", [2, 6], **QUANT)
+    y = net.value("y", out, **QUANT)
+    net.w.op(op, [x, const(net, "c", [2, 6] if op == "RESHAPE" else [1])], [y], options)
+    path = tmp_path / "m.tflite"
+    path.write_bytes(net.w.build([x], [y]))
+    with pytest.raises(CglowError, match=message):
+        cglow.compile_model(path)

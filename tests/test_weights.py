@@ -11,7 +11,7 @@ import pytest
 
 import cglow
 from cglow import zoo
-from cglow.host import STRICT_FLAGS, check_warnings, sources
+from cglow.tools.host import STRICT_FLAGS, check_warnings, sources
 from cglow.c_text import c_array_lines
 from cglow.options import Options
 

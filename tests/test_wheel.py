@@ -1,7 +1,7 @@
 """`pip install .` gives a working cglow: a wheel built from a copy of the source tree holds every file of the
-package (templates and runtime C files included), and installed without dependencies into a new virtual
-environment (which sees the system's numpy, onnx and jinja2) its `cglow emit` writes C that compiles, importing
-cglow from the environment, not from the source tree."""
+package (templates included, and the repository's runtime_c/ as cglow/runtime_c), and installed without
+dependencies into a new virtual environment (which sees the system's numpy, onnx and jinja2) its `cglow emit`
+writes C that compiles, importing cglow from the environment, not from the source tree."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -14,7 +14,7 @@ import numpy as np
 import onnx
 import pytest
 
-from cglow.host import STRICT_FLAGS
+from cglow.tools.host import STRICT_FLAGS
 
 from .small_cnn import calibration, small_cnn
 from .util import need_tool
@@ -28,8 +28,9 @@ def run(*command, cwd: Path | None = None) -> subprocess.CompletedProcess:
     return result
 
 
-def package_files(folder: Path) -> set[str]:
-    return {str(p.relative_to(folder.parent)) for p in folder.rglob("*")
+def package_files(folder: Path, inside: str = "") -> set[str]:
+    """The files under folder, named as the wheel places them (under `inside`, a folder of the package)."""
+    return {str(Path(inside) / p.relative_to(folder.parent)) for p in folder.rglob("*")
             if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"}
 
 
@@ -38,7 +39,8 @@ def wheel(tmp_path_factory) -> Path:
     """The wheel of a copy of the tree (a build in the tree itself would leave build/ there), built offline."""
     tmp = tmp_path_factory.mktemp("wheel")
     tree = tmp / "src"
-    shutil.copytree(ROOT / "cglow", tree / "cglow", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    for folder in ("cglow", "runtime_c"):
+        shutil.copytree(ROOT / folder, tree / folder, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, tree / name)
     run(sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index", "-q",
@@ -60,7 +62,7 @@ def venv(wheel, tmp_path_factory) -> Path:
 def test_wheel_holds_every_package_file(wheel):
     with zipfile.ZipFile(wheel) as archive:
         packed = {name for name in archive.namelist() if name.startswith("cglow/")}
-    missing = package_files(ROOT / "cglow") - packed
+    missing = (package_files(ROOT / "cglow") | package_files(ROOT / "runtime_c", "cglow")) - packed
     assert not missing, f"pyproject.toml's package-data leaves out {sorted(missing)}"
     assert {"cglow/kernels/macros.j2", "cglow/emit_c/net.h.j2", "cglow/runtime_c/fma.c"} <= packed
 

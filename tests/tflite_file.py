@@ -73,12 +73,13 @@ class TFLiteWriter:
         self.opcodes = {}  # (builtin code, version) -> index in the operator_codes vector
 
     def tensor(self, name: str, shape, dtype, data=None, scale=None, zero_point=None, axis: int = 0,
-               variable: bool = False) -> int:
+               variable: bool = False, signature=None) -> int:
         """Add a tensor; returns its index. dtype: a numpy dtype (float32, int8, uint8, int16, int32, int64, bool).
         data: a numpy array for a constant (written to a buffer of its own), None for an activation (buffer 0).
         scale/zero_point: a float or a 1-D sequence (per channel along `axis`, the quantized_dimension);
         zero_point defaults to 0s. variable: a variable tensor (is_variable), the state an operator such as SVDF
-        keeps between invocations."""
+        keeps between invocations. signature: the shape_signature, -1 where a dimension is free (TFLite's
+        converter then writes a placeholder in the shape: 1 for the batch, and for what a RESHAPE computes)."""
         b = self.builder
         dtype = np.dtype(dtype)
         buffer = 0
@@ -98,8 +99,12 @@ class TFLiteWriter:
             quantization = tflite.QuantizationParametersEnd(b)
         name_str = b.CreateString(name)
         shape_vec = b.CreateNumpyVector(np.asarray(shape, np.int32))
+        if signature is not None:
+            signature_vec = b.CreateNumpyVector(np.asarray(signature, np.int32))
         tflite.TensorStart(b)
         tflite.TensorAddShape(b, shape_vec)
+        if signature is not None:
+            tflite.TensorAddShapeSignature(b, signature_vec)
         tflite.TensorAddType(b, getattr(tflite.TensorType, dtype.name.upper()))
         tflite.TensorAddBuffer(b, buffer)
         tflite.TensorAddName(b, name_str)

@@ -7,9 +7,9 @@ from __future__ import annotations
 import numpy as np
 
 import cglow
-from cglow import cross, host
+from cglow.tools import cross, host
 from cglow.options import Options
-from cglow.targets import TARGETS
+from cglow.tools.targets import TARGETS
 from tests.tflite_file import TFLiteWriter, run_litert_sequence
 from tests.util import need_tool
 
@@ -59,29 +59,40 @@ class Stream:
 
     def lstm(self, x: int, cells: int, projection: int = 0, time_major: bool = False, cifg: bool = False,
              peephole: bool = False, layer_norm: bool = False, cell_clip: float = 0.0, proj_clip: float = 0.0,
-             act: str = "TANH") -> int:
+             act: str = "TANH", hybrid: bool = False, asymmetric: bool = False, f16_states: bool = False) -> int:
         """A float UNIDIRECTIONAL_SEQUENCE_LSTM reading x ([batch, time, input], or [time, batch, input]); returns
-        its output sequence."""
+        its output sequence. `hybrid`: its input and recurrent weights int8 (dynamic range quantization), the
+        inputs of their products quantized at run time, asymmetric or symmetric. `f16_states`: its states written
+        by DEQUANTIZE operators from float16 zeros, as TensorFlow's converter writes them with float16 weights."""
         shape, w, rng = self.shapes[x], self.w, self.rng
         (steps, batch), size = (shape[:2] if time_major else shape[1::-1]), shape[2]
         outputs = projection or cells
 
-        def const(name: str, dims, present: bool = True, scale: float = 0.5) -> int:
+        def const(name: str, dims, present: bool = True, scale: float = 0.5, int8: bool = False) -> int:
             data = (rng.standard_normal(dims) * scale).astype(np.float32)
-            return w.tensor(name, dims, np.float32, data) if present else -1
+            if not present:
+                return -1
+            if not int8:
+                return w.tensor(name, dims, np.float32, data)
+            step = float(np.abs(data).max()) / 127
+            return w.tensor(name, dims, np.int8, np.round(data / step).astype(np.int8), scale=step)
         inputs = [x]
-        inputs += [const(f"input_to_{g}", [cells, size], g != "input" or not cifg) for g in GATES]
-        inputs += [const(f"recurrent_to_{g}", [cells, outputs], g != "input" or not cifg) for g in GATES]
+        inputs += [const(f"input_to_{g}", [cells, size], g != "input" or not cifg, int8=hybrid) for g in GATES]
+        inputs += [const(f"recurrent_to_{g}", [cells, outputs], g != "input" or not cifg, int8=hybrid) for g in GATES]
         inputs += [const(f"cell_to_{g}", [cells], peephole and (g != "input" or not cifg)) for g in PEEPHOLES]
         inputs += [const(f"{g}_bias", [cells], g != "input" or not cifg) for g in GATES]
         inputs += [const("projection", [outputs, cells], projection > 0), const("projection_bias", [outputs],
                                                                                  projection > 0)]
-        inputs += [w.tensor("output_state", [batch, outputs], np.float32, variable=True),
-                   w.tensor("cell_state", [batch, cells], np.float32, variable=True)]
+        for name, dims in (("output_state", [batch, outputs]), ("cell_state", [batch, cells])):
+            inputs.append(w.tensor(name, dims, np.float32, variable=True))
+            if f16_states:
+                zeros = w.tensor(f"{name}_zeros", dims, np.float16, np.zeros(dims, np.float16))
+                w.op("DEQUANTIZE", [zeros], [inputs[-1]])
         inputs += [const(f"{g}_norm", [cells], layer_norm and (g != "input" or not cifg), 0.3) for g in GATES]
         y = self.value("lstm", [steps, batch, outputs] if time_major else [batch, steps, outputs])
         w.op("UNIDIRECTIONAL_SEQUENCE_LSTM", inputs, [y], {"fused_activation_function": act, "cell_clip": cell_clip,
-                                                           "proj_clip": proj_clip, "time_major": time_major})
+                                                           "proj_clip": proj_clip, "time_major": time_major,
+                                                           "asymmetric_quantize_inputs": asymmetric})
         return y
 
     def lstm8(self, x: int, cells: int, cifg: bool = False, cell_clip: float = 0.0, hidden_zero: int = -3,

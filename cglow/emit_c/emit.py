@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 import hashlib
-from importlib import resources
 import re
 from typing import Iterable
 
@@ -15,8 +14,10 @@ from ..alloc.arena import Plan
 from ..c_text import c_array_lines, c_float, c_literal, c_type
 from ..instr.expr import helpers
 from ..instr.ir import Buffer, Program, View, expressions, reads
-from ..kernels.render import PRIMITIVE_NAMES, comment, render
+from ..kernels.kernel import comment
+from ..kernels.render import PRIMITIVE_NAMES, render
 from ..options import Options
+from ..runtime_files import RUNTIME_C
 from ..tiles import tiles_for
 from ..version import __version__
 
@@ -97,7 +98,7 @@ def weights_blob(weights: list[Buffer], align: int) -> Blob:
 
 
 MACROS = r"\bCGLOW_(TILE_LOOP|KERNEL|DSP|DSP_ASM|FP_ASM|ROW_LOOP)\b"
-KERNEL_FUNCTIONS = "fma|mul_add|dot2|dot4|mac2|widen4"  # what the kernel templates call (kernels/*.j2, render.py)
+KERNEL_FUNCTIONS = "fma|mul_add|dot2|dot4|mac2|widen4"  # what the kernel templates call (kernels/*.j2, *.py)
 
 
 def _used(text: str, functions: str = r"\w+") -> set[str]:
@@ -110,7 +111,7 @@ def runtime_helpers(called: Iterable[str], kernels: Iterable[str] = ()) -> list[
     """The runtime_c helpers that a file needs: `called`, those its expressions call (their C names, cglow_NAME;
     instr/expr.py helpers), and those the kernel templates write into the kernels' text; a helper's own
     calls too, each helper after those it calls, otherwise in name order."""
-    folder = resources.files("cglow") / "runtime_c"
+    folder = RUNTIME_C
     texts: dict[str, str] = {}
 
     def add(name: str) -> None:

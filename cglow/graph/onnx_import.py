@@ -266,13 +266,32 @@ def _check_outputs(g: onnx.GraphProto, types: dict[str, TensorType]) -> None:
 def import_model(model: onnx.ModelProto, shapes: dict[str, tuple[int, ...]] | None = None,
                  source: str = "", max_memory: int = MAX_MEMORY) -> Graph:
     """The model as a typed graph; every problem with it raises one CglowError naming what and where."""
-    shapes = dict(shapes or {})
     if not model.HasField("graph"):
         raise CglowError("the file holds no graph (not an ONNX model?)")
     model = expand_qoperators(upgrade(model))
     g = model.graph
     opset = _opset(model)
     consts = _constants(g, max_memory)
+    inputs = _graph_inputs(g, consts, dict(shapes or {}))
+    problems: list[str] = []  # every problem is reported, in one message
+    types, batches = _input_types(inputs, dict(shapes or {}), max_memory, problems)
+    types.update({k: TensorType(v.dtype, v.shape) for k, v in consts.items()})
+    order, structure = topological_order(g, set(consts) | {v.name for v in inputs})
+    if structure:
+        raise ModelProblems(structure)
+    nodes = _typed_nodes(g, order, inputs, consts, types, opset, max_memory, problems)
+    _element_type_problems([v.name for v in inputs] + [o for n in nodes for o in n.outputs], types, problems)
+    if problems:
+        raise ModelProblems(problems)
+    _check_outputs(g, types)
+    _batch_notice(batches, types)
+    return Graph(name=g.name or "model", opset=opset, inputs=tuple(v.name for v in inputs),
+                 outputs=tuple(o.name for o in g.output), types=types, consts=consts, nodes=tuple(nodes),
+                 source=source)
+
+
+def _graph_inputs(g: onnx.GraphProto, consts: dict[str, np.ndarray], shapes: dict[str, tuple[int, ...]]) -> list:
+    """The graph inputs that are not initializers; --shape must name only them, and no two may share a name."""
     inputs = [v for v in g.input if v.name not in consts]
     unknown = set(shapes) - {v.name for v in inputs}
     if unknown:
@@ -282,7 +301,12 @@ def import_model(model: onnx.ModelProto, shapes: dict[str, tuple[int, ...]] | No
     twice = sorted({repr(n) for n in names if names.count(n) > 1})
     if twice:
         raise CglowError(f"graph inputs with the same name: {', '.join(twice)}")
-    problems: list[str] = []  # every problem is reported, in one message
+    return inputs
+
+
+def _input_types(inputs: list, shapes: dict[str, tuple[int, ...]], max_memory: int,
+                 problems: list[str]) -> tuple[dict[str, TensorType], dict[str, str]]:
+    """Each input's type (its problems appended), and the symbolic first dimensions taken as 1."""
     types: dict[str, TensorType] = {}
     batches: dict[str, str] = {}
     for v in inputs:
@@ -294,25 +318,22 @@ def import_model(model: onnx.ModelProto, shapes: dict[str, tuple[int, ...]] | No
             continue
         if batch:
             batches[v.name] = batch
-    types.update({k: TensorType(v.dtype, v.shape) for k, v in consts.items()})
-    order, structure = topological_order(g, set(consts) | {v.name for v in inputs})
-    if structure:
-        raise ModelProblems(structure)
+    return types, batches
 
+
+def _typed_nodes(g: onnx.GraphProto, order: list[int], inputs: list, consts: dict[str, np.ndarray],
+                 types: dict[str, TensorType], opset: int, max_memory: int, problems: list[str]) -> list[Node]:
+    """The nodes in topological order, their outputs typed into `types` (constants folded into `consts`); the
+    problems appended, the unsupported operators first, all of them named."""
     known = {o for p in g.node for o in p.output} | {v.name for v in inputs}
     nodes, unsupported = [], {}
     for i in order:
         proto = g.node[i]
-        described = describe(proto, i)
         if proto.domain not in ("", "ai.onnx"):
             unsupported.setdefault(f"{proto.domain}.{proto.op_type}", []).append(node_label(proto, i))
             continue
         try:
-            problem = schema_problem(proto, described, opset)
-            if problem:
-                raise CglowError(problem)
-            node = Node(proto.op_type, node_label(proto, i), tuple(proto.input), tuple(proto.output),
-                        _attrs(proto, described, max_memory))
+            node = _node(proto, i, opset, max_memory)
         except CglowError as exc:
             problems.append(str(exc))
             continue
@@ -337,23 +358,30 @@ def import_model(model: onnx.ModelProto, shapes: dict[str, tuple[int, ...]] | No
         types.update((name, t) for name, t in zip(node.outputs, out_types) if name)
         if not all(name in consts for name in node.outputs):
             nodes.append(node)
-
     if unsupported:
         listing = "; ".join(f"{op} ({listed([repr(n) for n in names])})" for op, names in sorted(unsupported.items()))
         problems.insert(0, f"unsupported operators: {listing} (docs/ops.md lists the supported ones; export the "
                            f"model without them, or replace them with supported ops)")
+    return nodes
+
+
+def _node(proto: onnx.NodeProto, i: int, opset: int, max_memory: int) -> Node:
+    """The node of proto (the i-th of the graph), once its schema under the model's opset accepts it."""
+    described = describe(proto, i)
+    problem = schema_problem(proto, described, opset)
+    if problem:
+        raise CglowError(problem)
+    return Node(proto.op_type, node_label(proto, i), tuple(proto.input), tuple(proto.output),
+                _attrs(proto, described, max_memory))
+
+
+def _element_type_problems(names: list[str], types: dict[str, TensorType], problems: list[str]) -> None:
+    """A problem naming the values (inputs and node outputs) of an element type the generated C has no type for."""
     bad_types: dict[str, list[str]] = {}
-    for name in [v.name for v in inputs] + [o for n in nodes for o in n.outputs]:
+    for name in names:
         if name in types and types[name].dtype not in RUNTIME_DTYPES:
             bad_types.setdefault(types[name].dtype.name, []).append(name)
     if bad_types:
         problems.append("unsupported element types at run time (cglow runs float32, bool and 8- to 64-bit "
                         "integers): " + "; ".join(f"{t} ({listed([repr(n) for n in names])})"
                                                   for t, names in sorted(bad_types.items())))
-    if problems:
-        raise ModelProblems(problems)
-    _check_outputs(g, types)
-    _batch_notice(batches, types)
-    return Graph(name=g.name or "model", opset=opset, inputs=tuple(v.name for v in inputs),
-                 outputs=tuple(o.name for o in g.output), types=types, consts=consts, nodes=tuple(nodes),
-                 source=source)

@@ -345,13 +345,13 @@ def copy_run_time_operands(prog: Program) -> Program:
 
 def dot_operands(values: np.dtype, weights: np.dtype) -> bool:
     """Whether a convolution or matrix product of these element types can run as 4-lane dot products over its
-    reduced dim (kernels/render.py): 8-bit values by int8 weights."""
+    reduced dim (kernels/conv.py, kernels/gemm.py): 8-bit values by int8 weights."""
     return np.dtype(values) in (np.dtype(np.int8), np.dtype(np.uint8)) and np.dtype(weights) == np.int8
 
 
 def gemm_dot_products(g: Gemm, a: np.dtype, b: np.dtype) -> bool:
     """Whether a Gemm of these element types runs as 4-lane dot products on a target with them (kernels/
-    render.py): 8-bit values by int8 weights, no zero point on b, and k contiguous in both operands."""
+    gemm.py): 8-bit values by int8 weights, no zero point on b, and k contiguous in both operands."""
     return dot_operands(a, b) and not g.zeros[1] and g.a.strides[-1] == 1 and g.b.strides[-2] == 1
 
 
@@ -386,7 +386,7 @@ PANEL_MIN_K = 16  # a shorter sum gains too little from widened inputs to take s
 
 def channels_contiguous(c: Conv) -> bool:
     """Whether a convolution's input channels are contiguous in both its input and its weights: the dot path
-    (kernels/render.py) then sums over a tap's channels at once."""
+    (kernels/conv.py) then sums over a tap's channels at once."""
     return c.w.shape[1] == 1 or c.x.strides[1] == c.w.strides[1] == 1
 
 

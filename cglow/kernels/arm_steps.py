@@ -4,7 +4,7 @@
 so (CGLOW_FP_ASM); the portable C of the same sums elsewhere.
 
 gcc allocates the registers of these kernels' inner loops well but schedules them for instruction count,
-not for the Cortex-M4's cycles (cglow.m4_cycles): it scatters the loads, so that few of them pipeline
+not for the Cortex-M4's cycles (cglow.tools.m4_cycles): it scatters the loads, so that few of them pipeline
 (a load directly after a load takes 1 cycle, else 2), and at 4 or more accumulators it spills. A step here
 is one statement that does a register tile's work for a few values of its sums (2 over a panel, 4 elsewhere),
 its loads grouped so that all but the first of a group pipeline. The kernel's loops, pointers and accumulators

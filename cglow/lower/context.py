@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+import hashlib
 from typing import Callable
 
 import numpy as np
@@ -31,6 +32,7 @@ class Context:
         self.instrs: list[Instr] = []
         self.views: dict[str, View] = {}
         self.named: dict[int, str] = {}  # a fresh buffer's id -> the value it was made for
+        self.const_ids: dict[tuple, list[int]] = {}  # (dtype, size, digest) -> the const buffers of those bytes
         self.inputs = tuple(self._buffer("input", graph.types[n].size, n, self.dtype(n), i)
                             for i, n in enumerate(graph.inputs))
         for name, buf in zip(graph.inputs, self.inputs):
@@ -70,9 +72,16 @@ class Context:
         return self.views[name]
 
     def const_view(self, data: np.ndarray, label: str, dtype=None) -> View:
-        """A const buffer holding data (as `dtype`, by default its own)."""
+        """A const buffer holding data (as `dtype`, by default its own); the buffer of an earlier constant of the
+        same type and bytes when there is one (an unrolled LSTM's steps read one copy of their weights' sums)."""
         data = np.ascontiguousarray(data, dtype=dtype)
-        return View.of(self._buffer("const", data.size, label, data.dtype, data=data.reshape(-1)), data.shape)
+        flat = data.reshape(-1)
+        same = self.const_ids.setdefault((data.dtype.str, flat.size, hashlib.sha256(flat.tobytes()).digest()), [])
+        buf = next((i for i in same if self.buffers[i].data.tobytes() == flat.tobytes()), None)
+        if buf is None:
+            buf = self._buffer("const", flat.size, label, data.dtype, data=flat)
+            same.append(buf)
+        return View.of(buf, data.shape)
 
     def new(self, name: str, order: tuple[int, ...] | None = None) -> View:
         """A fresh arena buffer for the value `name`, bound to it; its dims lie in memory in `order`

@@ -16,6 +16,7 @@ import onnx
 from onnx import helper, numpy_helper
 
 from ..errors import CglowError, reason
+from ..graph.fold_batchnorm import affine, scaled
 from ..names import fresh_name
 
 QDQ_OPSET = 13
@@ -188,38 +189,26 @@ def _matmul_add_as_gemm(g: _Graph, add: onnx.NodeProto) -> list[onnx.NodeProto]:
 
 
 def _fold_batchnorm(g: _Graph, bn: onnx.NodeProto) -> list[onnx.NodeProto]:
-    """BatchNormalization y = x * s + t per channel, s = scale / sqrt(var + epsilon), t = B - mean * s, into the
-    Conv (weights [M, C/group, k...]) or Gemm (weights B' [K, N], alpha and beta folded too) computing x."""
+    """BatchNormalization into the Conv, ConvTranspose or Gemm computing x (graph/fold_batchnorm.py's fold)."""
     if bn.op_type != "BatchNormalization" or any(bn.output[1:]) or _attr(bn, "training_mode", 0) or g.kept(bn):
         return []
     params = [g.const(n) for n in bn.input[1:5]]
     layer = g.producer(bn.input[0])
-    if any(p is None for p in params) or layer is None or not g.read_only_by(bn.input[0], bn):
+    if any(p is None for p in params) or layer is None or not g.read_only_by(bn.input[0], bn) or \
+            layer.op_type not in ("Conv", "ConvTranspose", "Gemm"):
         return []
-    gamma, beta, mean, var = (p.astype(np.float64) for p in params)
-    var = var + _attr(bn, "epsilon", 1e-5)
-    if not (var > 0).all():
-        return []
-    s = gamma / np.sqrt(var)
-    t = beta - mean * s
+    found = affine(*params, _attr(bn, "epsilon", 1e-5))
     w = g.const(layer.input[1]) if len(layer.input) > 1 else None
     bias_name = layer.input[2] if len(layer.input) > 2 else ""
     bias = g.const(bias_name)
-    if w is None or bias_name and bias is None:
+    if found is None or w is None or bias_name and bias is None:
         return []
-    w = w.astype(np.float64)
-    b = np.zeros(1) if bias is None else bias.astype(np.float64)
-    if layer.op_type == "Conv":
-        w = w * s.reshape((-1,) + (1,) * (w.ndim - 1))
-    elif layer.op_type == "Gemm" and w.ndim == 2:
-        w = w * _attr(layer, "alpha", 1.0) * (s[:, None] if _attr(layer, "transB", 0) else s[None, :])
-        b = b * _attr(layer, "beta", 1.0)
-    else:
-        return []
-    new_b = b * s + t
-    if not (np.isfinite(w).all() and np.isfinite(new_b).all()):
+    attrs = {a.name: helper.get_attribute_value(a) for a in layer.attribute}
+    folded = scaled(layer.op_type, attrs, w, 0.0 if bias is None else bias, *found, g.rank(layer.input[0]))
+    if folded is None:
         return []
     _drop_attrs(layer, "alpha", "beta")
-    layer.input[1:] = [g.add_const(f"{layer.input[1]}_bn", w), g.add_const(f"{bias_name or bn.input[2]}_bn", new_b)]
+    layer.input[1:] = [g.add_const(f"{layer.input[1]}_bn", folded[0]),
+                       g.add_const(f"{bias_name or bn.input[2]}_bn", folded[1])]
     layer.output[0] = bn.output[0]
     return [bn]

@@ -6,7 +6,7 @@ import numpy as np
 import onnx
 
 import cglow
-from cglow import matrix
+from cglow.tools import matrix
 
 from ..sanitized import run_sanitized
 from ..util import ort_run

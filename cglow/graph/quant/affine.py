@@ -18,17 +18,6 @@ from .params import QParams
 SUM_BITS = 30  # |P (q_x - z_x) + Q| < 2**30
 
 
-def batchnorm_affine(site_consts: list[np.ndarray], epsilon: float) -> tuple[np.ndarray, np.ndarray] | None:
-    """BatchNormalization's s and t per channel from its constant scale, bias, mean and variance (None where
-    the variance plus epsilon is not positive)."""
-    gamma, beta, mean, var = (np.asarray(c, np.float64).reshape(-1) for c in site_consts)
-    var = var + epsilon
-    if not (var > 0).all():
-        return None
-    s = gamma / np.sqrt(var)
-    return s, beta - mean * s
-
-
 def integer_affine(s: np.ndarray, t: np.ndarray, x: QParams, out: QParams,
                    reach: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """P, Q (int32) and the unit u per channel, for inputs with |q_x - z_x| <= reach."""

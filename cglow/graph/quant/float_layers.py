@@ -7,12 +7,13 @@ import numpy as np
 
 from ..edit import Site
 from ..ir import Graph, Node
-from .fold import BIASED, BUILDERS, MOVEMENT, biased, dequantized
-from .params import qparams
+from .fold import BIASED, BUILDERS, biased
+from .movement import MOVEMENT
+from .params import dequantized, qparams
 
 CONVERSIONS = {"QuantizeLinear", "DequantizeLinear"}
 FOLLOWERS = {"Add", "Relu", "Clip"}  # after a float layer, part of its group (its bias, its activation)
-INTEGER_OPS = {"IntConv", "IntGemm", "IntAdd", "IntMul", "IntAvgPool", "IntTable", "IntAffine"}
+INTEGER_OPS = {"IntConv", "IntGemm", "IntAdd", "IntMul", "IntAvgPool", "IntTable", "IntAffine", "IntSoftmaxTable"}
 
 
 def _quantized(graph: Graph) -> bool:

@@ -4,43 +4,30 @@ Each QuantizeLinear is the anchor. Its producer (through a Relu or Clip, which b
 clamp) is matched against the integer ops cglow has; the op's inputs must come from DequantizeLinear nodes
 with constant parameters. What does not match stays as it is: the float op runs between a dequantize and
 a quantize map, exactly as the QDQ form specifies. Before that, a dequantize moves past the data-movement
-ops that read it (Reshape, Transpose...), so that the integers flow through them."""
+ops that read it (Reshape, Transpose...), so that the integers flow through them, or, of constant weights,
+those ops apply to the integers at once (moved_weights.py)."""
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from fractions import Fraction
 import math
 
 import numpy as np
 
 from ..edit import Site, rewrite_each
-from ..ir import Graph, Node
-from .affine import batchnorm_affine, integer_affine
-from .params import QParams, clamp_bounds, float32_multipliers, multipliers, narrow, qparams
+from ..fold_batchnorm import affine
+from ..ir import Graph, Node, TensorType
+from .affine import integer_affine
+from .moved_weights import moved_weights
+from .movement import MOVEMENT, moves
+from .params import QParams, clamp_bounds, dequantized, float32_multipliers, narrow, qparams, requant_attrs
+from .pool import int_average, int_mean
+from .shifted import unshifted
+from .softmax import int_softmax
 from .table import TABLE_OPS, table
 
-MOVEMENT = {"Reshape", "Flatten", "Transpose", "Squeeze", "Unsqueeze", "MaxPool", "Slice", "Expand", "Tile",
-            "DepthToSpace", "SpaceToDepth", "Identity", "Concat", "Gather"}  # they only move values
 REQUANTIZED = {"Conv", "Gemm", "MatMul", "Add", "Mul", "BatchNormalization"}  # a Relu or Clip after them: a clamp
 ADD_BITS = 21  # IntAdd: the larger scale ratio is a factor in [2**21, 2**22]
-
-
-@dataclass(frozen=True)
-class Dequantized:
-    node: Node       # the DequantizeLinear
-    p: QParams
-
-    @property
-    def source(self) -> str:
-        return self.node.inputs[0]
-
-
-def dequantized(site: Site, name: str) -> Dequantized | None:
-    node = site.producer.get(name)
-    if node is None or node.op != "DequantizeLinear":
-        return None
-    p = qparams(site, node)
-    return None if p is None else Dequantized(node, p)
 
 
 def _real_const(site: Site, name: str) -> np.ndarray | None:
@@ -59,20 +46,21 @@ def _real_const(site: Site, name: str) -> np.ndarray | None:
 
 
 class _Build:
-    """What a fold adds: new constants with fresh names."""
+    """What a fold adds: new constants and values, with fresh names."""
 
     def __init__(self, site: Site):
-        self.site, self.taken, self.consts = site, set(), {}
+        self.site, self.taken, self.consts, self.types = site, set(), {}, {}
 
     def const(self, base: str, data: np.ndarray) -> str:
         name = self.site.fresh(base, self.taken)
         self.consts[name] = data
         return name
 
-
-def _requant(out: QParams, real: np.ndarray, bounds: tuple[int, int]) -> dict:
-    mult, shift = multipliers(real, shared=True)
-    return dict(mult=mult, shift=shift, y_zero=int(out.zero[0]), lo=bounds[0], hi=bounds[1])
+    def value(self, base: str, type_: TensorType) -> str:
+        """A value that an added node computes."""
+        name = self.site.fresh(base, self.taken)
+        self.types[name] = type_
+        return name
 
 
 def _requant_float32(out: QParams, a_scale: float, b_scales: np.ndarray, bounds: tuple[int, int]) -> dict:
@@ -144,7 +132,7 @@ def _gemm(b: _Build, op: Node, out: QParams, bounds, added: np.ndarray | None = 
     if bias is None:
         return None
     requant = _requant_float32(out, a.p.scale[0], np.broadcast_to(bd.p.scale, (n,)), bounds) if alpha == 1 else \
-        _requant(out, acc_scale / out.scale[0], bounds)
+        requant_attrs(out, acc_scale / out.scale[0], bounds)
     attrs = {"transA": op.attr("transA", 0), "transB": trans_b, "a_zero": int(a.p.zero[0]), "b_zero": 0, **requant}
     if weights is None:
         right = bd.source
@@ -184,31 +172,10 @@ def _binary(b: _Build, op: Node, out: QParams, bounds) -> Node | None:
         if unit > 1:  # the requantized sum, up to 255 * 2**23 * unit, must fit in int32
             return None
         attrs.update(a_factor=round(ratios[0] / unit), b_factor=round(ratios[1] / unit),
-                     **_requant(out, np.array([float(unit)]), bounds))
+                     **requant_attrs(out, np.array([float(unit)]), bounds))
     else:
-        attrs.update(_requant(out, np.array([sa * sb / sy]), bounds))
+        attrs.update(requant_attrs(out, np.array([sa * sb / sy]), bounds))
     return Node(f"Int{op.op}", op.name, (x.source, y.source), (), attrs)
-
-
-def _average(b: _Build, op: Node, out: QParams, bounds) -> Node | None:
-    """GlobalAveragePool, or an AveragePool whose windows all lie inside the input (each the same count)."""
-    x = dequantized(b.site, op.inputs[0])
-    if x is None or not x.p.per_tensor:
-        return None
-    shape = b.site.shape(x.source)
-    if op.op == "GlobalAveragePool":
-        kernel, strides = shape[2:], (1,) * (len(shape) - 2)
-    else:
-        kernel = tuple(op.attr("kernel_shape"))
-        strides = tuple(op.attr("strides", (1,) * len(kernel)))
-        if any(op.attr("pads", (0,))) or op.attr("auto_pad", "NOTSET") not in ("NOTSET", "VALID") or \
-                any(d != 1 for d in op.attr("dilations", (1,))) or \
-                (op.attr("ceil_mode", 0) and any((n - k) % s for n, k, s in zip(shape[2:], kernel, strides))):
-            return None
-    count = int(np.prod(kernel))
-    attrs = {"kernel_shape": kernel, "strides": strides, "x_zero": int(x.p.zero[0]),
-             **_requant(out, np.array([x.p.scale[0] / out.scale[0] / count]), bounds)}
-    return Node("IntAvgPool", op.name, (x.source,), (), attrs)
 
 
 def _batchnorm(b: _Build, op: Node, out: QParams, bounds) -> Node | None:
@@ -219,14 +186,14 @@ def _batchnorm(b: _Build, op: Node, out: QParams, bounds) -> Node | None:
     if x is None or not x.p.per_tensor or x.p.dtype.itemsize != 1 or any(p is None for p in params) or \
             any(op.outputs[1:]) or op.attr("training_mode", 0) or len(site.shape(x.source)) < 2:
         return None
-    affine = batchnorm_affine(params, op.attr("epsilon", 1e-5))
-    if affine is None:
+    found = affine(*params, op.attr("epsilon", 1e-5))
+    if found is None:
         return None
     zero = int(x.p.zero[0])
     info = np.iinfo(x.p.dtype)
-    factor, offset, unit = integer_affine(*affine, x.p, out, max(zero - int(info.min), int(info.max) - zero))
+    factor, offset, unit = integer_affine(*found, x.p, out, max(zero - int(info.min), int(info.max) - zero))
     inputs = (x.source, b.const(f"{op.name}/factor", factor), b.const(f"{op.name}/offset", offset))
-    return Node("IntAffine", op.name, inputs, (), {"x_zero": zero, **_requant(out, unit, bounds)})
+    return Node("IntAffine", op.name, inputs, (), {"x_zero": zero, **requant_attrs(out, unit, bounds)})
 
 
 def _table(b: _Build, op: Node, out: QParams, bounds) -> Node | None:
@@ -260,7 +227,7 @@ def _movement(b: _Build, op: Node, out: QParams, bounds) -> Node | None:
         if not x.p.same(out):
             if op.op != "Concat" or x.p.dtype.itemsize != 1 or not x.p.per_tensor:
                 return None
-            rescaled = b.site.fresh(f"{op.inputs[i]}/requantized", b.taken)
+            rescaled = b.value(f"{op.inputs[i]}/requantized", replace(site.graph.types[x.source], dtype=out.dtype))
             extra.append(Node("IntTable", f"{op.name}/requantize{i}",
                               (x.source, b.const(f"{op.name}/table{i}", table(site, x.node, x.p, out))),
                               (rescaled,), {}))
@@ -270,8 +237,8 @@ def _movement(b: _Build, op: Node, out: QParams, bounds) -> Node | None:
 
 
 BUILDERS = {"Conv": _conv, "Gemm": _gemm, "MatMul": _gemm, "Add": _binary, "Mul": _binary,
-            "AveragePool": _average, "GlobalAveragePool": _average, "BatchNormalization": _batchnorm,
-            "DequantizeLinear": _table,
+            "AveragePool": int_average, "GlobalAveragePool": int_average, "ReduceMean": int_mean,
+            "BatchNormalization": _batchnorm, "Softmax": int_softmax, "DequantizeLinear": _table,
             **{op: _table for op in TABLE_OPS}, **{op: _movement for op in MOVEMENT}}
 
 
@@ -346,20 +313,12 @@ def _fold(site: Site, q: Node) -> Graph | None:
     node = replace(node, outputs=(q.outputs[0],))
     graph = site.rewritten([(d, None) for d in dropped if d.op != "DequantizeLinear"], b.consts)
     at = next(i for i, n in enumerate(graph.nodes) if n is q)  # after every input's producer, before q's readers
-    return _typed(graph.with_nodes(graph.nodes[:at] + tuple(extra) + (node,) + graph.nodes[at + 1:]), extra)
-
-
-def _typed(graph: Graph, extra: list[Node]) -> Graph:
-    types = dict(graph.types)
-    for node in extra:  # requantized copies: their source's shape, their table's (the output's) type
-        types[node.outputs[0]] = replace(graph.types[node.inputs[0]], dtype=graph.types[node.inputs[1]].dtype)
-    return replace(graph, types=types)
+    return graph.with_nodes(graph.nodes[:at] + tuple(extra) + (node,) + graph.nodes[at + 1:],
+                            types={**graph.types, **b.types})
 
 
 def _sink(site: Site, node: Node) -> Graph | None:
     """A per-tensor DequantizeLinear read only by a data-movement op (as its data) moves after it."""
-    if node.op not in MOVEMENT or node.op == "Concat" or len([o for o in node.outputs if o]) != 1:
-        return None
     d = dequantized(site, node.inputs[0])
     if d is None or not d.p.per_tensor or site.sole_reader(node.inputs[0]) is not node:
         return None
@@ -374,8 +333,15 @@ def _sink(site: Site, node: Node) -> Graph | None:
     return replace(graph.with_nodes(nodes), types=types)
 
 
+def _move(site: Site, node: Node) -> Graph | None:
+    """Integer weights moved now (moved_weights.py), else a dequantize moved after the op (_sink)."""
+    if not moves(node):
+        return None
+    return moved_weights(site, node) or _sink(site, node)
+
+
 def fold_qdq(graph: Graph) -> Graph:
-    return rewrite_each(rewrite_each(graph, _sink), _fold)
+    return rewrite_each(rewrite_each(rewrite_each(graph, unshifted), _move), _fold)
 
 
 def fold_dequantized_consts(graph: Graph) -> Graph:

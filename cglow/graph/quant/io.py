@@ -3,17 +3,20 @@
 Two forms: a float graph input read only by QuantizeLinear nodes (with one set of parameters) takes their
 integers directly, and a float graph output made by a DequantizeLinear gives its integers (quantized_io,
 after the graph passes); an 8-bit graph input read only by DequantizeLinear nodes, or an 8-bit graph output
-made by a QuantizeLinear, is already integer and takes their parameters (integer_io, before the passes,
-which fold those nodes into integer ops). With float I/O (Options.float_io) the first form keeps its
-conversions, and the second gets them (float_io): either way they run inside net_run."""
+made by a QuantizeLinear (either through data-movement ops, as tf2onnx's Transpose to NCHW), is already
+integer and takes their parameters (integer_io, before the passes, which fold those nodes into integer ops).
+With float I/O (Options.float_io) the first form keeps its conversions, and the second gets them (float_io):
+either way they run inside net_run."""
 from __future__ import annotations
 
 from dataclasses import replace
+import math
 
 import numpy as np
 
-from ..edit import Site
+from ..edit import Site, rewrite_each
 from ..ir import Graph, Node, TensorType
+from .movement import chain_before, readers_past
 from .params import QParams, qparams
 
 
@@ -64,19 +67,58 @@ def _eight_bit(p: QParams | None) -> bool:
     return p is not None and p.per_tensor and p.dtype.itemsize == 1 and p.dtype.kind in "iu"
 
 
+def _scalar(site: Site, name: str) -> float | None:
+    value = site.const(name)
+    return float(value.reshape(-1)[0]) if value is not None and value.size == 1 else None
+
+
+def _written_dequantize(site: Site, cast: Node) -> Graph | None:
+    """Cast to float32 -> Sub of a constant zero point -> Mul by a constant scale, the Sub left out for a zero
+    point of 0 (tf2onnx's --dequantize writes a TFLite DEQUANTIZE of an 8-bit input so): a DequantizeLinear,
+    which computes the same float32 values."""
+    x = cast.inputs[0]
+    dtype = site.graph.types[x].dtype
+    if dtype.itemsize != 1 or dtype.kind not in "iu" or cast.attr("to") != 1:  # TensorProto.FLOAT
+        return None
+    chain, zero, value = [cast], 0.0, cast.outputs[0]
+    sub = site.sole_reader(value)
+    if sub is not None and sub.op == "Sub" and sub.inputs[0] == value and _scalar(site, sub.inputs[1]) is not None:
+        chain, zero, value = chain + [sub], _scalar(site, sub.inputs[1]), sub.outputs[0]
+    mul = site.sole_reader(value)
+    scale = _scalar(site, mul.inputs[mul.inputs.index(value) ^ 1]) if mul is not None and mul.op == "Mul" else None
+    info = np.iinfo(dtype)
+    if scale is None or not scale > 0 or not math.isfinite(scale) or zero != int(zero) or \
+            not info.min <= zero <= info.max or site.graph.types[mul.outputs[0]].dtype != np.float32:
+        return None
+    taken: set[str] = set()
+    consts = {site.fresh(f"{x}/scale", taken): np.array(scale, np.float32),
+              site.fresh(f"{x}/zero_point", taken): np.array(int(zero), dtype)}
+    node = Node("DequantizeLinear", cast.name, (x, *consts), mul.outputs, {})
+    return site.rewritten([(cast, node)] + [(n, None) for n in chain[1:] + [mul]], consts)
+
+
+def _input_dequantized(site: Site, node: Node) -> Graph | None:
+    if node.op != "Cast" or node.inputs[0] not in site.graph.inputs:
+        return None
+    return _written_dequantize(site, node)
+
+
 def integer_io(graph: Graph) -> Graph:
     """The parameters of 8-bit graph inputs read only by DequantizeLinear nodes (all with the same ones) and
     of 8-bit graph outputs written by a QuantizeLinear, in io_quant (tf2onnx writes a fully-integer TFLite
-    model's inputs and outputs so)."""
+    model's inputs and outputs so), data-movement ops between them and the graph's input or output allowed.
+    An input's dequantization written as Cast, Sub, Mul becomes a DequantizeLinear first."""
+    graph = rewrite_each(graph, _input_dequantized)
     site = Site(graph)
     quant = dict(graph.io_quant)
     for name in graph.inputs:
-        readers = site.readers.get(name, [])
-        params = [qparams(site, r) if r.op == "DequantizeLinear" and r.inputs[0] == name else None for r in readers]
+        readers = readers_past(site, name)
+        params = [qparams(site, r) if r.op == "DequantizeLinear" and r.inputs[0] == value else None
+                  for r, value in readers]
         if readers and name not in graph.outputs and all(_eight_bit(p) and p.same(params[0]) for p in params):
             quant[name] = (float(params[0].scale[0]), int(params[0].zero[0]))
     for name in graph.outputs:
-        q = site.producer.get(name)
+        q = chain_before(site, name)[0]
         p = qparams(site, q) if q is not None and q.op == "QuantizeLinear" else None
         if _eight_bit(p) and name not in graph.inputs:
             quant[name] = (float(p.scale[0]), int(p.zero[0]))

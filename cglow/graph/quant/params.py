@@ -49,6 +49,24 @@ def qparams(site: Site, node: Node) -> QParams | None:
     return QParams(scale.reshape(-1).astype(np.float64), zero, np.dtype(dtype), axis)
 
 
+@dataclass(frozen=True)
+class Dequantized:
+    node: Node       # the DequantizeLinear
+    p: QParams
+
+    @property
+    def source(self) -> str:
+        return self.node.inputs[0]
+
+
+def dequantized(site: Site, name: str) -> Dequantized | None:
+    node = site.producer.get(name)
+    if node is None or node.op != "DequantizeLinear":
+        return None
+    p = qparams(site, node)
+    return None if p is None else Dequantized(node, p)
+
+
 SHARED_BITS = 24  # the fewest significant bits a multiplier keeps when the factors of a layer share their shift
 SHIFT_STEP = 4    # a shared shift is a multiple of this where the multipliers keep SHARED_BITS bits
 
@@ -71,6 +89,12 @@ def multipliers(real: np.ndarray, shared: bool = False) -> tuple[np.ndarray, np.
                          np.int32)
         shifts = np.full_like(shifts, least)
     return mults, shifts
+
+
+def requant_attrs(out: QParams, real: np.ndarray, bounds: tuple[int, int]) -> dict:
+    """The attributes of a requantization by the positive factors `real` to the output's parameters, clamped."""
+    mult, shift = multipliers(real, shared=True)
+    return dict(mult=mult, shift=shift, y_zero=int(out.zero[0]), lo=bounds[0], hi=bounds[1])
 
 
 def _multipliers(real: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -9,14 +9,19 @@ its output channels innermost), and cancel_transposes removes the pairs between 
 model runs with the RAM and speed of the same network from ONNX."""
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Callable
 
 import numpy as np
+import onnx
 import tflite
 
 from ...errors import CglowError
 from ...names import fresh_name
+from ...options import MAX_MEMORY
+from ..evaluate_node import evaluate_node
 from ..ir import Node, State, TensorType
+from ..limits import checked_type
 from ..registry import SHAPE_RULES, Args
 from .arith import quantize
 from .reader import Model, Operator, Quant, Tensor
@@ -40,8 +45,9 @@ def translator(*ops: str):
 
 
 class Build:
-    def __init__(self, model: Model):
+    def __init__(self, model: Model, max_memory: int = MAX_MEMORY):
         self.model = model
+        self.max_memory = max_memory
         self.nodes: list[Node] = []
         self.types: dict[str, TensorType] = {}
         self.consts: dict[str, np.ndarray] = {}
@@ -50,6 +56,9 @@ class Build:
         self.op: Operator | None = None  # the operator being translated, for node names and messages
         # a variable tensor's index -> [the graph value holding it at the run's start, its current value]
         self.variables: dict[int, list[str]] = {}
+        # a tensor's index -> its shape as computed, where the file's differs in a dimension that the tensor's
+        # shape signature leaves free (-1): converters write a placeholder there (1, whatever the size)
+        self.shapes: dict[int, tuple[int, ...]] = {}
 
     def _fresh(self, base: str) -> str:
         return fresh_name(base, self.taken)
@@ -60,7 +69,8 @@ class Build:
         refs, k = (self.op.inputs, i) if i >= 0 else (self.op.outputs, -1 - i)
         if k >= len(refs) or not 0 <= refs[k] < len(self.model.tensors):
             raise CglowError(f"{self.op.describe()}: its {('input', 'output')[i < 0]} {k} is missing")
-        return self.model.tensors[refs[k]]
+        t = self.model.tensors[refs[k]]
+        return replace(t, shape=self.shapes[t.index]) if t.index in self.shapes else t
 
     def has(self, i: int) -> bool:
         return len(self.op.inputs) > i and self.op.inputs[i] >= 0
@@ -121,12 +131,17 @@ class Build:
     def weights(self, i: int) -> np.ndarray:
         return self.constant(i, ("filter", "weights")[i > 1])
 
-    def constant(self, i: int, what: str) -> np.ndarray:
-        """The values of input i, which cglow needs at compile time (`what` names it in the error): the file's,
-        or those an earlier operator's translation computed (a float16 constant widened by DEQUANTIZE)."""
+    def known(self, i: int) -> np.ndarray | None:
+        """The values of input i when they are known at compile time: the file's, or those an earlier operator's
+        translation computed (a float16 constant widened by DEQUANTIZE, a shape the file computes)."""
         t = self.tensor(i)
-        data = t.data if t.data is not None else self.consts.get(self.names[t.index])
+        return t.data if t.data is not None else self.consts.get(self.names[t.index])
+
+    def constant(self, i: int, what: str) -> np.ndarray:
+        """The values of input i, which cglow needs at compile time (`what` names it in the error)."""
+        data = self.known(i)
         if data is None:
+            t = self.tensor(i)
             raise CglowError(f"{self.op.describe()}: cglow takes its {what} input '{t.name}' as a constant, and "
                              f"the file computes it")
         return data
@@ -164,7 +179,9 @@ class Build:
     def add_many(self, op: str, inputs, attrs: dict | None, count: int, out_types=None,
                  outs: list[str] | None = None) -> list[str]:
         """A node of `count` outputs, named `outs` or fresh names, typed by `out_types` or its shape rule
-        (SPLIT and UNPACK make several values in one node)."""
+        (SPLIT and UNPACK make several values in one node). An ONNX op whose inputs are all constants is computed
+        now instead, its outputs constants: the SHAPE, STRIDED_SLICE, PACK ... chains that compute a RESHAPE's
+        shape."""
         node_name = self._fresh(f"{self.op.op.lower()}{self.op.index}/{op}")
         names = outs or [self._fresh(node_name) for _ in range(count)]
         node = Node(op, node_name, tuple(inputs), tuple(names), dict(attrs or {}))
@@ -172,9 +189,25 @@ class Build:
             args = Args(node, tuple(self.types.get(n) for n in node.inputs),
                         tuple(self.consts.get(n) for n in node.inputs), OPSET)
             out_types = SHAPE_RULES[op](args)
-        self.nodes.append(node)
+        if self._foldable(node):
+            for name, t in zip(names, out_types):
+                checked_type(f"{self.op.describe()}: '{name}'", t, self.max_memory)
+            proto = onnx.helper.make_node(op, node.inputs, names, node_name, **node.attrs)
+            values = evaluate_node(proto, {n: self.consts[n] for n in node.inputs if n}, OPSET)
+            self.consts.update(zip(names, values))
+            out_types = [TensorType(v.dtype, v.shape) for v in values]
+        else:
+            self.nodes.append(node)
         self.types.update(zip(names, out_types))
         return names
+
+    def _foldable(self, node: Node) -> bool:
+        """An ONNX op (none of cglow's integer ops, no attribute of cglow's) on constants only. A dequantization
+        stays a node: graph/quant/fold.py keeps integer weights integers."""
+        if node.op == "DequantizeLinear" or not onnx.defs.has(node.op, ""):
+            return False
+        known = onnx.defs.get_schema(node.op, OPSET, "").attributes
+        return all(n in self.consts for n in node.inputs if n) and all(a in known for a in node.attrs)
 
     def transpose(self, value: str, perm: tuple[int, ...], out: str | None = None) -> str:
         return self.add("Transpose", [value], {"perm": perm}, out)
@@ -190,12 +223,16 @@ class Build:
             self.add("Identity", [value], out=self.out(i), out_type=got)
 
     def check(self, value: str, i: int = 0) -> TensorType:
-        """The type of `value`, which must be the one the file declares for the operator's output i."""
+        """The type of `value`, which must be the one the file declares for the operator's output i, but for
+        the dimensions its shape signature leaves free: there the computed size is the tensor's from now on."""
         t = self.tensor(-1 - i)
         got = self.types[value]
-        if got.shape != t.shape or got.dtype != t.dtype:
+        if got.dtype != t.dtype or not len(got.shape) == len(t.shape) == len(t.signature) or any(
+                n != d and s != -1 for n, d, s in zip(got.shape, t.shape, t.signature)):
             raise CglowError(f"{self.op.describe()}: the file declares its output '{t.name}' "
                              f"{TensorType(t.dtype, t.shape)}, the operator computes {got}")
+        if got.shape != t.shape:
+            self.shapes[t.index] = got.shape
         return got
 
     # --- options shared by several operators --------------------------------------------------------------

@@ -91,8 +91,8 @@ def _dense(b: Build, op) -> None:
     n, k = data.shape
     x = b.tensor(0)
     size = int(np.prod(x.shape))
-    if size % k:
-        raise CglowError(f"{op.describe()}: an input of {size} values is no whole number of rows of {k}")
+    if size % k or b.option("KeepNumDims") and x.shape[-1] != k:
+        raise CglowError(f"{op.describe()}: an input of {list(x.shape)} is no whole number of rows of {k}")
     rows = b.add("Reshape", [b.value(0), b.const("rows", np.array([size // k, k], np.int64))])
     if b.quantized():
         w = b.quant(1)
@@ -108,4 +108,6 @@ def _dense(b: Build, op) -> None:
     else:
         y = float_activation(b, b.add("Gemm", [rows, b.value(1)] + ([b.value(2)] if b.has(2) else []),
                                       {"transB": 1}))
-    b.finish(b.add("Reshape", [y, b.const("shape", np.array(b.tensor(-1).shape, np.int64))]))
+    # LiteRT's output: the input's leading dimensions kept (keep_num_dims), or one dimension of rows
+    out_shape = x.shape[:-1] + (n,) if b.option("KeepNumDims") else (size // k, n)
+    b.finish(b.add("Reshape", [y, b.shape_const(*out_shape)]))

@@ -44,7 +44,7 @@ def _binary(b: Build, op) -> None:
             attrs[f"{key}_mult"], attrs[f"{key}_shift"] = arith.quantize_multiplier(float(f32(s)) / twice)
         mult, shift = arith.quantize_multiplier(twice / float(f32(1 << LEFT_SHIFT) * f32(sy)))
         attrs.update(mult=mult, shift=shift, left=LEFT_SHIFT, subtract=op.op == "SUB")
-    out_type = TensorType(b.tensor(-1).dtype, b.tensor(-1).shape)
+    out_type = TensorType(b.tensor(-1).dtype, np.broadcast_shapes(b.tensor(0).shape, b.tensor(1).shape))
     b.finish(b.add("IntAdd" if op.op != "MUL" else "IntMul", [b.value(0), b.value(1)], attrs, out_type=out_type))
 
 
@@ -53,7 +53,7 @@ def table(b: Build, values: Callable[[np.ndarray], np.ndarray]) -> None:
     dtype = b.tensor(-1).dtype
     x = np.arange(256).astype(np.uint8).view(b.tensor(0).dtype).astype(np.int64)
     table = b.const("table", values(x).astype(dtype))
-    b.finish(b.add("IntTable", [b.value(0), table], out_type=TensorType(dtype, b.tensor(-1).shape)))
+    b.finish(b.add("IntTable", [b.value(0), table], out_type=TensorType(dtype, b.tensor(0).shape)))
 
 
 def requantized(b: Build, lo: int, hi: int, ratio=np.float64):
@@ -83,7 +83,7 @@ def _quantize(b: Build, op) -> None:
         s, z = one_scale(b, -1)
         scale, zero = b.const("scale", np.array(s, np.float32)), b.const("zero", np.array(z, dtype))
         return b.finish(b.add("QuantizeLinear", [b.value(0), scale, zero], {"rounding": "tflite"},
-                              out_type=TensorType(dtype, b.tensor(-1).shape)))
+                              out_type=TensorType(dtype, b.tensor(0).shape)))
     if b.tensor(0).dtype.itemsize != 1:
         raise CglowError(f"{op.describe()}: requantizing {b.tensor(0).dtype.name} is not supported")
     table(b, requantized(b, int(info.min), int(info.max)))
@@ -102,7 +102,9 @@ def _dequantize(b: Build, op) -> None:
 
 
 def _float16(b: Build, op) -> None:
-    """A float16 constant (weights stored at half size) widened to float32 now: its output is that constant."""
+    """A float16 constant (weights stored at half size) widened to float32 now: its output is that constant. Into a
+    variable tensor, zeros are the state's value before the first run (LiteRT dequantizes a constant once, and the
+    operators after update the state from run to run)."""
     t = b.tensor(0)
     if t.data is None:
         raise CglowError(f"{op.describe()}: '{t.name}' is a float16 activation; cglow computes in float32 and reads "
@@ -112,5 +114,10 @@ def _float16(b: Build, op) -> None:
         raise CglowError(f"{op.describe()}: the file declares its output '{out.name}' "
                          f"{TensorType(out.dtype, out.shape)}, the float16 constant widens to "
                          f"{TensorType(np.dtype(np.float32), t.shape)}")
+    if out.variable:  # a state's first value (an LSTM's, in a converted float16 file): its state starts at zero
+        if np.any(t.data):
+            raise CglowError(f"{op.describe()}: the variable tensor '{out.name}' starts at non-zero values; cglow "
+                             f"starts every variable at zero, as LiteRT resets it")
+        return
     b.consts[b.out()] = t.data.astype(np.float32)
     b.types[b.out()] = TensorType(np.dtype(np.float32), t.shape)

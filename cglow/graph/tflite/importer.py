@@ -53,10 +53,12 @@ def import_tflite(model: Model, shapes: dict[str, tuple[int, ...]] | None = None
     problem = unsupported(model)
     if problem:
         raise CglowError(problem)
-    b = Build(model)
+    b = Build(model, max_memory)
     shapes = dict(shapes or {})
     for index in model.inputs:
         b.types[b.names[index]] = _input_type(model, index, shapes, max_memory)
+        if b.types[b.names[index]].shape != model.tensors[index].shape:
+            b.shapes[index] = b.types[b.names[index]].shape
     if shapes:
         raise CglowError(f"--shape names no graph input: {', '.join(sorted(shapes))} "
                          f"(inputs: {', '.join(b.names[i] for i in model.inputs)})")

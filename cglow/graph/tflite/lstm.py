@@ -1,5 +1,6 @@
 """UNIDIRECTIONAL_SEQUENCE_LSTM, unrolled over its static sequence, step by step: float32 ones into ONNX nodes
-here, 8-bit ones into cglow's integer ops (lstm_int8.py). A float step is computed as LiteRT's float kernel
+here (hybrid ones, float32 with int8 input and recurrent weights, with hybrid.py's products), 8-bit ones into
+cglow's integer ops (lstm_int8.py). A float step is computed as LiteRT's float kernel
 does (lstm_eval.cc, LstmStepFloat): each gate of i, f, c, o (TFLite's order) is its input projection plus the
 recurrent one of the last output state, plus peephole x cell state for i, f (the old cell state) and o (the new
 one), then layer normalized if the model has coefficients (the bias added after the normalization, else
@@ -16,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import CglowError
+from . import hybrid
 from .build import Build, float_activation, translator
 from .lstm_inputs import (BIASES, CELL_STATE, GATES, INPUT_WEIGHTS, LAYER_NORMS, OUTPUT_STATE, PEEPHOLES, PROJECTION,
                           PROJECTION_BIAS, RECURRENT_WEIGHTS, extras, gates, rows)
@@ -41,14 +43,18 @@ class _Cell:
         self.peephole = {g: b.value(PEEPHOLES[g]) for g in peephole}
         self.norm = {g: b.value(LAYER_NORMS + GATES.index(g)) for g in norm}
         self.bias = {g: b.value(BIASES + GATES.index(g)) for g in self.gates if b.has(BIASES + GATES.index(g))}
-        self.recurrent = b.const("recurrent_weights", self._stacked(RECURRENT_WEIGHTS, outputs))
-        self.input = b.const("input_weights", self._stacked(INPUT_WEIGHTS, size))
+        self.hybrid = b.tensor(RECURRENT_WEIGHTS + 1).dtype == np.int8  # int8 weights, float activations
+        if self.hybrid and (self.peephole or b.has(PROJECTION)):
+            raise CglowError(f"{b.op.describe()}: a hybrid LSTM (int8 weights) with peepholes or a projection is not "
+                             f"supported")
+        self.recurrent = self._weights(RECURRENT_WEIGHTS, outputs, "recurrent_weights")
+        self.input = self._weights(INPUT_WEIGHTS, size, "input_weights")
         self.act = b.activation()
         self.biases = None if self.norm else b.const("biases", self._stacked(BIASES, None))
 
     def _stacked(self, first: int, columns: int | None) -> np.ndarray:
         """The gates' weights [cells, columns] (or biases [cells], zeros where a gate has none) one after the
-        other, in the order of self.gates."""
+        other, in the order of self.gates, float32 (int8 in a hybrid LSTM)."""
         shape = (self.cells,) if columns is None else (self.cells, columns)
         b = self.b
         parts = [b.weights(first + GATES.index(g)) if b.has(first + GATES.index(g)) else np.zeros(shape, np.float32)
@@ -56,12 +62,31 @@ class _Cell:
         for part in parts:
             if part.shape != shape:
                 raise CglowError(f"{b.op.describe()}: a gate's weights are {list(part.shape)}, expected {list(shape)}")
-        return np.concatenate(parts).astype(np.float32)
+        return np.concatenate(parts) if columns and self.hybrid else np.concatenate(parts).astype(np.float32)
+
+    def _weights(self, first: int, columns: int, name: str) -> tuple[str, np.ndarray | None]:
+        """The gates' stacked weights (a constant every step reads), and in a hybrid LSTM the scale of each row (its
+        gate's)."""
+        weights = self.b.const(name, self._stacked(first, columns))
+        if not self.hybrid:
+            return weights, None
+        scales = [hybrid.weight_scales(self.b, self.cells, 0, False, first + GATES.index(g)) for g in self.gates]
+        if any(s.size != 1 for s in scales):
+            raise CglowError(f"{self.b.op.describe()}: LiteRT's hybrid LSTM takes one scale for each gate's weights")
+        return weights, np.repeat(np.concatenate(scales), self.cells)
+
+    def _product(self, x: str, weights, bias: list[str]) -> str:
+        """x [batch, columns] times the stacked weights transposed, plus the bias if given: a Gemm, or LiteRT's
+        hybrid product (x quantized per row at run time)."""
+        data, scales = weights
+        if scales is None:
+            return self.b.add("Gemm", [x, data] + bias, {"transB": 1})
+        return hybrid.gemm(self.b, x, data, scales, bias)
 
     def projection(self, x: str) -> str:
         """A step's input projection [batch, gates x cells], the biases in it unless each gate is normalized
         (then they come after). Step by step: one step's projection alive, not the whole sequence's."""
-        return self.b.add("Gemm", [x, self.input] + ([self.biases] if self.biases else []), {"transB": 1})
+        return self._product(x, self.input, [self.biases] if self.biases else [])
 
     def _gate(self, pre: str, g: str, c: str, act: str) -> str:
         """Gate g of the pre-activations: its peephole (with cell state c), normalization and activation."""
@@ -77,7 +102,8 @@ class _Cell:
     def step(self, x: str, h: str, c: str) -> tuple[str, str]:
         """One step of input x [batch, input] from output state h and cell state c: the new ones."""
         b = self.b
-        pre = b.add("Gemm", [h, self.recurrent, self.projection(x)], {"transB": 1})
+        pre = self._product(h, self.recurrent, [self.projection(x)]) if not self.hybrid else \
+            b.add("Add", [self.projection(x), self._product(h, self.recurrent, [])])  # LiteRT's order
         f = self._gate(pre, "f", c, "SIGMOID")
         if "i" in self.gates:
             i = self._gate(pre, "i", c, "SIGMOID")
@@ -96,10 +122,11 @@ class _Cell:
 @translator("UNIDIRECTIONAL_SEQUENCE_LSTM")
 def _lstm(b: Build, op) -> None:
     x = b.tensor(0)
-    kinds = {x.dtype, b.tensor(2).dtype, b.tensor(-1).dtype}
-    if kinds not in ({np.dtype(np.float32)}, {np.dtype(np.int8)}):
-        raise CglowError(f"{op.describe()}: float32 and int8 UNIDIRECTIONAL_SEQUENCE_LSTM are supported (input, "
-                         f"weights and output of one type), not {', '.join(sorted(k.name for k in kinds))}")
+    kinds = (x.dtype.name, b.tensor(2).dtype.name, b.tensor(-1).dtype.name)
+    if kinds not in (("float32",) * 3, ("int8",) * 3, ("float32", "int8", "float32")):
+        raise CglowError(f"{op.describe()}: float32, int8 and hybrid (float32 with int8 weights) "
+                         f"UNIDIRECTIONAL_SEQUENCE_LSTM are supported, not input {kinds[0]}, weights {kinds[1]}, "
+                         f"output {kinds[2]}")
     if b.option("DiagonalRecurrentTensors"):
         raise CglowError(f"{op.describe()}: diagonal recurrent weights are not supported")
     if len(x.shape) != 3:

@@ -1,6 +1,7 @@
 """Operators that move values or pool them: RESHAPE, SQUEEZE, EXPAND_DIMS, CONCATENATION, PAD, PADV2,
-TRANSPOSE, MAX_POOL_2D, AVERAGE_POOL_2D and MEAN. On 8-bit values those that only move them need the
-output's scale and zero point to be the input's, as TFLite's converter writes them."""
+TRANSPOSE, TILE, MAX_POOL_2D, AVERAGE_POOL_2D, MEAN and REDUCE_PROD; and SHAPE, a constant. On 8-bit values
+those that only move them need the output's scale and zero point to be the input's, as TFLite's converter writes
+them."""
 from __future__ import annotations
 
 import numpy as np
@@ -29,7 +30,42 @@ def same_quant(b: Build, inputs=(0,), outputs: int = 1) -> None:
 @translator("RESHAPE", "SQUEEZE", "EXPAND_DIMS")
 def _reshape(b: Build, op) -> None:
     same_quant(b)
-    b.finish(b.add("Reshape", [b.value(0), b.shape_const(*b.tensor(-1).shape)]))
+    b.finish(b.add("Reshape", [b.value(0), b.shape_const(*_new_shape(b, op))]))
+
+
+def _new_shape(b: Build, op) -> tuple[int, ...]:
+    """The output's shape as LiteRT computes it from the input's (the file's may hold placeholders): a RESHAPE's
+    from its shape input (one -1 standing for the rest) where that is known now, else the file's."""
+    shape = b.tensor(0).shape
+    if op.op == "EXPAND_DIMS":
+        axis = int(b.constant(1, "axis").reshape(-1)[0])
+        if not -len(shape) - 1 <= axis <= len(shape):
+            raise CglowError(f"{op.describe()}: axis {axis} is out of range for rank {len(shape)}")
+        axis %= len(shape) + 1
+        return shape[:axis] + (1,) + shape[axis:]
+    if op.op == "SQUEEZE":
+        listed = op.options is not None and op.options.SqueezeDimsLength()
+        dims = {int(d) % len(shape) for d in op.options.SqueezeDimsAsNumpy()} if listed else \
+            {a for a, d in enumerate(shape) if d == 1}
+        if any(shape[a] != 1 for a in dims):
+            raise CglowError(f"{op.describe()}: squeezes dimensions {sorted(dims)} of {list(shape)}, not all 1")
+        return tuple(d for a, d in enumerate(shape) if a not in dims)
+    new = b.known(1) if b.has(1) else None
+    if new is None or new.ndim != 1:
+        return b.tensor(-1).shape
+    dims = [int(d) for d in new]
+    count, rest = int(np.prod(shape, dtype=np.int64)), int(np.prod([d for d in dims if d != -1], dtype=np.int64))
+    if dims.count(-1) == 1 and rest > 0:
+        dims[dims.index(-1)] = count // rest
+    if min(dims, default=0) < 0 or int(np.prod(dims, dtype=np.int64)) != count:
+        raise CglowError(f"{op.describe()}: cannot reshape {list(shape)} to {[int(d) for d in new]}")
+    return tuple(dims)
+
+
+@translator("SHAPE")
+def _shape(b: Build, op) -> None:
+    """The input's shape: a constant (cglow's shapes are static), which the operators after compute on now."""
+    b.finish(b.const("shape", np.array(b.tensor(0).shape, b.tensor(-1).dtype)))
 
 
 @translator("CONCATENATION")
@@ -58,6 +94,13 @@ def _pad(b: Build, op) -> None:
         inputs.append(b.const("value", np.array(b.quant(0).zero[0], b.tensor(0).dtype)))
     y = b.add("Pad", inputs)
     b.finish(b.transpose(y, TO_NHWC) if image else y)
+
+
+@translator("TILE")
+def _tile(b: Build, op) -> None:
+    same_quant(b)
+    repeats = b.constant(1, "multiples").astype(np.int64).reshape(-1)
+    b.finish(b.add("Tile", [b.value(0), b.const("repeats", repeats)]))
 
 
 @translator("TRANSPOSE")
@@ -100,14 +143,28 @@ def _clip(b: Build, y: str, lo: int, hi: int) -> str:
     return b.add("Clip", [y, b.const("min", np.array(lo, dtype)), b.const("max", np.array(hi, dtype))])
 
 
+def _axes(b: Build) -> list[int]:
+    """A reduction's axes (input 1), sorted, without repeats."""
+    rank = len(b.tensor(0).shape)
+    return sorted({int(a) % rank for a in b.constant(1, "axes").reshape(-1)})
+
+
+@translator("REDUCE_PROD")
+def _reduce_prod(b: Build, op) -> None:
+    if b.quantized():
+        raise CglowError(f"{op.describe()}: a product of 8-bit values is not supported")
+    attrs = {"axes": tuple(_axes(b)), "keepdims": int(bool(b.option("KeepDims")))}
+    b.finish(b.add("ReduceProd", [b.value(0)], attrs))
+
+
 @translator("MEAN")
 def _mean(b: Build, op) -> None:
     shape = b.tensor(0).shape
     rank = len(shape)
-    axes = sorted({int(a) % rank for a in b.constant(1, "axes").reshape(-1)})
+    axes = _axes(b)
+    keep = bool(b.option("KeepDims"))
     if not b.quantized():
-        return b.finish(b.add("ReduceMean", [b.value(0)], {"axes": tuple(axes),
-                                                          "keepdims": int(bool(b.option("KeepDims")))}))
+        return b.finish(b.add("ReduceMean", [b.value(0)], {"axes": tuple(axes), "keepdims": int(keep)}))
     # the kept axes, then the reduced ones: an IntAvgPool's channels and window
     kept = [a for a in range(rank) if a not in axes]
     x = b.value(0)
@@ -124,7 +181,8 @@ def _mean(b: Build, op) -> None:
                                   "mult": np.array([mult], np.int32), "shift": np.array([shift], np.int32),
                                   "y_zero": zy, "lo": int(info.min), "hi": int(info.max), "rounding": "tflite"},
               out_type=TensorType(b.tensor(-1).dtype, (1, channels) + (1,) * len(window)))
-    b.finish(b.add("Reshape", [y, b.shape_const(*b.tensor(-1).shape)]))
+    out_shape = [1 if a in axes else d for a, d in enumerate(shape) if keep or a in kept]
+    b.finish(b.add("Reshape", [y, b.shape_const(*out_shape)]))
 
 
 def mean_multiplier(sx: float, sy: float, count: int) -> tuple[int, int]:

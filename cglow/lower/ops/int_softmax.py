@@ -2,19 +2,23 @@
 two reductions and two maps per the reference kernel: each row's maximum; the sum of its elements' exponentials
 (runtime_c/exp_tfl.c) as Q12.19s; the sum's reciprocal, once per row (runtime_c/reciprocal_tfl.c); each output,
 its exponential times the reciprocal divided by the sum's power of two, from the type's least value. The
-exponential is computed twice per element, as the kernel does, which keeps the temporaries to a few per row."""
+exponential is computed twice per element, as the kernel does, which keeps the temporaries to a few per row.
+
+And of IntSoftmaxTable, the exponentials a table lookup (graph/quant/softmax.py makes it): each row's maximum,
+each element's difference from it (uint8) and its table entry (a Gather), their sum (int64), each output."""
 from __future__ import annotations
 
 import numpy as np
 
 from ...graph.ir import Node
-from ...instr.expr import ACC, Input, call, cast, clamp, inputs
-from ...instr.ir import Map, Reduce
+from ...instr.expr import ACC, Input, binary, call, cast, clamp, inputs
+from ...instr.ir import Gather, Map, Reduce, View
 from ..context import Context, lowering
 from .reduce import spread
 
 SUM_BITS = 12  # the row's sum is a Q12.19
 I32 = np.dtype(np.int32)
+I64 = np.dtype(np.int64)
 
 
 @lowering("IntSoftmax")
@@ -38,3 +42,26 @@ def _int_softmax(ctx: Context, node: Node) -> None:
     scaled = call("cglow_divide_pot_tfl", call("cglow_high_mul_tfl", reciprocal, exp), shift)
     ctx.emit(Map(out, (x, spread(peak, depth), spread(scale, depth), spread(total, depth)),
                  cast(dtype, clamp(scaled + node.attr("y_zero"), node.attr("lo"), node.attr("hi"))), node.name))
+
+
+@lowering("IntSoftmaxTable")
+def _int_softmax_table(ctx: Context, node: Node) -> None:
+    x, table = ctx.view(node.inputs[0]), ctx.view(node.inputs[1])
+    out = ctx.new(node.outputs[0])
+    rows, depth = x.shape[:-1], x.shape[-1]
+    peak = ctx.temp(rows, f"{node.name} max", ctx.dtype(node.inputs[0]))
+    diff = ctx.temp(x.shape, f"{node.name} differences", np.dtype(np.uint8))
+    exp = ctx.temp(x.shape, f"{node.name} exponentials", I32)
+    total = ctx.temp(rows, f"{node.name} sum", I64)
+    value, other = inputs(2)
+    ctx.emit(Reduce(peak, (x,), "max", value, ACC, node.name))
+    ctx.emit(Map(diff, (x, spread(peak, depth)), cast(np.uint8, other - value), node.name))
+    ctx.emit(Gather(exp, View(table.buf, table.offset, x.shape, (0,) * len(x.shape)), diff, 256, table.strides[0],
+                    node.name))
+    ctx.emit(Reduce(total, (exp,), "sum", value, ACC, node.name))
+    # e / (sum sy) rounded, halves up: (2 e ratio + sum 2^16) / (sum 2^17), ratio = 2^16 / sy
+    quotient = cast(I32, (cast(I64, value) * (2 * node.attr("ratio")) + binary("<<", other, 16)) /
+                    binary("<<", other, 17))
+    ctx.emit(Map(out, (exp, spread(total, depth)),
+                 cast(ctx.dtype(node.outputs[0]), clamp(quotient + node.attr("y_zero"), node.attr("lo"),
+                                                        node.attr("hi"))), node.name))

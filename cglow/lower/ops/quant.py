@@ -20,10 +20,11 @@ from ...instr.ir import Conv, Epilogue, Gather, Gemm, Map, Pool, Reduce, View
 from ..context import Context, lowering
 from .nn import CHANNELS_LAST, _pixel_rows, _window_2d, as_2d
 
-# made by graph passes or the TFLite import only (IntSoftmax is lowered in int_softmax.py, HybridGemm and
-# HybridConv in hybrid.py, IntLogistic, IntTanh, IntLstmCell, IntPeephole and IntLayerNorm in tflite_lstm.py)
+# made by graph passes or the TFLite import only (IntSoftmax and IntSoftmaxTable are lowered in int_softmax.py,
+# HybridGemm and HybridConv in hybrid.py, IntLogistic, IntTanh, IntLstmCell, IntPeephole and IntLayerNorm in
+# tflite_lstm.py)
 INTERNAL_OPS = ("IntConv", "IntGemm", "IntAdd", "IntMul", "IntAvgPool", "IntTable", "IntAffine", "IntSoftmax",
-                "IntBilinear", "HybridGemm", "HybridConv", "IntLogistic", "IntTanh", "IntLstmCell",
+                "IntSoftmaxTable", "IntBilinear", "HybridGemm", "HybridConv", "IntLogistic", "IntTanh", "IntLstmCell",
                 "IntPeephole", "IntLayerNorm")
 I32 = np.dtype(np.int32)
 X, Y, Z = inputs(3)

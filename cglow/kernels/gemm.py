@@ -1,0 +1,201 @@
+"""The matrix product (gemm.c.j2): register tiles of rows x columns of its output over loops of its batch dims,
+and what its dot products share with the channels-last convolution's (conv.py): the dot macro's operand types
+and hand-scheduled steps, and the panel of widened inputs (dot.j2)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..c_text import c_literal, c_type
+from ..instr.expr import to_c
+from ..instr.ir import Gemm, View
+from ..instr.passes import gemm_dot_products
+from ..tiles import Tiles
+from .arm_steps import dot_step, float_loop, pair_step
+from .kernel import (TILE_LOOP, Kernel, accumulator, collapsed, from_template, index, join, linear, minus, oriented,
+                     starting, steps)
+
+
+# A Gemm whose b is larger than this and than a loops over b's column panels outermost: each panel comes
+# from memory once and serves every row tile while in cache. Measured at gcc -O3 on AVX-512 with b out of
+# cache: 49 x 320 x 1280 (MobileNetV2's head) 421 -> 314 us, 49 x 960 x 320 240 -> 218 us; no change
+# with b of 600 KB or less (49 x 160 x 960, the transformer's 64 x 128 x 512).
+B_OUTERMOST_BYTES = 1 << 20
+
+
+def gemm_kernel(fn: str, g: Gemm, dtypes, tiles: Tiles) -> Kernel:
+    """Register tiles of rows x columns of the output (the target's `tiles`, see _gemm_tiles), the columns
+    innermost so that they vectorize, over loops of the batch dims."""
+    acc_t = accumulator(dtypes[g.a.buf], dtypes[g.out.buf])
+    tiles = _gemm_tiles(g, acc_t, tiles)
+    where = _Where.of(g)
+    operands = dot_macro_operands(dtypes[g.a.buf], dtypes[g.b.buf], g.zeros[0])
+    panel, nests = _gemm_nests(g, tiles, dtypes[g.b.buf].itemsize, operands, where)
+    names = ["y", "a", "b"] + [f"e{i}" for i in range(len(g.epi.ins))] + (["panel"] if g.panel else [])
+    return from_template(
+        "gemm.c.j2", fn, g, names, dtypes, scratch=1 if g.panel else 0, loops=where.loops, nests=nests,
+        K=g.a.shape[-1], panel=panel, y_t=c_type(dtypes[g.out.buf]), acc_t=c_type(acc_t),
+        b_t=c_type(dtypes[g.b.buf]), tile_loop=TILE_LOOP, **_gemm_sums(g, dtypes, tiles, acc_t, operands, where),
+        **_gemm_epilogue(g, tiles, acc_t, where))
+
+
+def _gemm_tiles(g: Gemm, acc_t: np.dtype, tiles: Tiles) -> Tiles:
+    """The register tile: the target's integer one for int32 accumulators (its variant for a panel of widened
+    inputs with g.panel); else its float one, turned on its side where that suits the output (kernel.py
+    oriented)."""
+    if acc_t == np.int32:
+        return tiles.for_integer.for_panel if g.panel else tiles.for_integer
+    return oriented(tiles, g.out.shape[-2], g.out.shape[-1])
+
+
+def _row(i: int) -> str:
+    """Row i of a tile (the tile's first row is m0)."""
+    return f"(m0 + {i})" if i else "m0"
+
+
+_COLUMN = "(n0 + j)"  # column j of a tile
+
+
+@dataclass(frozen=True)
+class _Where:
+    """Where a tile reads and writes: the batch dims as loops t0, t1... (collapsed) and each view over them (out,
+    a, b, then the epilogue's inputs, in `views`), the matrices' last two dims on top."""
+    views: tuple[View, ...]
+    loops: list[tuple[str, int]]
+    batched: list[View]
+
+    @staticmethod
+    def of(g: Gemm) -> _Where:
+        views = (g.out, g.a, g.b) + g.epi.ins
+        loops, batched = collapsed(views, g.out.shape, slice(0, len(g.out.shape) - 2), "t")
+        return _Where(views, loops, batched)
+
+    def batch(self, k: int) -> str:
+        """The offset of view k's matrix in the batch."""
+        return index(self.batched[k], [v for v, _ in self.loops])
+
+    def at(self, k: int, last2) -> str:
+        """View k at the (row, column) expressions last2 of its matrix in the batch."""
+        full = self.views[k]
+        return join(self.batch(k), index(View(full.buf, 0, full.shape[-2:], full.strides[-2:]), last2))
+
+    def a_rows(self, i: int = 0) -> str:
+        """The first row of a's tile, or its row i."""
+        a_step = self.views[1].strides[-2]
+        return f"a + {join(self.batch(1), linear([('m0', a_step)], i * a_step))}"
+
+    def b_columns(self) -> str:
+        """The first of b's tile columns."""
+        return f"b + {join(self.batch(2), linear([('n0', self.views[2].strides[-1])]))}"
+
+
+def _gemm_nests(g: Gemm, tiles: Tiles, b_itemsize: int, operands: dict, where: _Where):
+    """The panel of widened inputs (with g.panel; kernels/dot.j2's macros) and the loop nests over the output's
+    tiles, each loop over its whole tiles and then its edge: rows outermost, unless b's column panels are
+    (B_OUTERMOST_BYTES: b larger than a and than that, on a target with vector units and no panel)."""
+    m, n = g.out.shape[-2:]
+    tile_m, tile_n = tiles.rows, tiles.columns
+
+    def column_runs(mr: int):
+        """Tiles of mr rows and tiles.columns columns; with scalar accumulators, a tile of fewer rows (a
+        matrix-vector product) takes proportionally more columns, up to the tile's number of registers."""
+        nr = min(tile_n * max(1, tile_m // mr), -(-n // tile_n) * tile_n) if tiles.scalar else tile_n
+        return steps(n, nr)
+
+    row_runs = steps(m, tile_m)
+
+    def loop(var: str, lo: int, hi: int, step: int, **more) -> dict:
+        return dict(var=var, lo=lo, hi=hi, step=step, **more)
+    column_tiles = [dict(nr=nr) for mr in {r[2] for r in row_runs} for _, _, nr in column_runs(mr)]
+    panel = g.panel and panel_macros(operands, g.a.shape[-1], where.b_columns(), g.b.strides[-1], column_tiles,
+                                     where.a_rows)
+    if not tiles.scalar and not panel and n > m and g.a.shape[-1] * n * b_itemsize > B_OUTERMOST_BYTES:
+        nests = [loop("n0", n_lo, n_hi, nr, inner=[loop("m0", lo, hi, mr, tile=dict(mr=mr, nr=nr))
+                                                for lo, hi, mr in row_runs], widen=None)
+                 for n_lo, n_hi, nr in column_runs(tile_m)]
+    else:
+        nests = [loop("m0", lo, hi, mr, inner=[loop("n0", n_lo, n_hi, nr, tile=dict(mr=mr, nr=nr))
+                                                for n_lo, n_hi, nr in column_runs(mr)],
+                      widen=panel and panel["widen"](mr))
+                 for lo, hi, mr in row_runs]
+    return panel, nests
+
+
+def _gemm_sums(g: Gemm, dtypes, tiles: Tiles, acc_t: np.dtype, operands: dict, where: _Where) -> dict:
+    """How a tile sums over k: a multiply-accumulate per row and column in C (the target's float_mac for
+    floats); as 4-lane dot products (8-bit values by int8 weights on a dual-MAC target, instr/passes.py
+    gemm_dot_products); or in the Cortex-M4F's hand-scheduled float loop (Tiles.float_mac "mul_add", beside the
+    C)."""
+    is_float = acc_t == np.float32
+    a_step, b_step = g.a.strides[-2], g.b.strides[-1]
+    right = f"row[{linear([('j', g.b.strides[-1])])}]"
+    if g.zeros[1]:
+        right = f"({right}{minus(g.zeros[1])})"
+
+    def mac(i: int) -> str:
+        return f"acc[{i}][j] = cglow_{tiles.float_mac}(left, {right}, acc[{i}][j]);" if is_float else \
+            f"acc[{i}][j] += left * {right};"
+
+    def dot_products(mr: int) -> dict:
+        return dict(operands, length=g.a.shape[-1], left=where.a_rows(), right=where.b_columns(),
+                    lefts=[(i, i * a_step) for i in range(mr)],
+                    asm=dot_asm(operands, [(i, i * a_step) for i in range(mr)]))
+    dot = tiles.dual_mac and gemm_dot_products(g, dtypes[g.a.buf], dtypes[g.b.buf])
+    return dict(
+        mac=mac, a_minus=minus(g.zeros[0]), a=lambda i: where.at(1, (_row(i), "k")), dot_products=dot and dot_products,
+        float_asm=tiles.float_mac == "mul_add" and is_float and not g.zeros[1] and g.a.strides[-1] == 1 and (
+            lambda mr, nr: float_loop(mr, nr, [(i, i * a_step * 4) for i in range(mr)], g.a.shape[-1], 4,
+                                      g.b.strides[-2] * 4, g.b.strides[-1] * 4)),
+        rights=lambda nr: [(j, j * b_step) for j in range(nr)], b_row=where.at(2, ("k", "n0")))
+
+
+def _gemm_epilogue(g: Gemm, tiles: Tiles, acc_t: np.dtype, where: _Where) -> dict:
+    """What a tile's accumulators start at (Epilogue.init's input, a bias per column, where kernel.py starting
+    keeps it; else zero), and what row i's become at its store to the output."""
+    epi = starting(g.epi, acc_t == np.float32, tiles.scalar)
+
+    def inputs(i: int) -> list[str]:
+        """The epilogue's inputs at row i of a tile, column j."""
+        return [f"e{e}[{where.at(3 + e, (_row(i), _COLUMN))}]" for e in range(len(epi.ins))]
+
+    def epilogue(i: int) -> str:
+        return to_c(epi.expr, inputs(i), f"acc[{i}][j]")
+
+    def init(i: int) -> str:
+        """Row i's first value of its accumulators (Epilogue.init: a bias per column), else zero."""
+        return c_literal(0, acc_t) if epi.init is None else inputs(i)[epi.init]
+    return dict(init=init, epilogue=epilogue, out=lambda i: where.at(0, (_row(i), _COLUMN)))
+
+
+def dot_macro_operands(left: np.dtype, right: np.dtype, zero: int) -> dict:
+    """What the dot macro (kernels/dot.j2) needs to know of its operands' types and the left one's zero point."""
+    flip = np.dtype(left) == np.uint8
+    return dict(left_t=c_type(left), right_t=c_type(right), flip=flip, offset=c_literal(128 * flip - zero, np.int32),
+                minus=minus(zero), offset_value=128 * flip - zero)
+
+
+def _shifted(pairs: list[tuple[int, int]], at: int) -> list[tuple[int, int]]:
+    """(index, byte offset) pairs, each offset `at` bytes further."""
+    return [(i, offset + at) for i, offset in pairs]
+
+
+def dot_asm(operands: dict, lefts: list[tuple[int, int]]):
+    """The dot macro's hand-scheduled step (kernels/arm_steps.py) for a tile of `lefts` and the macro's `rights`
+    ((index, byte offset) pairs), `at` bytes past the pointers."""
+    return lambda rights, at: dot_step(_shifted(lefts, at), _shifted(rights, at), operands["offset_value"],
+                                       operands["flip"])
+
+
+def panel_macros(operands: dict, length: int, right: str, right_step: int, column_tiles, source) -> dict:
+    """What the widen and pair_dot macros (kernels/dot.j2) need for a kernel with a panel of widened inputs:
+    `length` values per row (length / 2 words), row j read from source(j); the weights in channel pairs
+    (instr/passes.py pair_weights) from `right`, a pair every 2 * right_step bytes, for each tile of
+    `column_tiles` its pairs as (index, byte offset, channels) triples."""
+    words = length // 2
+    return dict(widen=lambda mr: dict(operands, rows=[(j, source(j)) for j in range(mr)], length=length),
+                dot=lambda mr: dict(operands, lefts=[(j, j * words) for j in range(mr)], words=words, right=right,
+                                    asm=lambda pairs, at: pair_step([(j, (j * words + at) * 4) for j in range(mr)],
+                                                                    [(q, b + at * 4, n) for q, b, n in pairs])),
+                pairs={t["nr"]: [(q, 2 * q * right_step, min(2, t["nr"] - 2 * q)) for q in range(-(-t["nr"] // 2))]
+                       for t in column_tiles})

@@ -1,0 +1,101 @@
+"""The standard ONNX backend interface over cglow: compile to C, build on the host, run through cffi.
+
+cglow's C is static. Inputs that only say *how* to compute (Reshape's shape, Slice's starts, Pad's
+pads, Resize's scales, Reduce axes, TopK's k...) are folded into the model as constants at the first
+`run`; the model is compiled again if their values change. Data inputs stay inputs of the C function,
+and their shapes are pinned to the arrays given.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+from onnx.backend.base import Backend, BackendRep
+
+from ..compiler import compile_model
+from .host import HostModel, build
+
+REDUCE_OPS = ("ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
+              "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare")
+SHAPE_INPUTS: dict[str, tuple[int, ...]] = {
+    "Reshape": (1,), "Slice": (1, 2, 3, 4), "Pad": (1, 2, 3), "Resize": (1, 2, 3), "Upsample": (1,),
+    "TopK": (1,), "Expand": (1,), "Tile": (1,), "ConstantOfShape": (0,), "Range": (0, 1, 2), "Split": (1,),
+    "Squeeze": (1,), "Unsqueeze": (1,), "OneHot": (1,), "CumSum": (1,), "Dropout": (1, 2),
+    "RNN": (4,), "GRU": (4,), "LSTM": (4,),  # sequence_lens: how many steps to unroll
+    **{op: (1,) for op in REDUCE_OPS},
+}
+
+
+def shape_inputs(model: onnx.ModelProto) -> set[str]:
+    """The graph inputs that feed a shape-like operand of some node."""
+    inputs = {v.name for v in model.graph.input} - {t.name for t in model.graph.initializer}
+    found = set()
+    for node in model.graph.node:
+        for i in SHAPE_INPUTS.get(node.op_type, ()):
+            if i < len(node.input) and node.input[i] in inputs:
+                found.add(node.input[i])
+    return found
+
+
+def specialize(model: onnx.ModelProto, values: dict[str, np.ndarray]) -> onnx.ModelProto:
+    """The model with the given graph inputs turned into initializers holding those values."""
+    special = onnx.ModelProto()
+    special.CopyFrom(model)
+    kept = [v for v in special.graph.input if v.name not in values]
+    del special.graph.input[:]
+    special.graph.input.extend(kept)
+    special.graph.initializer.extend(numpy_helper.from_array(np.asarray(v), n) for n, v in values.items())
+    return special
+
+
+class CglowRep(BackendRep):
+    def __init__(self, model: onnx.ModelProto, name: str = "net"):
+        self.model = model
+        self.name = name
+        initializers = {t.name for t in model.graph.initializer}
+        self.input_names = [v.name for v in model.graph.input if v.name not in initializers]
+        self.folded = shape_inputs(model)
+        self.hosts: dict[Any, HostModel] = {}
+
+    def host(self, feeds: dict[str, np.ndarray]) -> HostModel:
+        folded = {n: feeds[n] for n in self.input_names if n in self.folded}
+        data = {n: feeds[n] for n in self.input_names if n not in self.folded}
+        key = tuple((n, a.dtype.str, a.shape, a.tobytes()) for n, a in folded.items()) + \
+            tuple((n, a.shape) for n, a in data.items())
+        if key not in self.hosts:
+            model = specialize(self.model, folded) if folded else self.model
+            compiled = compile_model(model, self.name, shapes={n: a.shape for n, a in data.items()})
+            self.hosts[key] = build(compiled)
+        return self.hosts[key]
+
+    def run(self, inputs, **kwargs) -> tuple[np.ndarray, ...]:
+        if isinstance(inputs, dict):
+            feeds = {n: np.asarray(inputs[n]) for n in self.input_names}
+        else:
+            inputs = [inputs] if isinstance(inputs, np.ndarray) else list(inputs)
+            feeds = {n: np.asarray(x) for n, x in zip(self.input_names, inputs)}
+        host = self.host(feeds)
+        arrays = [np.asarray(feeds[t.name], dtype=t.dtype, order="C") for t in host.compiled.inputs]
+        return tuple(host(*arrays))
+
+
+class CglowBackend(Backend):
+    @classmethod
+    def prepare(cls, model: onnx.ModelProto, device: str = "CPU", **kwargs) -> CglowRep:
+        super().prepare(model, device, **kwargs)
+        return CglowRep(model)
+
+    @classmethod
+    def run_model(cls, model: onnx.ModelProto, inputs, device: str = "CPU", **kwargs) -> tuple[np.ndarray, ...]:
+        return cls.prepare(model, device, **kwargs).run(inputs)
+
+    @classmethod
+    def supports_device(cls, device: str) -> bool:
+        return device.upper() == "CPU"
+
+
+prepare = CglowBackend.prepare
+run_model = CglowBackend.run_model
+supports_device = CglowBackend.supports_device
