@@ -40,6 +40,8 @@ MEASURED = {
     "resnet8_dynamic": (67584, 28072), "resnet8_f16": (67584, 79144), "resnet8_float": (67584, 79144),
     "resnet8_int8": (16896, 21210), "resnet8_int8_fio": (16896, 21210),
 }
+
+
 def test_every_file_is_measured():
     assert sorted(p.stem for p in FIXTURES.glob("*.tflite")) == sorted(MEASURED)
 
