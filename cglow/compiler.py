@@ -16,7 +16,7 @@ from .graph.quant.io import float_io, integer_io, quantized_io
 from .graph.tflite.importer import import_tflite
 from .instr import passes as instr_passes
 from .instr.ir import Program
-from .lower.context import lower
+from .lower.program import lower
 from .model_file import TFLiteFile, as_model
 from .options import MAX_MEMORY, Options
 from .stages import Stages, stage_name

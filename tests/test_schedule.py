@@ -20,7 +20,7 @@ from cglow.instr import passes
 from cglow.instr.expr import Expr, Input
 from cglow.instr.ir import Buffer, Map, Program, View, reads
 from cglow.instr.schedule import dependencies, schedule
-from cglow.lower.context import lower
+from cglow.lower.program import lower
 
 from .util import ort_run, random_feeds, rel_error
 

@@ -1,7 +1,6 @@
 """The lowering context: graph values become views of buffers, nodes become primitives."""
 from __future__ import annotations
 
-from dataclasses import replace
 import hashlib
 from typing import Callable
 
@@ -11,7 +10,7 @@ from ..c_text import C_TYPES
 from ..errors import CglowError
 from ..graph.ir import Graph, Node
 from ..instr.expr import Expr, Input, cast, lit, substitute
-from ..instr.ir import Buffer, Instr, Map, Program, Value, View
+from ..instr.ir import Buffer, Instr, Map, View
 
 Lowering = Callable[["Context", Node], None]
 LOWERINGS: dict[str, Lowering] = {}
@@ -161,35 +160,3 @@ class Context:
                 views += more
                 values += value
         self.emit(Map(self.new_like(node.outputs[0], views), tuple(views), substitute(expr, values), node.name))
-
-
-def lower(graph: Graph) -> Program:
-    from . import ops  # noqa: F401  (registers every lowering)
-    ctx = Context(graph)
-    used = set(graph.consumers()) | set(graph.outputs)
-    for node in graph.nodes:
-        LOWERINGS[node.op](ctx, node)
-        for i, name in enumerate(node.outputs):
-            if name in used and name not in ctx.views:
-                raise CglowError(f"{node.describe()}: output {i} ('{name}') is not supported (inference only)")
-    outputs = []
-    for i, name in enumerate(graph.outputs):
-        buf = ctx._buffer("output", graph.types[name].size, name, ctx.dtype(name), i)
-        outputs.append(buf)
-        out = View.of(buf, graph.types[name].shape)
-        ctx.emit(Map(out, (ctx.view(name),), Input(0), f"output {name}", Value(name, out)))
-    for s in graph.states:  # last: every read of the state's old value comes before
-        ctx.emit(Map(ctx.views[s.value], (ctx.view(s.update),), Input(0), f"state {s.value}"))
-    return Program(graph.name, tuple(ctx.buffers), _with_values(ctx), ctx.inputs, tuple(outputs))
-
-
-def _with_values(ctx: Context) -> tuple[Instr, ...]:
-    """The instructions, the value that a fresh buffer was made for marked on the last one that writes that
-    buffer, when it writes the value's whole view."""
-    instrs = list(ctx.instrs)
-    last = {instr.out.buf: i for i, instr in enumerate(instrs)}
-    for buf, name in ctx.named.items():
-        i = last.get(buf)
-        if i is not None and instrs[i].out == ctx.views.get(name):
-            instrs[i] = replace(instrs[i], value=Value(name, instrs[i].out))
-    return tuple(instrs)
