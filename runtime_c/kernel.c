@@ -6,7 +6,7 @@
  * effect, and net_run drops its calls (a transposed copy before q @ k^T in an attention block at x86-64 -O2;
  * kernels of the int8 transformer at -O2 -fno-inline). What that specialization taught gcc (which pointers
  * do not alias, and how far apart the views of one buffer lie) the kernels now say themselves (one restrict
- * parameter per buffer, kernels/render.py _head), so nothing that makes them fast is lost with it.
+ * parameter per buffer, kernels/kernel.py kernel_head), so nothing that makes them fast is lost with it.
  * Older gcc (before 8) has no noipa: noinline and noclone forbid the same inlining and specialization. */
 #if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 8
 #define CGLOW_KERNEL static __attribute__((noipa))
