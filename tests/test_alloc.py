@@ -4,9 +4,9 @@ from __future__ import annotations
 from hypothesis import given, settings, strategies as st
 
 from cglow.alloc.arena import allocate
-from cglow.instr.expr import lit
+from cglow.instr.expr import ACC, Input, lit
 from cglow.instr.liveness import floor, lifetimes
-from cglow.instr.ir import Buffer, Map, Program, View
+from cglow.instr.ir import Buffer, Epilogue, Gemm, Map, Program, View, operands, reads
 
 
 def chain_program(spans: list[tuple[int, int, int]]) -> Program:
@@ -44,3 +44,13 @@ def test_live_buffers_never_overlap(spec):
 def test_disjoint_lifetimes_share_memory():
     plan = allocate(chain_program([(16, 0, 1), (16, 1, 2), (16, 2, 3), (16, 3, 4)]))
     assert plan.size == 2 * 16 * 4  # two float buffers of 16 alive at a time
+
+
+def test_operand_roles_give_reads_in_the_kernels_order():
+    """Each primitive declares its views' roles (instr/ir.py ROLES): reads() is every operand but the output,
+    the epilogue's inputs and the scratch panel included, in the order the kernel takes them."""
+    a, b, bias, out, panel = (View.of(i, (2, 2)) for i in range(5))
+    gemm = Gemm(out, a, b, Epilogue(ACC + Input(0), (bias,)), "g", panel=panel)
+    assert operands(gemm) == (("out", out), ("in", a), ("in", b), ("in", bias), ("scratch", panel))
+    assert reads(gemm) == (a, b, bias, panel)
+    assert reads(Map(out, (a, b), Input(0) + Input(1), "m")) == (a, b)

@@ -249,16 +249,33 @@ def channels_innermost(c: Conv) -> bool:
     return c.out.shape[1] > 1 and c.out.strides[1] == 1
 
 
+# Glow's operand roles: each primitive's view fields in the order its kernel takes them, with what it does to
+# each: "in" read, "out" written whole, "scratch" its own temporary, written and read back within the kernel.
+# An Epilogue, or a tuple of views, stands for all its views.
+ROLES: dict[type, tuple[tuple[str, str], ...]] = {
+    Map: (("out", "out"), ("ins", "in")),
+    Reduce: (("out", "out"), ("ins", "in")),
+    Gather: (("out", "out"), ("data", "in"), ("index", "in")),
+    Conv: (("out", "out"), ("x", "in"), ("w", "in"), ("epi", "in"), ("ring", "scratch"), ("panel", "scratch")),
+    Gemm: (("out", "out"), ("a", "in"), ("b", "in"), ("epi", "in"), ("panel", "scratch")),
+    Pool: (("out", "out"), ("x", "in")),
+}
+
+
+def operands(instr: Instr) -> tuple[tuple[str, View], ...]:
+    """Every view the instruction touches, with its role (ROLES), in the kernel's order."""
+    found: list[tuple[str, View]] = []
+    for name, role in ROLES[type(instr)]:
+        value = getattr(instr, name)
+        views = value.ins if isinstance(value, Epilogue) else value if isinstance(value, tuple) else \
+            () if value is None else (value,)
+        found += [(role, v) for v in views]
+    return tuple(found)
+
+
 def reads(instr: Instr) -> tuple[View, ...]:
-    if isinstance(instr, (Map, Reduce)):
-        return instr.ins
-    if isinstance(instr, Pool):
-        return (instr.x,)
-    if isinstance(instr, Gather):
-        return (instr.data, instr.index)
-    if isinstance(instr, Conv):
-        return (instr.x, instr.w) + instr.epi.ins + tuple(v for v in (instr.ring, instr.panel) if v)
-    return (instr.a, instr.b) + instr.epi.ins + ((instr.panel,) if instr.panel else ())
+    """The views an instruction reads: its inputs, and its scratch (read back after it writes it)."""
+    return tuple(v for role, v in operands(instr) if role != "out")
 
 
 def expressions(instr: Instr) -> tuple[Expr, ...]:

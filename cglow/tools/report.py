@@ -9,7 +9,7 @@ import jinja2
 
 from ..compiler import CompiledModel
 from ..graph.ir import shape_text
-from ..instr.ir import Conv, Gemm, Instr, Pool, Reduce, reads
+from ..instr.ir import Conv, Gemm, Instr, Pool, Reduce, operands
 from .graph_svg import BOX_H, BOX_W, draw_graph
 from .macs import instr_macs
 from .memory import MemoryReport
@@ -27,7 +27,7 @@ class Layer:
     op: str                    # the op type of the ONNX node it is named after ("" for a copy cglow made)
     node: str                  # that node (untrusted text)
     out_shape: str
-    in_shapes: str
+    in_shapes: str             # its inputs' (operands of role "in"), not its scratch
     macs: int
     cost: int                  # the time estimate's units: MACs, else elements
     buffer: str                # the output's buffer (untrusted text)
@@ -55,7 +55,7 @@ def layers(compiled: CompiledModel, report: MemoryReport) -> list[Layer]:
     for step, instr in zip(report.steps, prog.instrs):
         out = prog.buffer(instr.out.buf)
         offset = plan.offsets.get(out.id)
-        ins = " ".join(shape_text(v.shape) for v in reads(instr))
+        ins = " ".join(shape_text(v.shape) for role, v in operands(instr) if role == "in")  # not its scratch
         rows.append(Layer(step.index, step.kernel, ops.get(instr.node, ""), instr.node, shape_text(instr.out.shape),
                           ins, instr_macs(instr), cost(instr), out.label,
                           f"{out.kind} (caller)" if offset is None else str(offset), out.nbytes, step.alive))
