@@ -1,5 +1,5 @@
 """The generated reference pages: docs/ops.md from the op registry and docs/options.md from the command line's
-parser. `python -m cglow.docs_gen [DIR]` (`make docs`) writes them into DIR (default: docs); tests/test_docs.py
+parser. `python -m cglow.docs_gen [DIR]` (`make docs`) writes them into DIR (default: docs); tests/cli/test_docs.py
 checks that the committed pages are current."""
 from __future__ import annotations
 

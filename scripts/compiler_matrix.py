@@ -4,7 +4,7 @@ QEMU where the weights fit its 4 MiB of flash), run on one seeded input, against
 
 Each cell is the largest error of the model's outputs over their scale (cglow.tools.reference.rel_error); "=" marks
 the same bits as the first level of the same compiler, "!" different bits. A cell above the tolerance (1e-5) or
-a "!" makes the script exit with status 1. tests/test_compilers.py checks the same on every model but
+a "!" makes the script exit with status 1. tests/tools/test_compilers.py checks the same on every model but
 MobileNetV2, whose 55 MB of C this script adds (gcc takes about 10 s and clang 30 s to compile it).
 
 Run with `make compilers`; `python scripts/compiler_matrix.py kws mobilevit` for a subset, `--gcc gcc-11

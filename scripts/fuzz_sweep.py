@@ -1,5 +1,5 @@
 """A seed sweep of the differential fuzzer (tests/fuzz): graphs 0 .. N-1 of each seed, each checked as
-tests/test_fuzz_graphs.py checks it (the sanitized build and one gcc and one clang level of the compiler matrix
+tests/fuzz/test_fuzz_graphs.py checks it (the sanitized build and one gcc and one clang level of the compiler matrix
 against onnxruntime), in parallel processes. Prints every graph that fails, with how to replay it, and a summary;
 exits with status 1 if one failed.
 

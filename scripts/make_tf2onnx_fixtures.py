@@ -1,5 +1,5 @@
 """Writes tests/data/tf2onnx/: small Keras models with seeded weights as real tf2onnx writes them, for
-tests/test_tf2onnx_models.py.
+tests/quant/test_tf2onnx_models.py.
 
 Needs tensorflow and tf2onnx (`pip install tensorflow-cpu tf2onnx`), which cglow and its tests do not: the
 tests read the files this script wrote, and neither the tests nor CI run it. Nothing is downloaded.

@@ -1,6 +1,6 @@
 """Writes tests/data/tflite/*.tflite: small versions of the models users bring to a microcontroller, built with
 Keras from seeded weights (nothing is downloaded) and converted by TensorFlow's own tf.lite.TFLiteConverter in the
-variants users ship. tests/test_tflite_converted.py compiles each with cglow and compares it with LiteRT.
+variants users ship. tests/tflite/test_tflite_converted.py compiles each with cglow and compares it with LiteRT.
 
 It needs TensorFlow (tested with tensorflow-cpu 2.21 and, for the LSTM, tf-keras 2.21: Keras 3 converts an LSTM
 layer to a WHILE loop, Keras 2 to the fused UNIDIRECTIONAL_SEQUENCE_LSTM), which cglow and its tests do not: neither

@@ -1,7 +1,7 @@
-"""The slow suites, marked so that `make quick` (`pytest -m "not slow"`) leaves them out. After a run that
-included the conformance cases: their counts per op, as the issue asks to report; after one that included the
-cross-target matrix (tests/test_cross_targets.py): target x model, pass or fail and the largest error against
-the host build."""
+"""Applies to every folder below tests/. The slow suites (by file name, in SLOW), marked so that `make quick`
+(`pytest -m "not slow"`) leaves them out. After a run that included the conformance cases: their counts per op,
+as the issue asks to report; after one that included the cross-target matrix (tests/tools/test_cross_targets.py):
+target x model, pass or fail and the largest error against the host build."""
 from __future__ import annotations
 
 import collections
@@ -27,11 +27,11 @@ def conformance_table(terminalreporter):
     outcomes = {}
     for outcome in ("passed", "failed", "xfailed", "xpassed"):
         for report in terminalreporter.stats.get(outcome, []):
-            if "test_conformance.py::test_node_case[" in report.nodeid and report.when in ("call", "setup"):
+            if "tests/ops/test_conformance.py::test_node_case[" in report.nodeid and report.when in ("call", "setup"):
                 outcomes[report.nodeid.split("[", 1)[1][:-1]] = outcome
     if not outcomes:
         return
-    from .conformance_cases import all_cases, in_scope, op_of, other_types
+    from tests.conformance_cases import all_cases, in_scope, op_of, other_types
     table = collections.defaultdict(collections.Counter)
     for name, outcome in outcomes.items():
         table[op_of(name)][outcome] += 1
@@ -57,14 +57,14 @@ def cross_matrix(terminalreporter):
     cells = {}
     for outcome, word in (("passed", "pass"), ("failed", "FAIL"), ("skipped", "skip")):
         for report in terminalreporter.stats.get(outcome, []):
-            if "test_cross_targets.py::test_matches_the_host_build[" in report.nodeid and \
+            if "tests/tools/test_cross_targets.py::test_matches_the_host_build[" in report.nodeid and \
                     (report.when == "call" or outcome != "passed"):
                 model, target = report.nodeid.split("[", 1)[1][:-1].split("-", 1)  # no model name has a dash
                 error = dict(report.user_properties).get("max_error")
                 cells[target, model] = word + (f" {error:.1e}" if error is not None else "")
     if not cells:
         return
-    from .test_cross_targets import MODELS, NOT_RUN, TARGETS, TOLERANCE
+    from tests.tools.test_cross_targets import MODELS, NOT_RUN, TARGETS, TOLERANCE
     write = terminalreporter.write_line
     terminalreporter.section("cross targets under QEMU against the host build: largest error / output scale")
     write(f"{'target':14}" + "".join(f" {model:>13}" for model in MODELS))

@@ -1,6 +1,6 @@
 """The SHA-256 of the C that cglow emits for every zoo model, float and int8 (cglow's own quantizer, seeded
 calibration), for a plain host, a Cortex-M4 and AVX-512 (`--target`): the fixture that shows a refactoring
-leaves the emitted C byte for byte as it was (tests/test_emitted_identity.py). Where a change to the C is
+leaves the emitted C byte for byte as it was (tests/emit_c/test_emitted_identity.py). Where a change to the C is
 meant, regenerate the fixture and say why in the commit:
 
     python3 -m tests.emitted_hashes        # rewrites tests/data/emitted_hashes.json

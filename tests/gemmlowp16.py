@@ -1,6 +1,6 @@
 """gemmlowp's int16 fixed-point logistic and tanh (fixedpoint.h, FixedPoint<int16_t, integer_bits>), written
 again in plain Python integers, step by step as gemmlowp stores each int16 result: the reference that
-tests/test_tflite_lstm.py holds cglow's runtime_c/logistic16.c and tanh16.c to, on every int16 input. (Through
+tests/tflite/test_tflite_lstm.py holds cglow's runtime_c/logistic16.c and tanh16.c to, on every int16 input. (Through
 the whole 8-bit LSTM, both agree with LiteRT to the bit.)"""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Malformed models, one builder per case of the hostile-input table (tests/test_hostile_input.py). A builder
+"""Malformed models, one builder per case of the hostile-input table (tests/graph/test_hostile_input.py). A builder
 writes its files into a folder and returns the model's path; CASES pairs it with the extra command-line
 arguments and the phrases its one error line must hold (what and where)."""
 from __future__ import annotations

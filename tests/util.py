@@ -1,10 +1,15 @@
 """Shared test helpers: run a model through cglow's C and through onnxruntime, compare."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import onnx
 
 import cglow
+
+ROOT = Path(__file__).resolve().parents[1]  # the repository
+DATA = Path(__file__).resolve().parent / "data"  # the fixtures of tests/data
 
 
 def ort_run(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:

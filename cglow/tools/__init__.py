@@ -3,4 +3,4 @@
 against a reference runtime (check, reference, trace), timing it (bench), the model's facts and memory (info,
 memory, macs, code_size, report, graph_svg), the IR dumps and progress of `cglow emit`, the bundled example,
 the compiler matrix and the ONNX backend of the conformance tests. The compiler's packages never import them
-(tests/test_layers.py)."""
+(tests/cli/test_layers.py)."""

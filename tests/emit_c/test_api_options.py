@@ -1,0 +1,81 @@
+"""The C API options: a caller-supplied arena, the arena's alignment, and inputs/outputs in the arena."""
+from __future__ import annotations
+
+import subprocess
+
+import numpy as np
+import pytest
+
+import cglow
+from cglow import zoo
+from cglow.tools.host import STRICT_FLAGS, check_warnings, sources
+from cglow.options import Options
+
+from tests.util import need_tool, random_feeds
+
+VARIANTS = {
+    "caller-arena": Options(caller_arena=True),
+    "io-in-arena": Options(io_in_arena=True),
+    "caller-io": Options(caller_arena=True, io_in_arena=True),
+    "align-4": Options(align=4),
+    "align-64": Options(align=64, caller_arena=True),
+    "weights-file": Options(external_weights=True),
+}
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("name", ["kws", "transformer", "inception"])
+def test_variants_give_the_same_numbers(name, variant):
+    model = zoo.build(name)
+    feeds = random_feeds(model, seed=3)
+    default = cglow.compile_model(model)
+    compiled = cglow.compile_model(model, options=VARIANTS[variant])
+    assert f"#define NET_ARENA_ALIGN {max(VARIANTS[variant].align, 4)}" in compiled.h_source
+    assert compiled.plan.offsets and all(o % compiled.plan.align == 0 for o in compiled.plan.offsets.values())
+    x = [feeds[t.name] for t in default.inputs]
+    for got, want in zip(cglow.build(compiled)(*x), cglow.build(default)(*x)):
+        np.testing.assert_array_equal(got, want)
+    check_warnings(sources(compiled), need_tool("clang"))
+
+
+def test_io_in_arena_holds_inputs_and_outputs():
+    model = zoo.build("autoencoder")
+    plain, io = cglow.compile_model(model), cglow.compile_model(model, options=Options(io_in_arena=True))
+    inputs_outputs = sum(t.size * 4 for t in plain.inputs + plain.outputs)
+    assert plain.arena_bytes < io.arena_bytes < plain.arena_bytes + inputs_outputs
+    assert "int net_run(void);" in io.h_source and "float *net_input_0(void);" in io.h_source
+
+
+def test_two_caller_arenas_run_one_model_twice(tmp_path):
+    """One program, two instances of the model in two arenas, interleaved; a misaligned arena is refused."""
+    need_tool("gcc")
+    c = cglow.compile_model(zoo.build("kws"), options=Options(caller_arena=True))
+    (tmp_path / "net.c").write_text(c.c_source)
+    (tmp_path / "net.h").write_text(c.h_source)
+    (tmp_path / "main.c").write_text("""#include <stdio.h>
+#include "net.h"
+static union { float f; long long l; unsigned char b[NET_ARENA_BYTES + NET_ARENA_ALIGN]; } a1, a2;
+static float x1[NET_INPUT_0_SIZE], x2[NET_INPUT_0_SIZE], y1[NET_OUTPUT_0_SIZE], y2[NET_OUTPUT_0_SIZE];
+int main(void)
+{
+    int i, status;
+    for (i = 0; i < NET_INPUT_0_SIZE; ++i) {
+        x1[i] = (float)(i % 7) - 3.0f;
+        x2[i] = (float)(i % 5) * 0.5f;
+    }
+    status = net_run(a1.b, x1, y1) + net_run(a2.b, x2, y2);
+    for (i = 0; i < NET_OUTPUT_0_SIZE; ++i) {
+        printf("%a %a\\n", (double)y1[i], (double)y2[i]);
+    }
+    return status + 10 * net_run(a1.b + 1, x1, y1);
+}
+""")
+    subprocess.run(["gcc", "-O2", *STRICT_FLAGS, "-o", str(tmp_path / "main"), str(tmp_path / "net.c"),
+                    str(tmp_path / "main.c"), "-lm"], check=True)
+    run = subprocess.run([str(tmp_path / "main")], capture_output=True, text=True)
+    assert run.returncode == 10  # both runs fine, the misaligned one refused
+    pairs = np.array([[float.fromhex(v) for v in line.split()] for line in run.stdout.splitlines()], np.float32)
+    host = cglow.build(cglow.compile_model(zoo.build("kws")))
+    for column, x in ((0, lambda i: float(i % 7) - 3.0), (1, lambda i: float(i % 5) * 0.5)):
+        inputs = np.array([x(i) for i in range(490)], np.float32).reshape(1, 1, 49, 10)
+        np.testing.assert_allclose(pairs[:, column], host(inputs)[0][0], rtol=1e-6, atol=1e-7)

@@ -1,0 +1,114 @@
+"""The graphs the random-graph fuzzer found failing, minimized: each compiled, built and run under the
+sanitizers, against onnxruntime. The importer bugs that mutated bytes found are rows of
+tests/hostile_models.py."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.fuzz.differential import check_graph
+from tests.hostile_models import const, model, node, tensor
+from tests.util import ort_run
+
+WEIGHTS = np.linspace(-1, 1, 16, dtype=np.float32)
+
+
+def weights(name: str, *shape: int):
+    return const(name, WEIGHTS[:int(np.prod(shape))].reshape(shape), np.float32)
+
+
+def grouped_transpose_with_output_padding():
+    """Found as graph 5 of seed 1: the output padding puts the last column's window wholly in the padding."""
+    nodes = [node("ConvTranspose", ["x", "w"], ["t"], "up", group=2, output_padding=[0, 1], strides=[1, 2]),
+             node("ReduceMax", ["t"], ["y"], "max", axes=[0])]
+    return model(nodes, [tensor("x", [2, 2, 2, 2])], [tensor("y", None)], [weights("w", 2, 1, 2, 2)])
+
+
+def conv_reading_only_padding():
+    """Found as graph 242 of seed 2: every window of a strided grouped conv lies in the padding."""
+    conv = node("Conv", ["x", "w", "b"], ["y"], "conv", group=2, pads=[1, 0], strides=[2])
+    return model([conv], [tensor("x", [1, 2, 1])], [tensor("y", None)], [weights("w", 4, 1, 1), weights("b", 4)])
+
+
+def conv_on_a_one_wide_slice():
+    """Found as graph 657 of seed 5: a conv over a strided view one element wide."""
+    nodes = [node("Slice", ["x", "s", "e", "a"], ["t"], "slice"),
+             node("Conv", ["t", "w"], ["y"], "conv", auto_pad="SAME_LOWER", kernel_shape=[2])]
+    inits = [const("s", [1, -1]), const("e", [4, 2]), const("a", [1, 2]), weights("w", 2, 3, 2)]
+    return model(nodes, [tensor("x", [1, 5, 2])], [tensor("y", None)], inits)
+
+
+def empty_slice_of_a_transpose_flattened():
+    """Found as graph 387 of seed 40: reshaping an empty strided view divided by its zero dim
+    (cglow/instr/ir.py View.reshape)."""
+    nodes = [node("Transpose", ["x"], ["t"], "turn", perm=[2, 0, 1]),
+             node("Slice", ["t", "s", "e", "a"], ["u"], "empty"), node("Flatten", ["u"], ["y"], "flat", axis=1)]
+    inits = [const("s", [1]), const("e", [1]), const("a", [1])]
+    return model(nodes, [tensor("x", [2, 3, 4])], [tensor("y", None)], inits)
+
+
+def slice_stepping_back_from_before_the_start():
+    """Found as graph 206 of seed 70: stepping back, ONNX clamps a start before the first element to the first
+    element, where a Python slice keeps nothing (cglow/graph/rules/tensor.py slice_ranges)."""
+    slice_ = node("Slice", ["x", "s", "e", "a", "t"], ["y"], "back")
+    inits = [const("s", [-6]), const("e", [-10]), const("a", [0]), const("t", [-2])]
+    return model([slice_], [tensor("x", [5, 4])], [tensor("y", None)], inits)
+
+
+def resize_to_nothing():
+    """Found as graph 325 of seed 80: a scale of one half over an axis one long makes an empty output, which
+    onnxruntime computes and cglow refused (cglow/graph/rules/resize.py, cglow/lower/ops/resize.py)."""
+    resize = node("Resize", ["x", "", "s"], ["y"], "half", mode="linear")
+    return model([resize], [tensor("x", [1, 2, 1, 3])], [tensor("y", None)], [const("s", [1, 1, 0.5, 1], np.float32)])
+
+
+def leaky_relu_of_a_resize():
+    """Found as graph 470 of seed 90: fusing the Resize's map `0.5f * {0} + 0.5f * {1}` into LeakyRelu's
+    `{0} * 0.44f` multiplied the last term only (fusion now substitutes expression trees, cglow/instr/expr.py)."""
+    nodes = [node("Resize", ["x", "", "s"], ["t"], "half", mode="linear"),
+             node("LeakyRelu", ["t"], ["y"], "leaky", alpha=0.44)]
+    return model(nodes, [tensor("x", [1, 1, 2, 6])], [tensor("y", None)], [const("s", [1, 1, 1, 0.5], np.float32)])
+
+
+def cropping_pad_of_a_constant():
+    """Found as graph 795 of seed 101: folding a Pad of a constant with negative pads (a crop), which the ONNX
+    reference evaluator refuses (cglow/graph/onnx_import.py folds Pad itself)."""
+    nodes = [node("Pad", ["c", "p"], ["t"], "crop"), node("Add", ["x", "t"], ["y"], "add")]
+    return model(nodes, [tensor("x", [3])], [tensor("y", None)], [weights("c", 5), const("p", [-1, -1])])
+
+
+def conv_on_a_repeated_channel():
+    """Found as graph 129 of seed 61: a grouped conv over a view whose channels repeat one (stride 0)."""
+    nodes = [node("Gather", ["x", "i"], ["t"], "pick", axis=1), node("Conv", ["t", "w"], ["y"], "conv", group=2)]
+    return model(nodes, [tensor("x", [1, 1, 7])], [tensor("y", None)], [const("i", [0, 0]), weights("w", 4, 1, 1)])
+
+
+def conv_on_a_transposed_conv():
+    """Found as graph 1226 of seed 90: a grouped padded conv over the transposed output of another conv."""
+    nodes = [node("Conv", ["x", "w1"], ["c"], "first", pads=[1, 0]),
+             node("Transpose", ["c"], ["t"], "turn", perm=[1, 2, 0]),
+             node("Conv", ["t", "w2"], ["y"], "second", group=2, pads=[1, 0])]
+    return model(nodes, [tensor("x", [1, 1, 2])], [tensor("y", None)], [weights("w1", 6, 1, 2), weights("w2", 2, 1, 2)])
+
+
+CASES = [
+    empty_slice_of_a_transpose_flattened,
+    slice_stepping_back_from_before_the_start,
+    resize_to_nothing,
+    leaky_relu_of_a_resize,
+    cropping_pad_of_a_constant,
+    grouped_transpose_with_output_padding,
+    conv_reading_only_padding,
+    conv_on_a_one_wide_slice,
+    conv_on_a_repeated_channel,
+    conv_on_a_transposed_conv,
+]
+
+
+@pytest.mark.parametrize("build", CASES)
+def test_found_graph_matches_onnxruntime(build):
+    proto = build()
+    rng = np.random.default_rng(0)
+    feeds = {v.name: rng.standard_normal([d.dim_value for d in v.type.tensor_type.shape.dim]).astype(np.float32)
+             for v in proto.graph.input}
+    assert check_graph(proto, feeds, ort_run(proto, feeds)) is None

@@ -1,0 +1,43 @@
+"""The ONNX backend node conformance cases of every op in scope, through cglow.tools.backend (generated C,
+built on the host). Expected failures are listed with their reasons in conformance_xfail.txt; an
+expected failure that passes fails the run, so the list can only shrink."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from cglow.tools import backend
+from cglow.tools.host import check_warnings, sources
+
+from tests.conformance_cases import all_cases, expected_failures, run_cases
+from tests.util import need_tool
+
+XFAIL = expected_failures()
+
+
+def _params():
+    for name in run_cases():
+        marks = [pytest.mark.xfail(reason=XFAIL[name], strict=True)] if name in XFAIL else []
+        yield pytest.param(name, marks=marks, id=name)
+
+
+def test_expected_failures_name_real_cases():
+    assert set(XFAIL) <= set(run_cases())
+
+
+@pytest.mark.parametrize("name", _params())
+def test_node_case(name):
+    """The case's outputs through the C built with the host compiler; the same C must also pass clang
+    under the strict flags without a warning."""
+    clang = need_tool("clang")
+    case = all_cases()[name]
+    rep = backend.prepare(case.model)
+    for inputs, outputs in case.data_sets:
+        got = rep.run(inputs)
+        assert len(got) == len(outputs)
+        for g, want in zip(got, outputs):
+            want = np.asarray(want)
+            assert g.dtype == want.dtype and g.shape == want.shape, (g.dtype, g.shape, want.dtype, want.shape)
+            np.testing.assert_allclose(g, want, rtol=case.rtol, atol=case.atol, equal_nan=True)
+    for host in rep.hosts.values():
+        check_warnings(sources(host.compiled), clang)
