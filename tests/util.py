@@ -47,19 +47,46 @@ def random_feeds(model: onnx.ModelProto, seed: int = 0, positive: bool = False,
     return feeds
 
 
+def in_ci() -> bool:
+    import os
+    return os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
 def need_tool(name: str) -> str:
     """The tool's path; a test that needs a missing tool skips on a laptop but fails in CI."""
-    import os
     import shutil
 
     import pytest
     path = shutil.which(name)
     if path is None:
         message = f"{name} is not installed (make test installs it)"
-        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+        if in_ci():
             pytest.fail(message)
         pytest.skip(message)
     return path
+
+
+def need_module(name: str) -> None:
+    """At the top of a test module that needs an optional package (LiteRT): the module's tests skip on a laptop
+    without it; in CI a missing package is a failure, not a skip."""
+    import importlib
+
+    import pytest
+    if in_ci():
+        importlib.import_module(name)
+    else:
+        pytest.importorskip(name)
+
+
+def checked_model(graph: onnx.GraphProto, opset: int = 13, ir_version: int | None = None) -> onnx.ModelProto:
+    """The graph as a model of the default domain at `opset` (the lowest IR version that allows it, unless
+    given), its output shapes filled in by ONNX shape inference in strict mode, and checked."""
+    opsets = [onnx.helper.make_opsetid("", opset)]
+    model = onnx.helper.make_model(graph, opset_imports=opsets,
+                                   ir_version=ir_version or onnx.helper.find_min_ir_version_for(opsets))
+    model = onnx.shape_inference.infer_shapes(model, strict_mode=True)
+    onnx.checker.check_model(model)
+    return model
 
 
 def assert_shapes_agree_with_onnx(model: onnx.ModelProto) -> None:

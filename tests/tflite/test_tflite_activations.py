@@ -3,20 +3,17 @@ bit, float ones within 1e-5. An 8-bit model runs one operator per set of random 
 an input of its own that holds every 8-bit value, so that one compilation checks every entry of many tables."""
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pytest
 
-if os.environ.get("CI") == "true":
-    import ai_edge_litert  # noqa: F401  (in CI a missing LiteRT is a failure, not a skip)
-else:
-    pytest.importorskip("ai_edge_litert")
+from tests.util import need_module
+
+need_module("ai_edge_litert")
 
 import cglow
-from cglow.tools import host
 from cglow.errors import CglowError
-from tests.tflite_file import TFLiteWriter, run_litert
+from tests.tflite_file import TFLiteWriter
+from tests.tflite_net import assert_outputs_match, litert_and_host
 
 DTYPES = [pytest.param(np.int8, id="int8"), pytest.param(np.uint8, id="uint8")]
 SETS = 6  # scale sets per model
@@ -28,21 +25,8 @@ def every_value(dtype, shape=(1, 256)) -> np.ndarray:
     return np.resize(np.arange(info.min, info.max + 1), shape).astype(dtype)
 
 
-def results(model: bytes, inputs, tmp_path) -> tuple[list[np.ndarray], list[np.ndarray]]:
-    """LiteRT's outputs and the compiled C's."""
-    path = tmp_path / "model.tflite"
-    path.write_bytes(model)
-    return run_litert(model, inputs), host.build(cglow.compile_model(path)).run(*inputs)
-
-
 def check(model: bytes, inputs, tmp_path, exact: bool = True) -> None:
-    expected, got = results(model, inputs, tmp_path)
-    for e, g in zip(expected, got, strict=True):
-        assert g.dtype == e.dtype and g.shape == e.shape
-        if exact:
-            np.testing.assert_array_equal(g, e)
-        else:
-            np.testing.assert_allclose(g, e, rtol=1e-5, atol=1e-5)
+    assert_outputs_match(*litert_and_host(model, inputs, tmp_path), exact=exact)
 
 
 def unary_model(op: str, dtype, sets, options=None, shape=(1, 256)) -> tuple[bytes, list[np.ndarray]]:

@@ -6,21 +6,17 @@ outputs to the bit and float ones within cglow check's tolerance, in an arena no
 TILE (Keras 3's UpSampling2D) runs on the reference kernels as cglow check runs it (model_file.reference_model)."""
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pytest
 
-if os.environ.get("CI") == "true":
-    import ai_edge_litert  # noqa: F401  (in CI a missing LiteRT is a failure, not a skip)
-else:
-    pytest.importorskip("ai_edge_litert")
+from tests.util import DATA, need_module
+
+need_module("ai_edge_litert")
 
 import cglow
 from cglow.model_file import reference_model
 from cglow.tools.reference import TOLERANCE, rel_error, seeded_inputs
 from tests.tflite_file import run_litert_sequence
-from tests.util import DATA
 
 FIXTURES = DATA / "tflite"
 # each file's arena and weights in bytes, as cglow compiled it when the files were written (default options)

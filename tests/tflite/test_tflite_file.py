@@ -1,15 +1,11 @@
 """tests/tflite_file.py writes .tflite files that LiteRT loads and runs as meant."""
 from __future__ import annotations
 
-import os
-
 import numpy as np
-import pytest
 
-if os.environ.get("CI") == "true":
-    import ai_edge_litert  # noqa: F401  (in CI a missing LiteRT is a failure, not a skip)
-else:
-    pytest.importorskip("ai_edge_litert")
+from tests.util import need_module
+
+need_module("ai_edge_litert")
 
 from tests.tflite_file import TFLiteWriter, options_table, run_litert
 

@@ -3,15 +3,12 @@ kernels: cglow quantizes the input at run time as LiteRT does and scales back in
 LiteRT's to the bit; the int8 weights stay int8 in flash, float16 ones become float32 at compile time."""
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pytest
 
-if os.environ.get("CI") == "true":
-    import ai_edge_litert  # noqa: F401  (in CI a missing LiteRT is a failure, not a skip)
-else:
-    pytest.importorskip("ai_edge_litert")
+from tests.util import need_module, need_tool
+
+need_module("ai_edge_litert")
 
 import cglow
 from cglow.tools import cross, host
@@ -21,7 +18,6 @@ from cglow.graph.passes import PIPELINE
 from cglow.options import Options
 from cglow.tools.targets import TARGETS
 from tests.tflite_file import TFLiteWriter, run_litert
-from tests.util import need_tool
 
 F32 = np.float32
 

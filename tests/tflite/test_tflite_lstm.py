@@ -6,25 +6,22 @@ tanh checked on every input against tests/gemmlowp16.py), hybrid (int8 weights, 
 reset between two streams)."""
 from __future__ import annotations
 
-import os
 import subprocess
 
 import numpy as np
 import pytest
 
-if os.environ.get("CI") == "true":
-    import ai_edge_litert  # noqa: F401  (in CI a missing LiteRT is a failure, not a skip)
-else:
-    pytest.importorskip("ai_edge_litert")
+from tests.util import need_module
+
+need_module("ai_edge_litert")
 
 import cglow
 from cglow.emit_c.emit import runtime_helpers
 from cglow.errors import CglowError
 from cglow.tools.host import HOST_FLAGS, build_cached
 from tests import gemmlowp16
+from tests.tflite_net import KINDS
 from tests.tflite_stream import LSTM_FRAMES, Stream, agree, agree_under_qemu, frames, lstm_spotter
-
-KINDS = [pytest.param(False, id="float"), pytest.param(True, id="int8")]
 
 
 @pytest.mark.parametrize("options", [

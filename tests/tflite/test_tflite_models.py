@@ -9,10 +9,9 @@ import os
 import numpy as np
 import pytest
 
-if os.environ.get("CI") == "true":
-    import ai_edge_litert  # noqa: F401  (in CI a missing LiteRT is a failure, not a skip)
-else:
-    pytest.importorskip("ai_edge_litert")
+from tests.util import need_module, need_tool
+
+need_module("ai_edge_litert")
 
 import cglow
 from cglow import zoo
@@ -22,7 +21,6 @@ from cglow.tools.targets import TARGETS
 from tests.quantized import quantized
 from tests.tflite_file import run_litert
 from tests.tflite_zoo import tflite_model
-from tests.util import need_tool
 
 NETWORKS = ("kws", "vww", "resnet8", "autoencoder")
 

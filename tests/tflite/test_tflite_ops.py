@@ -2,103 +2,18 @@
 kernels: 8-bit results to the bit, float ones within 1e-5."""
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pytest
 
-if os.environ.get("CI") == "true":
-    import ai_edge_litert  # noqa: F401  (in CI a missing LiteRT is a failure, not a skip)
-else:
-    pytest.importorskip("ai_edge_litert")
+from tests.util import need_module
+
+need_module("ai_edge_litert")
 
 import cglow
-from cglow.tools import cross, host
-from cglow.options import Options
-from cglow.tools.targets import TARGETS
+from cglow.tools import host
 from tests.tflite_file import TFLiteWriter, run_litert
-from tests.util import need_tool
+from tests.tflite_net import KINDS, Net, check
 
-
-class Net:
-    """A small model under construction: float32 tensors, or int8 ones with random scales and zero points."""
-
-    def __init__(self, int8: bool, seed: int = 0):
-        self.w, self.int8 = TFLiteWriter(), int8
-        self.rng = np.random.default_rng(seed)
-        self.inputs: list[tuple[int, tuple]] = []
-        self.scales: dict[int, float] = {}
-
-    def value(self, name: str, shape, scale: float | None = None, zero: int | None = None, signature=None) -> int:
-        if not self.int8:
-            return self.w.tensor(name, shape, np.float32, signature=signature)
-        scale = float(self.rng.uniform(0.02, 0.2)) if scale is None else scale
-        zero = int(self.rng.integers(-20, 20)) if zero is None else zero
-        t = self.w.tensor(name, shape, np.int8, scale=scale, zero_point=zero, signature=signature)
-        self.scales[t] = scale
-        return t
-
-    def input(self, name: str, shape, **quant) -> int:
-        t = self.value(name, shape, **quant)
-        self.inputs.append((t, tuple(shape)))
-        return t
-
-    def weights(self, name: str, shape, axis: int | None = 0) -> tuple[int, np.ndarray]:
-        """Weights (int8 symmetric, per channel along axis or per tensor) and their scales."""
-        if not self.int8:
-            return self.w.tensor(name, shape, np.float32, self.rng.standard_normal(shape).astype(np.float32)), None
-        n = shape[axis] if axis is not None else 1
-        scales = self.rng.uniform(0.002, 0.02, n)
-        data = self.rng.integers(-127, 128, shape).astype(np.int8)
-        quant = dict(scale=list(scales), zero_point=[0] * n, axis=axis) if axis is not None else \
-            dict(scale=float(scales[0]), zero_point=0)
-        return self.w.tensor(name, shape, np.int8, data, **quant), scales
-
-    def bias(self, name: str, n: int, in_scale: float | None, w_scales) -> int:
-        if not self.int8:
-            return self.w.tensor(name, [n], np.float32, self.rng.standard_normal(n).astype(np.float32))
-        scales = in_scale * np.broadcast_to(w_scales, (n,))
-        return self.w.tensor(name, [n], np.int32, self.rng.integers(-3000, 3000, n).astype(np.int32),
-                             scale=list(scales), zero_point=[0] * n)
-
-    def scale(self, t: int) -> float | None:
-        return self.scales.get(t)
-
-    def data(self):
-        for t, shape in self.inputs:
-            if self.int8:
-                yield self.rng.integers(-128, 128, shape).astype(np.int8)
-            else:
-                yield self.rng.standard_normal(shape).astype(np.float32)
-
-
-def check(net: Net, outputs, tmp_path, target: str | None = None) -> None:
-    """The model's outputs from cglow (on the host, or under QEMU for a cross target) equal LiteRT's."""
-    model = net.w.build([t for t, _ in net.inputs], outputs)
-    inputs = list(net.data())
-    expected = run_litert(model, inputs)
-    path = tmp_path / "model.tflite"
-    path.write_bytes(model)
-    if target is None:
-        got = host.build(cglow.compile_model(path)).run(*inputs)
-    else:
-        got = _on_target(path, inputs, TARGETS[target])
-    for e, g in zip(expected, got):
-        assert g.dtype == e.dtype and g.shape == e.shape
-        if net.int8:
-            np.testing.assert_array_equal(g, e)
-        else:
-            np.testing.assert_allclose(g, e, rtol=1e-5, atol=1e-5)
-
-
-def _on_target(path, inputs, target):
-    for tool in target.tools:
-        need_tool(tool)
-    compiled = cglow.compile_model(path, options=Options(target=target.tiles))
-    return cross.run_image(cross.build_image(compiled, inputs, target), compiled, target, count=False).outputs
-
-
-KINDS = [pytest.param(False, id="float"), pytest.param(True, id="int8")]
 ACTIVATIONS = ["NONE", "RELU", "RELU6", "RELU_N1_TO_1"]
 
 

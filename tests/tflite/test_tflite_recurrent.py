@@ -4,23 +4,19 @@ next (8-bit results to the bit, float within 1e-5), the state's reset, a streami
 not take (tests/tflite/test_tflite_lstm.py: the LSTM's)."""
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pytest
 
-if os.environ.get("CI") == "true":
-    import ai_edge_litert  # noqa: F401  (in CI a missing LiteRT is a failure, not a skip)
-else:
-    pytest.importorskip("ai_edge_litert")
+from tests.util import need_module
+
+need_module("ai_edge_litert")
 
 import cglow
 from cglow.errors import CglowError
 from cglow.options import Options
 from tests.tflite_file import TFLiteWriter, run_litert_sequence
+from tests.tflite_net import KINDS
 from tests.tflite_stream import SVDF_FRAMES, Stream, agree, agree_under_qemu, frames, svdf_spotter
-
-KINDS = [pytest.param(False, id="float"), pytest.param(True, id="int8")]
 
 
 @pytest.mark.parametrize("int8", KINDS)

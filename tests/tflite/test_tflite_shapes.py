@@ -3,19 +3,16 @@ convolutions, float32 and int8, against LiteRT's reference kernels: 8-bit result
 1e-5."""
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pytest
 
-if os.environ.get("CI") == "true":
-    import ai_edge_litert  # noqa: F401  (in CI a missing LiteRT is a failure, not a skip)
-else:
-    pytest.importorskip("ai_edge_litert")
+from tests.util import need_module
+
+need_module("ai_edge_litert")
 
 import cglow
 from cglow.errors import CglowError
-from tests.tflite.test_tflite_ops import KINDS, Net, check
+from tests.tflite_net import KINDS, Net, check
 
 QUANT = dict(scale=0.07, zero=-3)  # the one scale and zero point of ops that move 8-bit values
 
