@@ -1,6 +1,7 @@
 """Malformed models, one builder per case of the hostile-input table (tests/graph/test_hostile_input.py). A builder
 writes its files into a folder and returns the model's path; CASES pairs it with the extra command-line
-arguments and the phrases its one error line must hold (what and where)."""
+arguments and the phrases its one error line must hold (what and where). And one valid model whose names are
+HTML (html_names_model), for the report and --dump-ir."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -36,6 +37,18 @@ def saved(proto: onnx.ModelProto | bytes, folder: Path, name: str = "model.onnx"
     path = folder / name
     path.write_bytes(proto if isinstance(proto, bytes) else proto.SerializeToString())
     return path
+
+
+HTML_NAME = "</title><script>alert(1)</script>"
+
+
+def html_names_model() -> onnx.ModelProto:
+    """y = (x @ x) @ x where the intermediate tensor and the nodes have names that are HTML."""
+    x = tensor("x", [4, 4])
+    y = tensor("y", [4, 4])
+    nodes = [helper.make_node("MatMul", ["x", "x"], [HTML_NAME], name=HTML_NAME),
+             helper.make_node("MatMul", [HTML_NAME, "x"], ["y"], name="<b>&amp;")]
+    return helper.make_model(helper.make_graph(nodes, "g", [x], [y]), opset_imports=[helper.make_opsetid("", 17)])
 
 
 def with_external(folder: Path, location: str, data: bytes | None, length: int | None = None) -> Path:

@@ -1,10 +1,14 @@
-"""Shared test helpers: run a model through cglow's C and through onnxruntime, compare."""
+"""Shared test helpers: run a model through cglow's C, through onnxruntime and through the command line, compare;
+build a checked ONNX model; skip (or fail in CI) without a tool or an optional package; the repository's paths."""
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
 import onnx
+from onnx import TensorProto, helper
 
 import cglow
 
@@ -45,6 +49,27 @@ def random_feeds(model: onnx.ModelProto, seed: int = 0, positive: bool = False,
             x = rng.uniform(0.2, 2.0, shape) if positive else rng.standard_normal(shape) * scale
             feeds[v.name] = np.asarray(x, dtype=np.float32)
     return feeds
+
+
+def cglow_cmd(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    """`python -m cglow ARGS` in a subprocess, its output captured."""
+    return subprocess.run([sys.executable, "-m", "cglow", *args], capture_output=True, text=True, cwd=cwd)
+
+
+def save(model: onnx.ModelProto, path: Path) -> str:
+    onnx.save(model, str(path))
+    return str(path)
+
+
+def unsupported_model() -> onnx.ModelProto:
+    """Four nodes, three of ops cglow does not support (two Det, a Unique)."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [])
+    nodes = [helper.make_node("Relu", ["x"], ["a"], name="fine"),
+             helper.make_node("Det", ["a"], ["b"], name="first det"),
+             helper.make_node("Unique", ["b"], ["c"], name="uq"),
+             helper.make_node("Det", ["c"], ["y"], name="second det")]
+    return helper.make_model(helper.make_graph(nodes, "g", [x], [y]), opset_imports=[helper.make_opsetid("", 17)])
 
 
 def in_ci() -> bool:

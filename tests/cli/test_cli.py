@@ -1,37 +1,17 @@
 """The command line: emit, the example job, and one-line errors with exit status 2 and no output file."""
 from __future__ import annotations
 
-from pathlib import Path
 import subprocess
 import sys
 
 import numpy as np
-import onnx
 import pytest
 from onnx import TensorProto, helper
 
 import cglow
 from cglow import zoo
 from cglow.options import Options
-
-
-def cglow_cmd(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "cglow", *args], capture_output=True, text=True, cwd=cwd)
-
-
-def save(model: onnx.ModelProto, path: Path) -> str:
-    onnx.save(model, str(path))
-    return str(path)
-
-
-def unsupported_model() -> onnx.ModelProto:
-    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 4])
-    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [])
-    nodes = [helper.make_node("Relu", ["x"], ["a"], name="fine"),
-             helper.make_node("Det", ["a"], ["b"], name="first det"),
-             helper.make_node("Unique", ["b"], ["c"], name="uq"),
-             helper.make_node("Det", ["c"], ["y"], name="second det")]
-    return helper.make_model(helper.make_graph(nodes, "g", [x], [y]), opset_imports=[helper.make_opsetid("", 17)])
+from tests.util import cglow_cmd, save, unsupported_model
 
 
 def test_emit_writes_c_and_header(tmp_path):

@@ -7,8 +7,8 @@ import re
 import cglow
 from cglow import zoo
 
-from tests.cli.test_cli import cglow_cmd, save
-from tests.tools.test_memory_report import hostile_model
+from tests.util import cglow_cmd, save
+from tests.hostile_models import html_names_model
 
 BROKEN = "a\nb\r\x85c"
 
@@ -52,7 +52,7 @@ def test_same_c_with_and_without_dump_and_report(tmp_path):
 
 
 def test_names_stay_one_line_each(tmp_path):
-    model = hostile_model()
+    model = html_names_model()
     model.graph.node[0].name = model.graph.node[0].output[0] = model.graph.node[1].input[0] = BROKEN
     path = save(model, tmp_path / "h.onnx")
     result = cglow_cmd("emit", path, "-o", str(tmp_path / "h.c"), "--dump-ir", str(tmp_path / "ir"))

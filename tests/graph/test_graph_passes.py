@@ -19,7 +19,7 @@ from cglow.graph.passes import PIPELINE
 from cglow.compiler import import_graph
 from cglow.tools.memory import model_graph
 
-from tests.util import cglow_run, random_feeds, rel_error
+from tests.util import cglow_run, checked_model, random_feeds, rel_error
 
 TOL = 1e-5
 
@@ -46,11 +46,7 @@ def make_model(nodes, inputs: dict, outputs, inits: dict, opset: int = 17) -> on
         nodes, "g", [helper.make_tensor_value_info(n, TensorProto.FLOAT, list(s)) for n, s in inputs.items()],
         [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in outputs],
         initializer=[numpy_helper.from_array(np.asarray(v), n) for n, v in inits.items()])
-    opsets = [helper.make_opsetid("", opset)]
-    model = helper.make_model(graph, opset_imports=opsets, ir_version=helper.find_min_ir_version_for(opsets))
-    model = onnx.shape_inference.infer_shapes(model, strict_mode=True)  # fills in the output shapes
-    onnx.checker.check_model(model)
-    return model
+    return checked_model(graph, opset)
 
 
 def assert_valid(graph: Graph) -> None:

@@ -43,6 +43,7 @@ from cglow.graph.onnx_import import import_model
 from cglow.graph.quant.params import NUDGE, SHARED_BITS, SHIFT_STEP, float32_multipliers, multipliers
 from cglow.tools.host import STRICT_FLAGS
 from cglow.options import Options
+from tests.util import checked_model
 
 INT8, UINT8 = np.dtype(np.int8), np.dtype(np.uint8)
 ONNX_TYPE = {INT8: TensorProto.INT8, UINT8: TensorProto.UINT8, np.dtype(np.float32): TensorProto.FLOAT,
@@ -98,10 +99,7 @@ class QGraph:
     def model(self, outputs, opset: int = 13) -> onnx.ModelProto:
         outs = [helper.make_tensor_value_info(o, TensorProto.UNDEFINED, None) for o in outputs]
         graph = helper.make_graph(self.nodes, "qdq", self.inputs, outs, initializer=self.inits)
-        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=8)
-        model = onnx.shape_inference.infer_shapes(model, strict_mode=True)
-        onnx.checker.check_model(model)
-        return model
+        return checked_model(graph, opset, ir_version=8)
 
 
 def folded_ops(model: onnx.ModelProto) -> list[str]:

@@ -17,7 +17,8 @@ from onnx import TensorProto, helper, numpy_helper
 import cglow
 from cglow.options import Options
 
-from tests.util import assert_shapes_agree_with_onnx, cglow_run, ort_run, random_feeds as feeds_for, rel_error
+from tests.util import (assert_shapes_agree_with_onnx, cglow_run, checked_model, ort_run, random_feeds as feeds_for,
+                        rel_error)
 
 TOL = 1e-5
 
@@ -49,11 +50,7 @@ def make_model(nodes, inputs: dict, outputs, inits: dict | None = None, opset: i
         [helper.make_tensor_value_info(n, TensorProto.FLOAT, list(s)) for n, s in inputs.items()],
         [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in shapes],
         initializer=[numpy_helper.from_array(np.asarray(v), n) for n, v in (inits or {}).items()])
-    opsets = [helper.make_opsetid("", opset)]
-    model = helper.make_model(graph, opset_imports=opsets, ir_version=helper.find_min_ir_version_for(opsets))
-    model = onnx.shape_inference.infer_shapes(model, strict_mode=True)  # fills in the output shapes
-    onnx.checker.check_model(model)
-    return model
+    return checked_model(graph, opset)
 
 
 def node_model(op: str, ins, opset: int = 13, **attrs) -> onnx.ModelProto:

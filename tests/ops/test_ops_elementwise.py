@@ -15,7 +15,7 @@ from onnx.reference import ReferenceEvaluator
 from cglow import CglowError
 
 from tests.ops.test_ops import TOL, check, f32, node_model, pos
-from tests.util import assert_shapes_agree_with_onnx, cglow_run, ort_run, rel_error
+from tests.util import assert_shapes_agree_with_onnx, cglow_run, checked_model, ort_run, rel_error
 
 SIGNED = ("int8", "int16", "int32", "int64")
 UNSIGNED = ("uint8", "uint16", "uint32", "uint64")
@@ -38,11 +38,7 @@ def typed_model(op: str, ins, opset: int = 18, outputs: int = 1, **attrs) -> onn
 
 def graph_model(nodes, inputs, outputs, inits, opset: int) -> onnx.ModelProto:
     graph = helper.make_graph(nodes, "test", inputs, outputs, initializer=inits)
-    opsets = [helper.make_opsetid("", opset)]
-    model = helper.make_model(graph, opset_imports=opsets, ir_version=helper.find_min_ir_version_for(opsets))
-    model = onnx.shape_inference.infer_shapes(model, strict_mode=True)
-    onnx.checker.check_model(model)
-    return model
+    return checked_model(graph, opset)
 
 
 def values(dtype: str, shape, seed: int = 0) -> np.ndarray:

@@ -9,7 +9,7 @@ import pytest
 from onnx import helper, numpy_helper
 
 from tests.ops.test_ops import TOL, check, i64, ids, make_model, node_model, pos, rand
-from tests.util import cglow_run, ort_run, rel_error
+from tests.util import cglow_run, checked_model, ort_run, rel_error
 
 REDUCE = ("ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
           "ReduceLogSumExp", "ReduceSumSquare", "ReduceLogSum")
@@ -25,11 +25,7 @@ def typed_model(op: str, x: tuple[int, ...], dtype=np.float32, inits=(), opset: 
         [node], "test", [helper.make_tensor_value_info("x", helper.np_dtype_to_tensor_dtype(np.dtype(dtype)), x)],
         [helper.make_value_info(o, onnx.TypeProto()) for o in outputs],
         initializer=[numpy_helper.from_array(a, n) for n, a in inits if a is not None])
-    opsets = [helper.make_opsetid("", opset)]
-    model = helper.make_model(graph, opset_imports=opsets, ir_version=helper.find_min_ir_version_for(opsets))
-    model = onnx.shape_inference.infer_shapes(model, strict_mode=True)
-    onnx.checker.check_model(model)
-    return model
+    return checked_model(graph, opset)
 
 
 def ints(shape, dtype, low: int = -5, high: int = 6, seed: int = 0) -> np.ndarray:

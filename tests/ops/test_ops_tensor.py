@@ -17,7 +17,7 @@ from onnxruntime.capi.onnxruntime_pybind11_state import NotImplemented as NoKern
 from cglow.errors import CglowError
 
 from tests.ops.test_ops import i64
-from tests.util import assert_shapes_agree_with_onnx, cglow_run, ort_run
+from tests.util import assert_shapes_agree_with_onnx, cglow_run, checked_model, ort_run
 
 DTYPES = [np.float32, np.int64, np.int32, np.bool_, np.uint8]
 INT64_MAX, INT64_MIN = np.iinfo(np.int64).max, np.iinfo(np.int64).min
@@ -48,11 +48,7 @@ def model_of(nodes, ins, outputs=("y",), opset: int = 13) -> onnx.ModelProto:
          for n, v in ins if isinstance(v, np.ndarray)],
         [helper.make_empty_tensor_value_info(o) for o in outputs],
         initializer=[numpy_helper.from_array(v.value, n) for n, v in ins if isinstance(v, Const)])
-    opsets = [helper.make_opsetid("", opset)]
-    model = helper.make_model(graph, opset_imports=opsets, ir_version=helper.find_min_ir_version_for(opsets))
-    model = onnx.shape_inference.infer_shapes(model, strict_mode=True)
-    onnx.checker.check_model(model)
-    return model
+    return checked_model(graph, opset)
 
 
 def check_model(model: onnx.ModelProto, ins) -> None:

@@ -8,7 +8,6 @@ from collections import Counter
 import functools
 from pathlib import Path
 import subprocess
-import sys
 
 import numpy as np
 import onnx
@@ -20,6 +19,7 @@ from cglow.quantize import calibrate, load_calibration, quantize, quantize_model
 from cglow.quantize.calibrate import collect_ranges, entropy_threshold, ranges
 from cglow.quantize.prepare import prepare
 from cglow.quantize.qdq import activation_params, plan_qdq
+from tests.util import cglow_cmd
 
 CALIBRATION_SAMPLES = 8
 
@@ -389,10 +389,6 @@ def test_single_input_model_takes_any_array_name(tmp_path):
     model = zoo.build("kws")
     np.savez(tmp_path / "calib.npz", features=samples(model, 2, seed=0))
     assert list(load_calibration(tmp_path / "calib.npz", model)) == ["input"]
-
-
-def cglow_cmd(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "cglow", *args], capture_output=True, text=True)
 
 
 def test_cli_quantize_writes_the_model(tmp_path):

@@ -15,10 +15,9 @@ from cglow import cli
 
 from cglow.tools import check
 from cglow.tools.targets import TARGETS
-from tests.cli.test_cli import cglow_cmd
 from tests.tflite_file import TFLiteWriter
 from tests.tflite_stream import svdf_spotter
-from tests.util import need_tool
+from tests.util import cglow_cmd, need_tool
 
 
 def small_int8(path: Path) -> str:

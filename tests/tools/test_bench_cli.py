@@ -6,8 +6,7 @@ import re
 
 from cglow import cli, zoo
 
-from tests.cli.test_cli import save
-from tests.util import need_tool
+from tests.util import need_tool, save
 
 FAST = ("--samples", "1", "--sample-ms", "1", "--warmup-ms", "0")
 

@@ -17,9 +17,8 @@ from cglow.quantize import quantize_model
 from cglow.tools import check
 from cglow.tools.targets import TARGETS
 
-from tests.cli.test_cli import cglow_cmd, save
 from tests.tf2onnx_style import dense_int8
-from tests.util import need_tool
+from tests.util import cglow_cmd, need_tool, save
 
 ERRORS = re.compile(r"^output '(\w+)' (\w+)\[([\d,]*)\].*: max abs error (\S+)(?: \((\S+) quantization steps\))?, "
                     r"scale \S+, error (\S+) of the scale \((ok|MISMATCH)\)$", re.M)

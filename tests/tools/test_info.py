@@ -16,9 +16,8 @@ from cglow import cli, zoo
 from cglow.tools.code_size import code_size
 from cglow.options import Options
 
-from tests.cli.test_cli import save, unsupported_model
 from tests.tf2onnx_style import dense_int8
-from tests.util import need_tool
+from tests.util import need_tool, save, unsupported_model
 
 KWS_MACS = 2_656_768  # as scripts/bench_mcu.py prints for kws
 

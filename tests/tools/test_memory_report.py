@@ -16,9 +16,8 @@ from cglow.instr.liveness import floor
 from cglow.compiler import import_graph
 from cglow.tools.memory import analyze_model, model_graph, naive_spans
 
-from tests.cli.test_cli import cglow_cmd, save, unsupported_model
-
-HOSTILE = "</title><script>alert(1)</script>"
+from tests.hostile_models import HTML_NAME, html_names_model
+from tests.util import cglow_cmd, save, unsupported_model
 
 
 def chain_branch_model() -> onnx.ModelProto:
@@ -73,30 +72,21 @@ def test_info_json_has_the_facts(tmp_path):
     assert text.returncode == 0 and f"naive floor (ONNX node order): {info['naive_floor']} bytes" in text.stdout
 
 
-def hostile_model() -> onnx.ModelProto:
-    """y = (x @ x) @ x where the intermediate tensor and the nodes have names that are HTML."""
-    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 4])
-    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 4])
-    nodes = [helper.make_node("MatMul", ["x", "x"], [HOSTILE], name=HOSTILE),
-             helper.make_node("MatMul", [HOSTILE, "x"], ["y"], name="<b>&amp;")]
-    return helper.make_model(helper.make_graph(nodes, "g", [x], [y]), opset_imports=[helper.make_opsetid("", 17)])
-
-
 def test_report_draws_every_arena_buffer_and_escapes_names(tmp_path):
-    compiled = cglow.compile_model(hostile_model())
+    compiled = cglow.compile_model(html_names_model())
     prog = compiled.program
-    assert HOSTILE in [prog.buffer(b).label for b in compiled.plan.offsets]
-    path = save(hostile_model(), tmp_path / "h.onnx")
+    assert HTML_NAME in [prog.buffer(b).label for b in compiled.plan.offsets]
+    path = save(html_names_model(), tmp_path / "h.onnx")
     result = cglow_cmd("emit", path, "-o", str(tmp_path / "h.c"), "--report", str(tmp_path / "r" / "plan.html"))
     assert result.returncode == 0, result.stderr
     page = (tmp_path / "r" / "plan.html").read_text()
-    assert HOSTILE not in page and "<script" not in page and "<b>" not in page
-    assert html.escape(HOSTILE) in page and html.escape("<b>&amp;") in page
+    assert HTML_NAME not in page and "<script" not in page and "<b>" not in page
+    assert html.escape(HTML_NAME) in page and html.escape("<b>&amp;") in page
     (svg,) = re.findall(r"<svg id=\"arena-svg\".*?</svg>", page, re.DOTALL)
     assert svg.count("<rect") == len(compiled.plan.offsets)
     (graph,) = re.findall(r"<svg id=\"graph-svg\".*?</svg>", page, re.DOTALL)
     # tooltips: the first node's name and output, the second node's input (the boxes show 24 characters)
-    assert graph.count('<g class="node">') == 2 and graph.count(html.escape(HOSTILE)) == 3
+    assert graph.count('<g class="node">') == 2 and graph.count(html.escape(HTML_NAME)) == 3
     assert sorted(p.name for p in tmp_path.iterdir()) == ["h.c", "h.h", "h.onnx", "r"]
 
 

@@ -21,8 +21,7 @@ from cglow.tools.macs import macs
 from cglow.tools.memory import analyze_model
 from cglow.tools.report import layers
 
-from tests.cli.test_cli import cglow_cmd, save
-from tests.util import need_tool
+from tests.util import cglow_cmd, need_tool, save
 
 
 class Elements(HTMLParser):
