@@ -19,13 +19,10 @@ from cglow.graph.passes import PIPELINE
 from cglow.compiler import import_graph
 from cglow.tools.memory import model_graph
 
+from tests.onnx_ops import rand
 from tests.util import cglow_run, checked_model, random_feeds, rel_error
 
 TOL = 1e-5
-
-
-def rand(*shape, seed: int = 1) -> np.ndarray:
-    return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
 
 
 def bn_params(prefix: str, c: int, seed: int = 10) -> dict[str, np.ndarray]:

@@ -1,10 +1,10 @@
-"""ConvTranspose against onnxruntime (tolerance: test_ops.TOL, relative 1e-5)."""
+"""ConvTranspose against onnxruntime (tolerance: onnx_ops.TOL, relative 1e-5)."""
 from __future__ import annotations
 
 import pytest
 from onnx import helper
 
-from tests.ops.test_ops import check, ids, make_model, node_model, rand
+from tests.onnx_ops import check, ids, make_model, node_model, rand
 
 CASES = [  # id, x shape, w shape [C, M/group, k...], bias, attrs
     ("3x3", (1, 3, 5, 5), (3, 4, 3, 3), True, {}),

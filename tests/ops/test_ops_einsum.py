@@ -1,4 +1,4 @@
-"""Einsum against onnxruntime (tolerance: test_ops.TOL, relative 1e-5)."""
+"""Einsum against onnxruntime (tolerance: onnx_ops.TOL, relative 1e-5)."""
 from __future__ import annotations
 
 import pytest
@@ -6,8 +6,8 @@ from onnx import helper
 
 from cglow import CglowError
 
-from tests.ops.test_ops import check, feeds_for, ids, make_model, rand
-from tests.util import cglow_run
+from tests.onnx_ops import check, ids, make_model, rand
+from tests.util import cglow_run, random_feeds as feeds_for
 
 CASES = [  # id, equation, operands (a tuple is a graph input of that shape, an ndarray a constant)
     ("matmul", "ij,jk->ik", [(3, 4), (4, 5)]),

@@ -14,7 +14,7 @@ from onnx.reference import ReferenceEvaluator
 
 from cglow import CglowError
 
-from tests.ops.test_ops import TOL, check, f32, node_model, pos
+from tests.onnx_ops import TOL, check, f32, node_model, pos
 from tests.util import assert_shapes_agree_with_onnx, cglow_run, checked_model, ort_run, rel_error
 
 SIGNED = ("int8", "int16", "int32", "int64")

@@ -1,5 +1,5 @@
 """RNN, GRU and LSTM against onnxruntime (or the ONNX reference evaluator where onnxruntime lacks the
-attribute: layout=1). Tolerance: relative 1e-5 (test_ops.TOL); the largest error seen is about 5e-7."""
+attribute: layout=1). Tolerance: relative 1e-5 (onnx_ops.TOL); the largest error seen is about 5e-7."""
 from __future__ import annotations
 
 import numpy as np
@@ -10,8 +10,8 @@ from onnx.reference import ReferenceEvaluator
 
 from cglow import CglowError
 
-from tests.ops.test_ops import TOL, check, feeds_for, ids, make_model, rand
-from tests.util import assert_shapes_agree_with_onnx, cglow_run, rel_error
+from tests.onnx_ops import TOL, check, ids, make_model, rand
+from tests.util import assert_shapes_agree_with_onnx, cglow_run, random_feeds as feeds_for, rel_error
 
 GATES = {"RNN": 1, "GRU": 3, "LSTM": 4}
 SEQ, BATCH, INPUT, HIDDEN = 4, 2, 3, 5

@@ -8,7 +8,7 @@ import onnx
 import pytest
 from onnx import helper, numpy_helper
 
-from tests.ops.test_ops import TOL, check, i64, ids, make_model, node_model, pos, rand
+from tests.onnx_ops import TOL, check, i64, ids, make_model, node_model, pos, rand
 from tests.util import cglow_run, checked_model, ort_run, rel_error
 
 REDUCE = ("ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",

@@ -1,4 +1,4 @@
-"""Resize against onnxruntime (tolerance: test_ops.TOL, relative 1e-5)."""
+"""Resize against onnxruntime (tolerance: onnx_ops.TOL, relative 1e-5)."""
 from __future__ import annotations
 
 import numpy as np
@@ -7,7 +7,7 @@ from onnx import helper
 
 import cglow
 
-from tests.ops.test_ops import check, f32, i64, ids, make_model, node_model, rand
+from tests.onnx_ops import check, f32, i64, ids, make_model, node_model, rand
 from tests.util import cglow_run, ort_run
 
 EMPTY = np.array([], np.float32)

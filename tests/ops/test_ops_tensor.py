@@ -16,7 +16,7 @@ from onnxruntime.capi.onnxruntime_pybind11_state import NotImplemented as NoKern
 
 from cglow.errors import CglowError
 
-from tests.ops.test_ops import i64
+from tests.onnx_ops import i64, ids
 from tests.util import assert_shapes_agree_with_onnx, cglow_run, checked_model, ort_run
 
 DTYPES = [np.float32, np.int64, np.int32, np.bool_, np.uint8]
@@ -69,10 +69,6 @@ def check_node(op: str, ins, outputs=("y",), opset: int = 13, **attrs) -> None:
     """One node; ins: (name, array | Const | None) in input order, None an omitted optional input."""
     node = helper.make_node(op, [n if v is not None else "" for n, v in ins], list(outputs), **attrs)
     check_model(model_of([node], ins, outputs, opset), ins)
-
-
-def ids(cases) -> list[str]:
-    return [c[0] for c in cases]
 
 
 # --- every data-movement op for every element type ---------------------------------------------------
