@@ -34,6 +34,7 @@ from onnx import TensorProto, helper, numpy_helper
 import cglow
 from cglow.errors import CglowError
 from cglow.options import Options
+from tests.qdq import conv_acc
 
 INT8, UINT8, I32, F32 = np.dtype(np.int8), np.dtype(np.uint8), np.dtype(np.int32), np.dtype(np.float32)
 ONNX_TYPE = {INT8: TensorProto.INT8, UINT8: TensorProto.UINT8, I32: TensorProto.INT32, F32: TensorProto.FLOAT}
@@ -329,7 +330,6 @@ def test_conv_integer(case):
 def test_conv_integer_per_channel_weight_zero_points(x_dtype, w_dtype):
     """onnxruntime takes only one weight zero point ('Non per-tensor quantization is not supported'): against
     the NumPy integer reference instead."""
-    from tests.kernels.test_quant_kernels import conv_acc
     rng = np.random.default_rng(8)
     w = weights(rng, (5, 3, 3, 3), w_dtype)
     w_zero = q(int(zero_for(w_dtype)) + np.arange(5) * 3 - 5, w_dtype)

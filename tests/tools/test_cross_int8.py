@@ -14,7 +14,7 @@ from cglow.quantize import quantize_model
 from cglow.tools.targets import TARGETS
 
 from tests.quantized import quantized
-from tests.kernels.test_quant_kernels import UINT8, conv_chain, extreme_q, rand_q
+from tests.qdq import UINT8, conv_chain, extreme_q, rand_q
 from tests.util import need_tool
 
 pytest.importorskip("onnxruntime")
