@@ -20,7 +20,7 @@ from cglow.graph.ir import Node
 from cglow.instr.expr import ACC, Input, call
 from cglow.instr.ir import Conv, Epilogue, Map, Pool, Program
 from cglow.options import Options
-from tests.kernels.test_primitives import RTOL, Builder, acc_atol, conv_ref, rand
+from tests.programs import RTOL, Builder, acc_atol, conv_ref, rand
 
 TARGETS = ("generic", "x86-avx512", "cortex-m4")  # tiles 4 x 16, 8 x 32, 6 x 4 (8 x 2 depthwise)
 NHWC = (0, 3, 1, 2)  # the permutation that shows an [N, H, W, C] buffer as [N, C, H, W]

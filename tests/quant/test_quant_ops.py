@@ -34,10 +34,9 @@ from onnx import TensorProto, helper, numpy_helper
 import cglow
 from cglow.errors import CglowError
 from cglow.options import Options
-from tests.qdq import conv_acc
+from tests.qdq import INT8, ONNX_TYPE, UINT8, conv_acc
 
-INT8, UINT8, I32, F32 = np.dtype(np.int8), np.dtype(np.uint8), np.dtype(np.int32), np.dtype(np.float32)
-ONNX_TYPE = {INT8: TensorProto.INT8, UINT8: TensorProto.UINT8, I32: TensorProto.INT32, F32: TensorProto.FLOAT}
+I32, F32 = np.dtype(np.int32), np.dtype(np.float32)
 MS = "com.microsoft"
 # the largest share of 8-bit output elements 1 step off onnxruntime (seeded inputs: what was observed, with margin)
 MAX_OFF_SHARE = {"QLinearConv": 0.01, "QLinearMatMul": 0.01, "QGemm": 0.01, "QLinearAdd": 0.02,
