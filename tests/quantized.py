@@ -1,6 +1,7 @@
 """Quantized test models as onnxruntime's quantizer makes them (quantize_static, QDQ and QOperator formats,
 per-channel on and off, with and without its pre-processing), and the comparison of cglow's integers with
-onnxruntime running the same model: quantization steps off, element by element."""
+onnxruntime running the same model: quantization steps off, element by element (steps_off; int8_steps_off for
+a hand-built model of one int8 input); the kernels of a compiled model that write floats."""
 from __future__ import annotations
 
 import functools
@@ -12,6 +13,7 @@ from onnx import helper
 import cglow
 from cglow import zoo
 from cglow.tools.reference import ort_quantized
+from tests.util import ort_run
 
 SAMPLES = 8  # calibration inputs: seeded normal noise
 
@@ -79,3 +81,23 @@ def _last_scale(model: onnx.ModelProto, producer: dict, name: str) -> float:
             return float(consts[node.input[1]].reshape(-1).max())
         todo += list(node.input)
     raise AssertionError(f"no DequantizeLinear above {name}")
+
+
+def float_kernels(compiled: cglow.CompiledModel) -> list[str]:
+    """The kernels that write float values."""
+    buffers = compiled.program.buffers
+    return [type(i).__name__ for i in compiled.program.instrs if buffers[i.out.buf].dtype == np.float32]
+
+
+def int8_steps_off(model, compiled, inputs: int = 4) -> int:
+    """The largest |cglow - onnxruntime| over seeded int8 inputs of a model of one int8 input named "input" and
+    one int8 output, in steps of the output."""
+    net = cglow.build(compiled)
+    rng = np.random.default_rng(1)
+    worst = 0
+    for _ in range(inputs):
+        x = rng.integers(-128, 128, compiled.inputs[0].shape).astype(np.int8)
+        (got,) = net(x)
+        (want,) = ort_run(model, {"input": x})
+        worst = max(worst, int(np.abs(got.astype(np.int64) - want).max()))
+    return worst

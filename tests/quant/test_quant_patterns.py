@@ -10,28 +10,10 @@ from onnx import TensorProto, helper, numpy_helper
 import cglow
 from cglow.options import Options
 from tests.tf2onnx_style import dense_int8
+from tests.quantized import float_kernels, int8_steps_off
 from tests.util import ort_run
 
 pytest.importorskip("onnxruntime")
-
-
-def float_kernels(compiled: cglow.CompiledModel) -> list[str]:
-    """The kernels that write float values."""
-    buffers = compiled.program.buffers
-    return [type(i).__name__ for i in compiled.program.instrs if buffers[i.out.buf].dtype == np.float32]
-
-
-def steps_off(model, compiled, inputs: int = 4) -> int:
-    """The largest |cglow - onnxruntime| over seeded int8 inputs, in steps of the int8 output."""
-    net = cglow.build(compiled)
-    rng = np.random.default_rng(1)
-    worst = 0
-    for _ in range(inputs):
-        x = rng.integers(-128, 128, compiled.inputs[0].shape).astype(np.int8)
-        (got,) = net(x)
-        (want,) = ort_run(model, {"input": x})
-        worst = max(worst, int(np.abs(got.astype(np.int64) - want).max()))
-    return worst
 
 
 @pytest.mark.parametrize("per_column,float_bias", [(True, False), (False, False), (True, True)])
@@ -45,7 +27,7 @@ def test_tf2onnx_dense_autoencoder_is_integer(per_column, float_bias):
     params = sum(int(np.prod(t.dims)) for t in model.graph.initializer if t.name.endswith(("/w", "/b", "/bias")))
     assert params <= compiled.weights_bytes <= 1.05 * params
     assert compiled.arena_bytes <= 1024
-    assert steps_off(model, compiled) <= 1
+    assert int8_steps_off(model, compiled) <= 1
 
 
 def conv_add_model(per_channel: bool, float_bias: bool):
@@ -87,7 +69,7 @@ def test_conv_then_add_of_its_bias_is_one_integer_conv(per_channel, float_bias):
     model = conv_add_model(per_channel, float_bias)
     compiled = cglow.compile_model(model)
     assert [type(i).__name__ for i in compiled.program.instrs] == ["Conv"] and float_kernels(compiled) == []
-    assert steps_off(model, compiled) <= 1
+    assert int8_steps_off(model, compiled) <= 1
 
 
 def test_int8_io_takes_the_parameters_of_its_dequantize_and_quantize():
@@ -139,4 +121,4 @@ def test_batchnorm_between_dequantize_and_quantize_is_integer(shape, sign):
     model = batchnorm_island(shape, sign)
     compiled = cglow.compile_model(model)
     assert [type(i).__name__ for i in compiled.program.instrs] == ["Map"] and float_kernels(compiled) == []
-    assert steps_off(model, compiled, inputs=8) <= 1
+    assert int8_steps_off(model, compiled, inputs=8) <= 1

@@ -11,7 +11,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 import cglow
 from cglow.options import Options
-from tests.quant.test_quant_patterns import float_kernels, steps_off
+from tests.quantized import float_kernels, int8_steps_off
 from tests.util import ort_run
 
 pytest.importorskip("onnxruntime")
@@ -82,7 +82,7 @@ def test_int8_io_through_transpose_takes_the_parameters_of_its_dequantize_and_qu
     compiled = cglow.compile_model(model)
     (i,), (o,) = compiled.inputs, compiled.outputs
     assert (i.scale, i.zero_point, o.scale, o.zero_point) == (np.float32(0.03), 5, np.float32(0.05), -128)
-    assert float_kernels(compiled) == [] and steps_off(model, compiled) <= 1
+    assert float_kernels(compiled) == [] and int8_steps_off(model, compiled) <= 1
     floats = cglow.build(cglow.compile_model(model, options=Options(float_io=True)))
     real = np.random.default_rng(2).standard_normal((1, 5, 5, 2)).astype(np.float32)
     (got,) = floats(real)
@@ -150,7 +150,7 @@ def test_reduce_mean_between_dequantize_and_quantize_is_integer(shape, axes, kee
     IntAvgPool over the reduced axes, within a step of onnxruntime's float ReduceMean quantized."""
     model = mean_model(shape, axes, keepdims, opset)
     compiled = cglow.compile_model(model)
-    assert float_kernels(compiled) == [] and steps_off(model, compiled, inputs=8) <= 1
+    assert float_kernels(compiled) == [] and int8_steps_off(model, compiled, inputs=8) <= 1
 
 
 def transposed_weights_model(layer: str, shared: bool = False):
@@ -180,7 +180,7 @@ def test_weights_through_a_transpose_are_integer(layer, shared):
     layer has its own copy of shared weights), within a step of onnxruntime."""
     model = transposed_weights_model(layer, shared)
     compiled = cglow.compile_model(model)
-    assert float_kernels(compiled) == [] and steps_off(model, compiled) <= 1
+    assert float_kernels(compiled) == [] and int8_steps_off(model, compiled) <= 1
     sizes = {t.name: int(np.prod(t.dims)) for t in model.graph.initializer}
     weights = (1 + shared) * (sizes["w/q"] + 4 * 16 + 4 * 16)  # the int32 biases, 4-byte multipliers
     assert compiled.weights_bytes <= weights
@@ -201,7 +201,7 @@ def test_dequantize_written_as_cast_sub_mul_gives_the_input_parameters(zero):
     model = g.model([1, 8], [1, 4])
     compiled = cglow.compile_model(model)
     (i,) = compiled.inputs
-    assert (i.scale, i.zero_point) == (np.float32(0.03), zero) and steps_off(model, compiled) == 0
+    assert (i.scale, i.zero_point) == (np.float32(0.03), zero) and int8_steps_off(model, compiled) == 0
 
 
 def uint8_io_model(int8_zero: int):
