@@ -9,9 +9,8 @@ import pytest
 import cglow
 from cglow.options import Options
 from cglow.tools import cross, host
-from cglow.tools.targets import TARGETS
 from tests.tflite_file import TFLiteWriter, run_litert
-from tests.util import need_tool
+from tests.util import need_target
 
 KINDS = [pytest.param(False, id="float"), pytest.param(True, id="int8")]
 
@@ -77,7 +76,7 @@ def check(net: Net, outputs, tmp_path, target: str | None = None) -> None:
     else:
         path = tmp_path / "model.tflite"
         path.write_bytes(model)
-        expected, got = run_litert(model, inputs), _on_target(path, inputs, TARGETS[target])
+        expected, got = run_litert(model, inputs), _on_target(path, inputs, need_target(target))
     assert_outputs_match(expected, got, exact=net.int8)
 
 
@@ -99,7 +98,5 @@ def assert_outputs_match(expected, got, exact: bool = True) -> None:
 
 
 def _on_target(path, inputs, target):
-    for tool in target.tools:
-        need_tool(tool)
     compiled = cglow.compile_model(path, options=Options(target=target.tiles))
     return cross.run_image(cross.build_image(compiled, inputs, target), compiled, target, count=False).outputs

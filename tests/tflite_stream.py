@@ -9,9 +9,8 @@ import numpy as np
 import cglow
 from cglow.tools import cross, host
 from cglow.options import Options
-from cglow.tools.targets import TARGETS
 from tests.tflite_file import TFLiteWriter, run_litert_sequence
-from tests.util import need_tool
+from tests.util import need_target
 
 RUNS = 6  # invocations: more than an SVDF's memory, so that its oldest frames drop out
 SVDF_FRAMES, LSTM_FRAMES = (1, 1, 40, 1), (1, 5, 10)  # the spotters' inputs
@@ -252,9 +251,7 @@ def agree_under_qemu(model: bytes, inputs: list[np.ndarray], reset_at: int, tmp_
     """The model's C on a Cortex-M4 under QEMU, one image calling net_run on each input in turn and net_reset
     before invocation `reset_at` (from 0): each invocation's outputs equal those of one LiteRT interpreter over
     the inputs before `reset_at` and of a new one (its state zero) from there on."""
-    target = TARGETS["cortex-m4"]
-    for tool in target.tools:
-        need_tool(tool)
+    target = need_target("cortex-m4")
     path = tmp_path / "model.tflite"
     path.write_bytes(model)
     compiled = cglow.compile_model(path, options=Options(target=target.tiles))

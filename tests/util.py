@@ -91,6 +91,15 @@ def need_tool(name: str) -> str:
     return path
 
 
+def need_target(name: str):
+    """The cross target of cglow.tools.targets of that name, once its tools are there (need_tool)."""
+    from cglow.tools.targets import TARGETS
+    target = TARGETS[name]
+    for tool in target.tools:
+        need_tool(tool)
+    return target
+
+
 def need_module(name: str) -> None:
     """At the top of a test module that needs an optional package (LiteRT): the module's tests skip on a laptop
     without it; in CI a missing package is a failure, not a skip."""

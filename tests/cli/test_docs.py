@@ -21,10 +21,9 @@ from cglow.graph.tflite.build import TRANSLATORS
 from cglow.tools.host import STRICT_FLAGS
 from cglow.options import Options
 from cglow.quantize import load_calibration, quantize_model
-from cglow.tools.targets import TARGETS
 
 from tests.small_cnn import calibration, small_cnn
-from tests.util import ROOT, need_tool
+from tests.util import ROOT, need_target, need_tool
 
 DOCS = ROOT / "docs"
 
@@ -158,9 +157,7 @@ def test_tutorial_main_classifies_on_the_host(tutorial_project):
 def test_tutorial_main_classifies_on_cortex_m4(tutorial_project):
     """The same main.c and net.c for a Cortex-M4F (picolibc, semihosting) under QEMU: main's return value
     comes back as QEMU's exit status."""
-    m4 = TARGETS["cortex-m4"]
-    for tool in m4.tools:
-        need_tool(tool)
+    m4 = need_target("cortex-m4")
     got = build_and_run(tutorial_project, m4.cc, [*m4.cflags, *m4.ldflags], "classify.elf", m4.command("classify.elf"))
     assert got == expected_class(tutorial_project)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.util import need_module, need_tool
+from tests.util import need_module, need_target
 
 need_module("ai_edge_litert")
 
@@ -16,7 +16,6 @@ from cglow.compiler import import_graph
 from cglow.errors import CglowError
 from cglow.graph.passes import PIPELINE
 from cglow.options import Options
-from cglow.tools.targets import TARGETS
 from tests.tflite_file import TFLiteWriter, run_litert
 
 F32 = np.float32
@@ -142,9 +141,7 @@ def test_depthwise_conv_2d(multiplier, tmp_path):
 def test_network_under_qemu(target_name, tmp_path):
     """Convolution, depthwise, pointwise and dense layers in a row, their int8 products in the target's kernels
     (4-lane dot products and paired lanes on the Cortex-M4): LiteRT's results to the bit."""
-    target = TARGETS[target_name]
-    for tool in target.tools:
-        need_tool(tool)
+    target = need_target(target_name)
     rng = np.random.default_rng(8)
     w = TFLiteWriter()
 

@@ -9,7 +9,7 @@ import os
 import numpy as np
 import pytest
 
-from tests.util import need_module, need_tool
+from tests.util import need_module, need_target
 
 need_module("ai_edge_litert")
 
@@ -17,7 +17,6 @@ import cglow
 from cglow import zoo
 from cglow.tools import cross
 from cglow.options import Options
-from cglow.tools.targets import TARGETS
 from tests.quantized import quantized
 from tests.tflite_file import run_litert
 from tests.tflite_zoo import tflite_model
@@ -66,9 +65,7 @@ def test_network_agrees_with_litert(name, int8, folder):
 
 @pytest.mark.parametrize("name", NETWORKS)
 def test_int8_network_under_qemu(name, folder):
-    target = TARGETS["cortex-m4"]
-    for tool in target.tools:
-        need_tool(tool)
+    target = need_target("cortex-m4")
     path = _file(name, True, folder)
     compiled = cglow.compile_model(path, options=Options(target=target.tiles))
     inputs = _inputs(compiled, seed=2)

@@ -15,10 +15,9 @@ from cglow.instr.expr import Input, call
 from cglow.lower.ops import elementwise
 from cglow.quantize import quantize_model
 from cglow.tools import check
-from cglow.tools.targets import TARGETS
 
 from tests.tf2onnx_style import dense_int8
-from tests.util import cglow_cmd, need_tool, save
+from tests.util import cglow_cmd, need_target, need_tool, save
 
 ERRORS = re.compile(r"^output '(\w+)' (\w+)\[([\d,]*)\].*: max abs error (\S+)(?: \((\S+) quantization steps\))?, "
                     r"scale \S+, error (\S+) of the scale \((ok|MISMATCH)\)$", re.M)
@@ -155,8 +154,7 @@ def test_int8_io_of_the_model_itself(tmp_path, capsys, monkeypatch):
 
 
 def test_cortex_m4_under_qemu(tmp_path, capsys):
-    for tool in TARGETS["cortex-m4"].tools:
-        need_tool(tool)
+    need_target("cortex-m4")
     status, out, err = run(capsys, save(three_outputs(), tmp_path / "m.onnx"), "--target", "cortex-m4")
     assert status == 0 and not err, err
     assert "arm-none-eabi-gcc" in out and "under qemu-system-arm" in out
@@ -264,8 +262,7 @@ def test_all_tensors_names_the_first_node_that_departs(tmp_path, capsys, monkeyp
 
 def test_all_tensors_on_the_cortex_m4(tmp_path, capsys, monkeypatch):
     """The wrong Tanh kernel found the same way in the image that QEMU runs."""
-    for tool in TARGETS["cortex-m4"].tools:
-        need_tool(tool)
+    need_target("cortex-m4")
     monkeypatch.setitem(elementwise.FLOAT_EXPRS, "Tanh", wrong_tanh)
     status, out, _ = run(capsys, save(chain(), tmp_path / "m.onnx"), "--all-tensors", "--target", "cortex-m4")
     assert status == 1 and "under qemu-system-arm" in out.splitlines()[0]

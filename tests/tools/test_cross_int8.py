@@ -11,11 +11,10 @@ from cglow import zoo
 from cglow.tools import cross
 from cglow.options import Options
 from cglow.quantize import quantize_model
-from cglow.tools.targets import TARGETS
 
 from tests.quantized import quantized
 from tests.qdq import UINT8, conv_chain, extreme_q, rand_q
-from tests.util import need_tool
+from tests.util import need_target
 
 pytest.importorskip("onnxruntime")
 
@@ -26,9 +25,7 @@ CASES = [(model, target) for model in MODELS for target in ("cortex-m4", "cortex
 
 @pytest.mark.parametrize("model, target_name", CASES)
 def test_same_integers_as_the_host(model, target_name):
-    target = TARGETS[target_name]
-    for tool in target.tools:
-        need_tool(tool)
+    target = need_target(target_name)
     compiled = cglow.compile_model(quantized(model, "qdq", True), options=Options(target=target.tiles))
     rng = np.random.default_rng(3)
     inputs = [rng.integers(-128, 128, t.shape).astype(t.dtype) for t in compiled.inputs]
@@ -51,9 +48,7 @@ def check_uint8_chain(target_name: str, layers, shape, seed: int, x_zero: int, o
     """A chain of uint8 convolutions (conv_chain) compiled for a cross target: the image under QEMU (built with
     each of `opts`) and the host build of the same C (the helpers' portable code) give the NumPy integer
     reference's outputs on an extreme and a random input. Returns the C."""
-    target = TARGETS[target_name]
-    for tool in target.tools:
-        need_tool(tool)
+    target = need_target(target_name)
     rng = np.random.default_rng(seed)
     model, reference = conv_chain(rng, layers, shape, x_dtype=UINT8, x_zero=x_zero)
     compiled = cglow.compile_model(model, options=Options(target=target.tiles))
@@ -124,9 +119,7 @@ def test_int8_transformer_under_qemu_gives_the_host_integers():
     """The transformer quantized by cglow (int8 matrix products between float LayerNorm and Softmax). Its
     kernels kept out of net_run with gcc's noinline, gcc 12 -O2 dropped three of their calls; noipa
     (runtime_c/kernel.c) keeps them."""
-    target = TARGETS["cortex-m4"]
-    for tool in target.tools:
-        need_tool(tool)
+    target = need_target("cortex-m4")
     model = zoo.build("transformer")
     rng = np.random.default_rng(4)
     shapes = {i.name: [d.dim_value for d in i.type.tensor_type.shape.dim] for i in model.graph.input}

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from cglow.tools.targets import TARGETS
 
-from tests.util import ROOT, need_tool
+from tests.util import ROOT, need_target
 
 SCRIPTS = ROOT / "scripts"
 
@@ -20,8 +19,7 @@ def size_mcu(monkeypatch):
 
 
 def test_size_report_of_kws(size_mcu, capsys):
-    for tool in TARGETS["cortex-m4"].tools:
-        need_tool(tool)
+    need_target("cortex-m4")
     assert size_mcu.main(["kws", "mobilenetv2", "--jobs", "2"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 5  # the flags, the header, the harness, kws, mobilenetv2

@@ -17,7 +17,7 @@ from cglow.tools import cross
 from cglow.options import Options
 from cglow.tools.targets import TARGETS
 
-from tests.util import need_tool, random_feeds, rel_error
+from tests.util import need_target, random_feeds, rel_error
 
 MODELS = ("kws", "vww", "resnet8", "autoencoder", "transformer", "mobilenetv2")
 TOLERANCE = 1e-4  # of the output's scale, as in test_models
@@ -48,9 +48,7 @@ def host_outputs(model: str, tiles: str) -> list[np.ndarray]:
 
 def image_for(model: str, target_name: str):
     """The model's image for a target (cached by cglow.tools.cross), after checking the target's tools."""
-    target = TARGETS[target_name]
-    for tool in target.tools:
-        need_tool(tool)
+    target = need_target(target_name)
     compiled, inputs = compiled_for(model, target.tiles)
     return target, compiled, cross.build_image(compiled, inputs, target)
 
