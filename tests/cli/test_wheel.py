@@ -4,6 +4,7 @@ dependencies into a new virtual environment (which sees the system's numpy, onnx
 writes C that compiles, importing cglow from the environment, not from the source tree."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 import shutil
 import subprocess
@@ -20,9 +21,10 @@ from tests.small_cnn import calibration, small_cnn
 from tests.util import ROOT, need_tool
 
 
-
 def run(*command, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    result = subprocess.run([str(c) for c in command], check=False, cwd=cwd, capture_output=True, text=True)
+    """The command, without PYTHONPATH: a source tree on it would be imported instead of the environment's cglow."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    result = subprocess.run([str(c) for c in command], check=False, cwd=cwd, capture_output=True, text=True, env=env)
     assert result.returncode == 0, f"{' '.join(map(str, command))} failed:\n{result.stdout}{result.stderr}"
     return result
 
