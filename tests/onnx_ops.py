@@ -65,3 +65,8 @@ def check(model: onnx.ModelProto, tol: float = TOL, feeds=None, positive: bool =
 def ids(cases) -> list[str]:
     """Test ids: the first field of each case."""
     return [c[0] for c in cases]
+
+
+def transpose_node(x: str, out: str, perm) -> onnx.NodeProto:
+    """A Transpose node x -> out with the permutation `perm`."""
+    return helper.make_node("Transpose", [x], [out], perm=list(perm))

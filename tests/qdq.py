@@ -4,6 +4,7 @@ DequantizeLinear / QuantizeLinear pairs), seeded 8-bit inputs, and the NumPy int
 tests/kernels/test_quant_kernels.py describes."""
 from __future__ import annotations
 
+from fractions import Fraction
 import itertools
 import math
 
@@ -278,3 +279,43 @@ def conv_chain(rng, layers, x_shape, x_dtype=INT8, x_zero=5):
         return x
 
     return g.model([name]), reference
+
+
+def check_outputs(model, reference, shapes_dtypes, rng, count: int = 2):
+    for inputs in input_sets(rng, shapes_dtypes, count):
+        got = run(model, *inputs)
+        want = reference(*inputs)
+        want = want if isinstance(want, (list, tuple)) else [want]
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            assert g.dtype == w.dtype and g.shape == w.shape, (g.dtype, g.shape, w.dtype, w.shape)
+            assert np.array_equal(g, w), f"{np.sum(g != w)} of {g.size} differ; max " \
+                                         f"{np.abs(g.astype(int) - w).max()} steps"
+
+
+def y_params(rng, acc_scale: float, terms: int, dtype):
+    """An output scale for accumulators of `terms` products (a few saturate) and a zero point."""
+    scale = np.float32(acc_scale * 75.0 * 75.0 * math.sqrt(terms) / rng.uniform(40, 90))
+    return scale, int(rng.integers(-20, 21)) + (128 if dtype == UINT8 else 0)
+
+
+def add_reference(a, b, za, zb, sa, sb, sy, zy, bounds, dtype):
+    """The documented IntAdd: factors of the exact scale ratios, requantized at `unit`, halves to even."""
+    ratios = [Fraction(float(np.float32(s))) / Fraction(float(np.float32(sy))) for s in (sa, sb)]
+    unit = Fraction(1, 2 ** (21 - (math.frexp(float(max(ratios)))[1] - 1)))
+    if not any((r / unit).denominator == 1 for r in ratios):
+        unit = max(ratios) / 2 ** 22
+    fa, fb = (round(r / unit) for r in ratios)
+    assert 1 << 21 <= max(fa, fb) <= 1 << 22
+    acc = (a.astype(np.int64) - za) * fa + (b.astype(np.int64) - zb) * fb
+    return requantize(acc, float(unit), zy, bounds, dtype)
+
+
+# A chain of seven convolutions: NHWC, depthwise and pointwise layers, fused activations, output types.
+CHAIN = [dict(m=8, kernel=(3, 3), pads=[1, 1, 1, 1], act="relu"),
+         dict(m=8, kernel=(3, 3), pads=[1, 1, 1, 1], y_zero=9),
+         dict(m=8, kernel=(3, 3), group=8, pads=[1, 1, 1, 1], act=(0.0, 6.0)),
+         dict(m=12, kernel=(1, 1), w_zero=[1] * 6 + [-2] * 6),
+         dict(m=12, kernel=(3, 3), group=12, pads=[1, 1, 1, 1], strides=[2, 2], y_dtype=UINT8, y_zero=130),
+         dict(m=6, kernel=(3, 3), pads=[0, 1, 1, 0], y_dtype=INT8),
+         dict(m=5, kernel=(1, 1))]
