@@ -1,5 +1,5 @@
 """What the ONNX op tests share: seeded arrays, models of one node (or a few) built with onnx.helper, and their
-comparison with onnxruntime within TOL = 1e-5 (tests/ops/test_ops.py says why)."""
+comparison with onnxruntime within TOL = 1e-5 (tests/ops/test_ops_nn.py says why)."""
 from __future__ import annotations
 
 import numpy as np

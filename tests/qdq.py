@@ -1,7 +1,27 @@
 """What the integer-kernel tests share: a QDQ graph built by hand (QGraph: 8-bit graph inputs, constants,
 DequantizeLinear / QuantizeLinear pairs), seeded 8-bit inputs, and the NumPy integer reference of the kernels
-(requantization with Python integers, the convolution's accumulator, a Conv layer and a chain of them), as
-tests/kernels/test_quant_kernels.py describes."""
+(requantization with Python integers, the convolution's accumulator, a Conv layer and a chain of them).
+
+The integer-kernel tests (tests/kernels/test_quant_kernels_*.py) each build a small QDQ graph by hand (8-bit
+graph inputs -> DequantizeLinear, the float op, [Relu or Clip,] QuantizeLinear -> 8-bit graph output), check
+that cglow folds it into the integer op it promises (IntConv, IntGemm, IntAdd, IntMul, IntAvgPool, IntTable, or
+a data-movement op on the integers), run the C, and compare every output element with the integer semantics
+the compiler documents, computed here in Python integers:
+
+- convolution and matrix products: acc = bias_q + sum (x - x_zero)(w - w_zero) (zero padding is real 0, so a
+  padded tap adds nothing), bias_q = round(real_bias / (x_scale * w_scale)) in float64;
+  y = clamp(y_zero + round_half_to_even(acc * mult / 2**shift)), (mult, shift) = float32_multipliers(x_scale *
+  w_scale / y_scale in float32) per output channel (cglow.graph.quant.params: nudged to round as float32 does;
+  one shift for all channels where every multiplier keeps 24 bits),
+  the clamp the output type's range narrowed by a fused Relu / Clip (its real bounds quantized as
+  QuantizeLinear does);
+- Add: round_half_to_even(((a - za) fa + (b - zb) fb) * unit), fa and fb the exact ratios sa / sy, sb / sy of
+  the float32 scales in units of unit, rounded; unit a power of two (the larger factor in [2**21, 2**22]) if
+  that makes either factor exact, else the larger ratio / 2**22 (as a 31-bit multiplier); Mul: one
+  requantization of (a - za)(b - zb) at sa sb / sy;
+- average pools: the window's sum of (x - x_zero), requantized at x_scale / y_scale / count;
+- tables (Sigmoid, a bare requantization, Concat's rescaled inputs): quantize(op(dequantize(x))) in float32.
+"""
 from __future__ import annotations
 
 from fractions import Fraction

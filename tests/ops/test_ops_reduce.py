@@ -1,6 +1,6 @@
 """Reductions and the ops lowered onto them, as single-node models against onnxruntime: Reduce*, ArgMax,
 ArgMin, LogSoftmax, Hardmax, GlobalMaxPool, LpNormalization, InstanceNormalization, LRN, CumSum, TopK.
-Float outputs within TOL (tests/ops/test_ops.py), integer outputs exact."""
+Float outputs within TOL (tests/ops/test_ops_nn.py), integer outputs exact."""
 from __future__ import annotations
 
 import numpy as np
