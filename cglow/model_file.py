@@ -17,7 +17,7 @@ import tflite
 
 from .errors import CglowError
 from .graph.onnx_import import load
-from .graph.tflite.arith import round_away
+from .graph.tflite.arith import quantize
 from .graph.tflite.reader import Model, is_tflite, read
 from .options import MAX_MEMORY
 
@@ -61,9 +61,8 @@ def litert_feeds(model: TFLiteFile, inputs: list[np.ndarray]) -> list[np.ndarray
     for index, x in zip(model.model.inputs, inputs):
         t = model.model.tensors[index]
         if t.quant is not None and x.dtype != t.dtype:
-            q = (np.float32(x) / np.float32(t.quant.scale[0])).astype(np.float64)
             info = np.iinfo(t.dtype)
-            x = np.clip(round_away(q) + t.quant.zero[0], info.min, info.max)
+            x = np.clip(quantize(x, t.quant.scale[0], int(t.quant.zero[0])), info.min, info.max)
         feeds.append(np.asarray(x).astype(t.dtype))
     return feeds
 

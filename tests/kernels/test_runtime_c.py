@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from cglow.tools.host import HOST_FLAGS, build_cached
-from cglow.lower.ops.quant import never_halfway, offset_fits
+from cglow.lower.ops.quant import never_halfway, offset_fits, tflite_high_fits
 from cglow.runtime_files import RUNTIME_C
 
 HELPERS = RUNTIME_C
@@ -256,7 +256,7 @@ def test_tflite_requantizations_round_twice_as_litert():
         return int(math.copysign(math.floor(abs(q) + Fraction(1, 2)), q))
     want = [min(127, max(-128, half_away(Fraction(math.floor(Fraction(a * m, 2 ** 31) + Fraction(1, 2)), 2 ** -s))
                          + z)) for a, m, s, z in rows]
-    high = [abs(a) < 1 << 30 and abs(1 + 2 * z) << (-s - 1) < 1 << 29 for a, _, s, z in rows]
+    high = [tflite_high_fits(np.array([m]), np.array([s]), z, abs(a)) for a, m, s, z in rows]
     assert np.array_equal(got[:, 0], want)
     assert np.array_equal(got[high, 1], np.array(want)[high]) and sum(high) > 10000
     assert any(abs(1 + 2 * z) << (-s - 1) >= 1 << 28 for (_, _, s, z), h in zip(rows, high) if h)

@@ -57,9 +57,12 @@ def scale(x, multiplier: int, shift: int) -> np.ndarray:
     return divide_pot(high_mul(shifted, multiplier), right)
 
 
-def quantize(real: float, s: float, zero: int) -> int:
-    """A real value in a tensor's integers, as the activation ranges are computed (float division)."""
-    return zero + int(round_away(np.float32(real) / np.float32(s)))
+def quantize(real, s: float, zero: int):
+    """A real value (or an array of them) in a tensor's integers, unsaturated, as TFLite's QUANTIZE and the
+    activation ranges compute it: divided by the scale in float32, rounded half away from zero, plus the zero
+    point (an int, or an int64 array)."""
+    q = zero + round_away(np.float32(real) / np.float32(s)).astype(np.int64)
+    return int(q) if np.ndim(q) == 0 else q
 
 
 def wrap16(x) -> np.ndarray:

@@ -56,15 +56,13 @@ def requantized(node: Node, out_dtype: np.dtype, acc: Expr, c: _Operands, bound=
     largest magnitude the accumulator can reach (per channel, or one for all), where known: it may allow the
     cheaper cglow_requant_high, which takes each shift less 33. Shifts (1 to 62) are stored as int8. Ops from
     a .tflite file requantize as LiteRT's kernels do: with rounding "tflite", MultiplyByQuantizedMultiplier's
-    two roundings (the shifts are TFLite's exponents; where the accumulators are bounded below 2^30, every
-    multiplier is 2^30 or more, every shift -1 or below and the zero point's term fits, cglow_requant_tfl_high
-    takes each multiplier M as 2M - 2^32 and the shifts negated); with "half_up", one rounding with halves up, which
+    two roundings (the shifts are TFLite's exponents; where tflite_high_fits, cglow_requant_tfl_high takes each
+    multiplier M as 2M - 2^32 and the shifts negated); with "half_up", one rounding with halves up, which
     cglow_requant_high computes exactly wherever it applies (it rounds halves up)."""
     mults, shifts = np.asarray(node.attr("mult")), np.asarray(node.attr("shift"))
     rounding, zero = node.attr("rounding"), node.attr("y_zero")
     mult_label, label = "multipliers", "shifts"
-    if rounding == "tflite" and bound is not None and np.max(bound) < 1 << 30 and np.all(mults >= 1 << 30) and \
-            np.all(shifts <= -1) and abs(1 + 2 * zero) << int(-1 - np.min(shifts)) < 1 << 29:
+    if rounding == "tflite" and tflite_high_fits(mults, shifts, zero, bound):
         helper, mults, shifts = "cglow_requant_tfl_high", 2 * mults.astype(np.int64) - (1 << 32), -shifts
         mult_label, label = "multipliers M as 2M - 2^32", "shifts negated"
     elif rounding == "tflite":
@@ -90,6 +88,14 @@ def never_halfway(mults: np.ndarray, shifts: np.ndarray, bound) -> bool:
         return False
     return all(m == 0 or b < 1 << max(s - 1 - ((m & -m).bit_length() - 1), 0)
                for m, s, b in zip(mults.tolist(), shifts.tolist(), bounds.tolist()))
+
+
+def tflite_high_fits(mults: np.ndarray, shifts: np.ndarray, zero: int, bound) -> bool:
+    """Whether cglow_requant_tfl_high gives cglow_requant_tfl's results: the accumulators are known to stay below
+    2^30 in magnitude, every multiplier is 2^30 or more, every shift (TFLite's exponent) -1 or below, and the zero
+    point's term (1 + 2 zero) 2^(r - 1) below 2^29."""
+    return bound is not None and np.max(bound) < 1 << 30 and bool(np.all(mults >= 1 << 30)) and \
+        bool(np.all(shifts <= -1)) and abs(1 + 2 * zero) << int(-1 - np.min(shifts)) < 1 << 29
 
 
 def offset_fits(zero: int, shifts: np.ndarray) -> bool:
