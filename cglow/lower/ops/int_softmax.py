@@ -11,9 +11,11 @@ from __future__ import annotations
 import numpy as np
 
 from ...graph.ir import Node
+from ...graph.quant.softmax import RATIO_BITS
 from ...instr.expr import ACC, Input, binary, call, cast, clamp, inputs
-from ...instr.ir import Gather, Map, Reduce, View
+from ...instr.ir import Map, Reduce
 from ..context import Context, lowering
+from .quant import lookup
 from .reduce import spread
 
 SUM_BITS = 12  # the row's sum is a Q12.19
@@ -56,12 +58,11 @@ def _int_softmax_table(ctx: Context, node: Node) -> None:
     value, other = inputs(2)
     ctx.emit(Reduce(peak, (x,), "max", value, ACC, node.name))
     ctx.emit(Map(diff, (x, spread(peak, depth)), cast(np.uint8, other - value), node.name))
-    ctx.emit(Gather(exp, View(table.buf, table.offset, x.shape, (0,) * len(x.shape)), diff, 256, table.strides[0],
-                    node.name))
+    lookup(ctx, exp, table, diff, node.name)
     ctx.emit(Reduce(total, (exp,), "sum", value, ACC, node.name))
-    # e / (sum sy) rounded, halves up: (2 e ratio + sum 2^16) / (sum 2^17), ratio = 2^16 / sy
-    quotient = cast(I32, (cast(I64, value) * (2 * node.attr("ratio")) + binary("<<", other, 16)) /
-                    binary("<<", other, 17))
+    # e / (sum sy) rounded, halves up: (2 e ratio + sum 2^16) / (sum 2^17), ratio = 2^16 / sy (RATIO_BITS = 16)
+    quotient = cast(I32, (cast(I64, value) * (2 * node.attr("ratio")) + binary("<<", other, RATIO_BITS)) /
+                    binary("<<", other, RATIO_BITS + 1))
     ctx.emit(Map(out, (exp, spread(total, depth)),
                  cast(ctx.dtype(node.outputs[0]), clamp(quotient + node.attr("y_zero"), node.attr("lo"),
                                                         node.attr("hi"))), node.name))

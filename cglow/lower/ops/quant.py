@@ -283,9 +283,14 @@ def _affine(ctx: Context, node: Node) -> None:
 @lowering("IntTable")
 def _table(ctx: Context, node: Node) -> None:
     """out = table[x]: a Gather from the 256 entries (a negative int8 index counts from the end)."""
-    x, table = ctx.view(node.inputs[0]), ctx.view(node.inputs[1])
-    data = View(table.buf, table.offset, x.shape, (0,) * len(x.shape))
-    ctx.emit(Gather(ctx.new_like(node.outputs[0], [x]), data, x, 256, table.strides[0], node.name))
+    x = ctx.view(node.inputs[0])
+    lookup(ctx, ctx.new_like(node.outputs[0], [x]), ctx.view(node.inputs[1]), x, node.name)
+
+
+def lookup(ctx: Context, out: View, table: View, index: View, name: str) -> None:
+    """out = table[index] elementwise, index an 8-bit view in out's shape and table a view of 256 entries."""
+    data = View(table.buf, table.offset, index.shape, (0,) * len(index.shape))
+    ctx.emit(Gather(out, data, index, 256, table.strides[0], name))
 
 
 def _taps(ctx: Context, node: Node, x: View, axis: int, table, dtype) -> tuple[View, View, View, View]:
