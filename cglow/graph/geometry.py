@@ -36,6 +36,14 @@ class Window:
     out: tuple[int, ...]
 
 
+def reduced_as_window(shape: tuple[int, ...], axes: list[int]) -> tuple[tuple[int, ...] | None, tuple[int, ...]]:
+    """A reduction over `axes` (sorted) as a pooling window: the permutation that puts the kept axes first (None
+    where they are), and the shape [1, the kept axes' elements, the reduced dims...] that the pool takes."""
+    kept = [a for a in range(len(shape)) if a not in axes]
+    perm = tuple(kept + axes) if kept + axes != list(range(len(shape))) else None
+    return perm, (1, math.prod(shape[a] for a in kept)) + tuple(shape[a] for a in axes)
+
+
 def window(node: Node, spatial: tuple[int, ...], kernel: tuple[int, ...], ceil_mode: bool = False) -> Window:
     n = len(spatial)
     strides = tuple(node.attr("strides", (1,) * n))

@@ -8,6 +8,7 @@ import math
 
 import numpy as np
 
+from ..geometry import reduced_as_window
 from ..ir import Node, TensorType
 from .params import QParams, dequantized, requant_attrs
 
@@ -59,14 +60,13 @@ def int_mean(b, op: Node, out: QParams, bounds) -> tuple[list[Node], Node] | Non
     axes = _axes(b, op, len(shape)) if x and x.p.per_tensor and shape else None
     if axes is None:
         return None
-    kept = [a for a in range(len(shape)) if a not in axes]
-    window = tuple(shape[a] for a in axes)
-    rows = (1, math.prod(shape[a] for a in kept)) + window
+    perm, rows = reduced_as_window(shape, axes)
+    window = rows[2:]
     value, now, extra = x.source, shape, []
-    if kept + axes != list(range(len(shape))):
-        now = tuple(shape[a] for a in kept + axes)
+    if perm is not None:
+        now = tuple(shape[a] for a in perm)
         moved = b.value(f"{op.name}/moved", TensorType(x.p.dtype, now))
-        extra.append(Node("Transpose", f"{op.name}/transpose", (value,), (moved,), {"perm": tuple(kept + axes)}))
+        extra.append(Node("Transpose", f"{op.name}/transpose", (value,), (moved,), {"perm": perm}))
         value = moved
     if now != rows:
         flat = b.value(f"{op.name}/rows", TensorType(x.p.dtype, rows))

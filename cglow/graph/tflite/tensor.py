@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import CglowError
+from ..geometry import reduced_as_window
 from ..ir import TensorType
 from .arith import quantize_multiplier
 from .build import TO_NCHW, TO_NHWC, Build, activation_bounds, float_activation, translator, window_pads
@@ -160,20 +161,16 @@ def _reduce_prod(b: Build, op) -> None:
 @translator("MEAN")
 def _mean(b: Build, op) -> None:
     shape = b.tensor(0).shape
-    rank = len(shape)
     axes = _axes(b)
     keep = bool(b.option("KeepDims"))
     if not b.quantized():
         return b.finish(b.add("ReduceMean", [b.value(0)], {"axes": tuple(axes), "keepdims": int(keep)}))
     # the kept axes, then the reduced ones: an IntAvgPool's channels and window
-    kept = [a for a in range(rank) if a not in axes]
-    x = b.value(0)
-    if kept + axes != list(range(rank)):
-        x = b.transpose(x, tuple(kept + axes))
-    channels = int(np.prod([shape[a] for a in kept], dtype=np.int64))
-    window = tuple(shape[a] for a in axes)
-    if b.types[x].shape != (1, channels) + window:
-        x = b.add("Reshape", [x, b.const("rows", np.array((1, channels) + window, np.int64))])
+    perm, rows = reduced_as_window(shape, axes)
+    channels, window = rows[1], rows[2:]
+    x = b.value(0) if perm is None else b.transpose(b.value(0), perm)
+    if b.types[x].shape != rows:
+        x = b.add("Reshape", [x, b.const("rows", np.array(rows, np.int64))])
     (sx, zx), (sy, zy) = (one_scale(b, i) for i in (0, -1))
     mult, shift = mean_multiplier(sx, sy, int(np.prod(window, dtype=np.int64)))
     info = np.iinfo(b.tensor(-1).dtype)
@@ -181,7 +178,7 @@ def _mean(b: Build, op) -> None:
                                   "mult": np.array([mult], np.int32), "shift": np.array([shift], np.int32),
                                   "y_zero": zy, "lo": int(info.min), "hi": int(info.max), "rounding": "tflite"},
               out_type=TensorType(b.tensor(-1).dtype, (1, channels) + (1,) * len(window)))
-    out_shape = [1 if a in axes else d for a, d in enumerate(shape) if keep or a in kept]
+    out_shape = [1 if a in axes else d for a, d in enumerate(shape) if keep or a not in axes]
     b.finish(b.add("Reshape", [y, b.shape_const(*out_shape)]))
 
 
