@@ -16,15 +16,15 @@ REGENERATE = "make docs (or: python -m cglow.docs_gen docs)"
 HEADER = "<!-- Generated from {} by `make docs`: do not edit; regenerate after changing it. -->\n"
 INTEGER = "integer kernel: int32 accumulation, per-channel requantization, a Relu or Clip after it is the clamp"
 FOLDED = "always folded at compile time: its output depends only on shapes or constant inputs"
-INT8_FORMS = {  # graph/quant/fold.py's builder -> what the op becomes between DequantizeLinear and QuantizeLinear
-    "_conv": INTEGER, "_gemm": INTEGER,
-    "_binary": "integer kernel: fixed-point rescaling of both inputs, a Relu or Clip after it is the clamp",
-    "int_average": "integer kernel: int32 sum, requantized (AveragePool: when no window reaches into the padding)",
-    "int_mean": "integer kernel: int32 sum over the reduced axes, requantized",
-    "_batchnorm": "integer per-channel requantization, a Relu or Clip after it is the clamp",
-    "_table": "a 256-entry table computed at compile time",
-    "_movement": "moves the 8-bit values (inputs of another scale or zero point requantized first)",
-    "int_softmax": "integer kernel along the last axis: a table of the 256 exponentials, int64 sums",
+INT8_FORMS = {  # OpSpec.int8 -> what the op becomes between DequantizeLinear and QuantizeLinear
+    "float": "float", "conv": INTEGER, "gemm": INTEGER,
+    "binary": "integer kernel: fixed-point rescaling of both inputs, a Relu or Clip after it is the clamp",
+    "average": "integer kernel: int32 sum, requantized (AveragePool: when no window reaches into the padding)",
+    "mean": "integer kernel: int32 sum over the reduced axes, requantized",
+    "batchnorm": "integer per-channel requantization, a Relu or Clip after it is the clamp",
+    "table": "a 256-entry table computed at compile time",
+    "movement": "moves the 8-bit values (inputs of another scale or zero point requantized first)",
+    "softmax": "integer kernel along the last axis: a table of the 256 exponentials, int64 sums",
 }
 
 
@@ -113,13 +113,11 @@ def _limitations(rule) -> list[str]:
 
 def render_ops() -> str:
     """docs/ops.md: every op cglow imports, from the registry."""
-    from .graph import rules  # noqa: F401  (fills SHAPE_RULES)
     from .graph.onnx_import import OPSETS
-    from .graph.quant.fold import BUILDERS
     from .graph.quant.qoperator import REWRITES
-    from .graph.registry import COMPILE_TIME, SHAPE_RULES
+    from .graph.registry import OPS, onnx_ops
     first, last = _first_opsets(), OPSETS.stop - 1
-    lines = [HEADER.format("the op registry (cglow/graph/registry.py, graph/rules/, graph/quant/)"),
+    lines = [HEADER.format("the op specifications (cglow/lower/ops/, OpSpec in cglow/graph/registry.py)"),
              "# Supported operators\n",
              (f"cglow compiles models of opsets {OPSETS.start} to {last} of the default ONNX domain (older models "
               f"from opset 7 are upgraded to opset {OPSETS.start} with `onnx.version_converter`) with static shapes "
@@ -134,19 +132,18 @@ def render_ops() -> str:
              ("- **limitations**: what the op's shape rule refuses by name (each refusal is one `cglow: error` "
               "line naming the node), and the inputs it needs as constants (cglow compiles static graphs).\n"),
              "| op | domain | opsets | types | int8 | limitations |", "|---|---|---|---|---|---|"]
-    for op in sorted(set(SHAPE_RULES) | set(REWRITES)):
-        rule = SHAPE_RULES.get(op)
+    for op in sorted(set(onnx_ops()) | set(REWRITES)):
+        spec = OPS.get(op)
         domain = REWRITES[op][0] if op in REWRITES else ""
         opsets = "any" if domain else f"{max(first[op], OPSETS.start)}-{last}"
         if op in REWRITES:
             types, int8, notes = "8-bit", "rewritten at import to DequantizeLinear, the float op, QuantizeLinear", []
-        elif op in COMPILE_TIME:
+        elif spec.lower is None:
             types, int8, notes = "as ONNX", "-", [FOLDED]
         else:
-            types = _types(op, rule, last)
-            int8 = "ONNX quantization op" if rule.__module__.endswith(".quant") else \
-                INT8_FORMS[BUILDERS[op].__name__] if op in BUILDERS else "float"
-            notes = _limitations(rule)
+            types = _types(op, spec.shape, last)
+            int8 = "ONNX quantization op" if spec.shape.__module__.endswith(".quant") else INT8_FORMS[spec.int8]
+            notes = _limitations(spec.shape)
         lines.append(f"| {op} | {domain or 'ai.onnx'} | {opsets} | {types} | {int8} | {'; '.join(notes)} |")
     return "\n".join(lines + _tflite_builtins()) + "\n"
 

@@ -13,7 +13,6 @@ from onnx import helper, version_converter  # noqa: F401  (onnx.version_converte
 
 from ..errors import CglowError, ModelProblems, Notice, listed, reason
 from ..options import MAX_MEMORY
-from . import rules  # noqa: F401  (registers every shape rule)
 from .evaluate_node import evaluate_node
 from .external_data import load_external_data
 from .limits import checked_type, read_tensor
@@ -22,7 +21,7 @@ from .proto_text import check_text
 from .quant.qoperator import expand_qoperators
 from .topology import describe, node_label, topological_order
 from .ir import Graph, Node, TensorType
-from .registry import RUNTIME_DTYPES, SHAPE_RULES, Args
+from .registry import RUNTIME_DTYPES, Args, shape_rule
 from .rules.tensor import pad_widths
 
 OPSETS = range(11, 29)  # later opsets mostly add element types; each rule checks where semantics changed
@@ -205,7 +204,7 @@ def _folded(proto: onnx.NodeProto, node: Node, consts: dict, types: dict, opset:
     """The outputs of a node with constant inputs, computed now. When a shape rule can tell the outputs'
     sizes first, they are checked before anything is computed (a ConstantOfShape or an Expand of a few bytes
     can ask for terabytes)."""
-    rule = SHAPE_RULES.get(node.op)
+    rule = shape_rule(node.op)
     if rule is not None:
         try:
             expected = _rule_types(node, rule, consts, types, opset)
@@ -232,7 +231,7 @@ def _evaluate(proto: onnx.NodeProto, node: Node, consts: dict, types: dict, opse
         values = _folded(proto, node, consts, types, opset, max_memory)
         consts.update(zip(node.outputs, values))
         return [TensorType(v.dtype, v.shape) for v in values]
-    rule = SHAPE_RULES.get(node.op)
+    rule = shape_rule(node.op)
     if rule is None:
         return None
     out_types = [checked_type(f"{node.describe()}: output '{name}'", t, max_memory)
@@ -344,7 +343,7 @@ def _typed_nodes(g: onnx.GraphProto, order: list[int], inputs: list, consts: dic
                             f"graph input")
             continue
         if missing:  # produced by a node that failed or is unsupported
-            if node.op not in SHAPE_RULES and not _foldable(node, consts, types):
+            if shape_rule(node.op) is None and not _foldable(node, consts, types):
                 unsupported.setdefault(node.op, []).append(node.name)
             continue
         try:

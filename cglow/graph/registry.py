@@ -34,20 +34,55 @@ class Args:
 
 
 ShapeRule = Callable[[Args], list[TensorType]]
-SHAPE_RULES: dict[str, ShapeRule] = {}
+INT8_FORMS = ("float", "table", "movement", "conv", "gemm", "binary", "batchnorm", "average", "mean", "softmax")
 
 
-COMPILE_TIME: set[str] = set()  # ops always folded at import: they have a shape rule but no lowering
+@dataclass(frozen=True)
+class OpSpec:
+    """What cglow knows of one op, declared once, beside its lowering (lower/ops/<family>.py, `declare`).
+
+    shape: the ONNX op's output types from its inputs', refusing by name what cglow cannot compile (the shape
+        rules are in graph/rules/); None for the integer ops that graph passes make (IntConv...), never imported.
+    lower: its lowering onto the primitives (a function of the lowering context and the node); None for an op
+        always folded at import (Shape, Size...).
+    int8: what it becomes between DequantizeLinear and QuantizeLinear (graph/quant/fold.py's FORMS): "float"
+        (it stays in float there), "table" (a 256-entry table), "movement" (it moves the 8-bit values), or an
+        integer kernel: "conv", "gemm", "binary", "batchnorm" (each takes a Relu or Clip after it as its clamp),
+        "average", "mean", "softmax".
+    shape_inputs: the inputs that fix shapes or sizes (an axes list, a target shape...): graph inputs feeding them
+        are pinned as constants by the ONNX backend (tools/backend.py).
+    """
+    shape: ShapeRule | None
+    lower: Callable[..., None] | None
+    int8: str = "float"
+    shape_inputs: tuple[int, ...] = ()
+
+    def __post_init__(self):
+        assert self.int8 in INT8_FORMS, self.int8
 
 
-def shape_rule(*ops: str, compile_time: bool = False):
-    def register(fn: ShapeRule) -> ShapeRule:
-        for op in ops:
-            SHAPE_RULES[op] = fn
-        if compile_time:
-            COMPILE_TIME.update(ops)
-        return fn
-    return register
+OPS: dict[str, OpSpec] = {}  # filled when cglow.lower.ops is imported (cglow/__init__ imports it first)
+
+
+def declare(specs: dict[str, OpSpec]) -> None:
+    for op, spec in specs.items():
+        assert op not in OPS, f"{op} declared twice"
+        OPS[op] = spec
+
+
+def shape_rule(op: str) -> ShapeRule | None:
+    spec = OPS.get(op)
+    return spec.shape if spec else None
+
+
+def int8_form(op: str) -> str:
+    spec = OPS.get(op)
+    return spec.int8 if spec else "float"
+
+
+def onnx_ops() -> list[str]:
+    """The ONNX ops cglow imports (not its internal integer ops), sorted."""
+    return sorted(op for op, spec in OPS.items() if spec.shape is not None)
 
 
 F32 = np.dtype(np.float32)

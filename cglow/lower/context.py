@@ -2,8 +2,6 @@
 from __future__ import annotations
 
 import hashlib
-from typing import Callable
-
 import numpy as np
 
 from ..c_text import C_TYPES
@@ -11,18 +9,6 @@ from ..errors import CglowError
 from ..graph.ir import Graph, Node
 from ..instr.expr import Expr, Input, cast, lit, substitute
 from ..instr.ir import Buffer, Instr, Map, View
-
-Lowering = Callable[["Context", Node], None]
-LOWERINGS: dict[str, Lowering] = {}
-
-
-def lowering(*ops: str):
-    def register(fn: Lowering) -> Lowering:
-        for op in ops:
-            LOWERINGS[op] = fn
-        return fn
-    return register
-
 
 class Context:
     def __init__(self, graph: Graph):

@@ -1,4 +1,4 @@
-"""The graph lowered to an instruction list: each node through the lowering its op registered (lower/ops/),
+"""The graph lowered to an instruction list: each node through the lowering of its op's specification (lower/ops/),
 then the copies into the graph outputs and the updates of the state kept between runs."""
 from __future__ import annotations
 
@@ -6,17 +6,18 @@ from dataclasses import replace
 
 from ..errors import CglowError
 from ..graph.ir import Graph
+from ..graph.registry import OPS
 from ..instr.expr import Input
 from ..instr.ir import Instr, Map, Program, Value, View
-from . import ops  # noqa: F401  (registers every lowering)
-from .context import LOWERINGS, Context
+from . import ops  # noqa: F401  (declares every op)
+from .context import Context
 
 
 def lower(graph: Graph) -> Program:
     ctx = Context(graph)
     used = set(graph.consumers()) | set(graph.outputs)
     for node in graph.nodes:
-        LOWERINGS[node.op](ctx, node)
+        OPS[node.op].lower(ctx, node)
         for i, name in enumerate(node.outputs):
             if name in used and name not in ctx.views:
                 raise CglowError(f"{node.describe()}: output {i} ('{name}') is not supported (inference only)")

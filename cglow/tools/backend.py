@@ -15,25 +15,19 @@ from onnx import numpy_helper
 from onnx.backend.base import Backend, BackendRep
 
 from ..compiler import compile_model
+from ..graph.registry import OPS
 from .host import HostModel, build
 
-REDUCE_OPS = ("ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
-              "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare")
-SHAPE_INPUTS: dict[str, tuple[int, ...]] = {
-    "Reshape": (1,), "Slice": (1, 2, 3, 4), "Pad": (1, 2, 3), "Resize": (1, 2, 3), "Upsample": (1,),
-    "TopK": (1,), "Expand": (1,), "Tile": (1,), "ConstantOfShape": (0,), "Range": (0, 1, 2), "Split": (1,),
-    "Squeeze": (1,), "Unsqueeze": (1,), "OneHot": (1,), "CumSum": (1,), "Dropout": (1, 2),
-    "RNN": (4,), "GRU": (4,), "LSTM": (4,),  # sequence_lens: how many steps to unroll
-    **{op: (1,) for op in REDUCE_OPS},
-}
+UPGRADED = {"Upsample": (1,)}  # shape inputs of ops the import upgrades into others (Upsample's scales: Resize's)
 
 
 def shape_inputs(model: onnx.ModelProto) -> set[str]:
-    """The graph inputs that feed a shape-like operand of some node."""
+    """The graph inputs that feed a shape-like operand of some node (OpSpec.shape_inputs)."""
     inputs = {v.name for v in model.graph.input} - {t.name for t in model.graph.initializer}
     found = set()
     for node in model.graph.node:
-        for i in SHAPE_INPUTS.get(node.op_type, ()):
+        spec = OPS.get(node.op_type)
+        for i in spec.shape_inputs if spec else UPGRADED.get(node.op_type, ()):
             if i < len(node.input) and node.input[i] in inputs:
                 found.add(node.input[i])
     return found

@@ -16,7 +16,7 @@ import cglow
 from cglow import cli
 from cglow import docs_gen
 from cglow.graph.quant.qoperator import QOPERATORS
-from cglow.graph.registry import SHAPE_RULES
+from cglow.graph.registry import onnx_ops
 from cglow.graph.tflite.build import TRANSLATORS
 from cglow.tools.host import STRICT_FLAGS
 from cglow.options import Options
@@ -43,7 +43,7 @@ def test_ops_page_rows():
     onnx_part, tflite_part = docs_gen.render_ops().split("## TFLite builtins")
     rows = {line.split(" | ")[0][2:]: line.split(" | ")[1:] for line in onnx_part.splitlines()
             if re.match(r"\| [A-Z]", line)}
-    assert set(rows) == set(SHAPE_RULES) | set(QOPERATORS)
+    assert set(rows) == set(onnx_ops()) | set(QOPERATORS)
     builtins = {line.split(" | ")[0][2:] for line in tflite_part.splitlines() if re.match(r"\| [A-Z]", line)}
     assert builtins == set(TRANSLATORS) and "CONV_2D" in builtins
     assert rows["Conv"][:3] == ["ai.onnx", "11-28", "float32"] and rows["Conv"][3].startswith("integer kernel")

@@ -13,7 +13,7 @@ from onnx import TensorProto, helper, numpy_helper
 import cglow
 from cglow import zoo
 from cglow.graph.ir import Graph
-from cglow.graph.registry import SHAPE_RULES, Args
+from cglow.graph.registry import OPS, Args
 from cglow.instr.ir import Gemm
 from cglow.graph.passes import PIPELINE
 from cglow.compiler import import_graph
@@ -53,7 +53,7 @@ def assert_valid(graph: Graph) -> None:
         assert all(n in known for n in node.inputs if n), node
         args = Args(node, tuple(graph.types.get(n) for n in node.inputs),
                     tuple(graph.consts.get(n) for n in node.inputs), graph.opset)
-        for name, t in zip(node.outputs, SHAPE_RULES[node.op](args)):
+        for name, t in zip(node.outputs, OPS[node.op].shape(args)):
             assert graph.types[name] == t, (node, t)
             known.add(name)
     assert known >= set(graph.outputs)

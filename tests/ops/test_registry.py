@@ -1,27 +1,31 @@
-"""The op registry: every lowered op has a shape rule, and the README lists exactly the supported ops."""
+"""The op specifications (OpSpec, declared in cglow/lower/ops/): what each one says holds together."""
 from __future__ import annotations
 
-import re
+import inspect
 
-from cglow.graph.registry import COMPILE_TIME, SHAPE_RULES
-from cglow.graph import rules  # noqa: F401  (fills SHAPE_RULES)
-from cglow.lower.context import LOWERINGS
-from cglow.lower import ops  # noqa: F401  (fills LOWERINGS)
-from cglow.lower.ops.quant import INTERNAL_OPS
-from cglow.graph.quant.qoperator import QOPERATORS
-
-from tests.util import ROOT
+from cglow.graph.quant.fold import FORMS
+from cglow.graph.registry import INT8_FORMS, OPS, onnx_ops
 
 
-def test_every_shape_rule_has_a_lowering():
-    """Ops folded at import whatever their inputs (Shape, Size...) need none; the integer ops that graph
-    passes make (IntConv...) have a lowering and no shape rule."""
-    assert set(SHAPE_RULES) | set(INTERNAL_OPS) == set(LOWERINGS) | COMPILE_TIME
-    assert not set(INTERNAL_OPS) & set(SHAPE_RULES)
-    assert not COMPILE_TIME & set(LOWERINGS)
+def test_every_op_lowers_or_folds():
+    """An ONNX op has a shape rule and a lowering, or is always folded at import (Shape, Size...); an integer
+    op that graph passes make (IntConv...) has a lowering and no shape rule: it is never imported."""
+    for op, spec in OPS.items():
+        assert spec.shape is not None or spec.lower is not None, op
+        assert spec.shape is not None or op.startswith(("Int", "Hybrid")), op
+    assert len(onnx_ops()) > 100
 
 
-def test_readme_lists_the_supported_ops():
-    readme = (ROOT / "README.md").read_text()
-    listed = re.search(r"<!-- ops:begin -->(.*?)<!-- ops:end -->", readme, re.S).group(1)
-    assert sorted(op.strip() for op in listed.split(",")) == sorted(set(SHAPE_RULES) | set(QOPERATORS))
+def test_int8_forms_have_builders():
+    assert set(FORMS) == set(INT8_FORMS) - {"float"}
+    assert {spec.int8 for spec in OPS.values()} <= set(INT8_FORMS)
+    assert all(OPS[op].int8 == "movement" for op in ("Reshape", "Transpose", "MaxPool", "Concat", "Gather"))
+
+
+def test_shape_inputs_exist():
+    """A shape input is an input the op's rule reads as a constant (Args.const), by its index."""
+    for op, spec in OPS.items():
+        if spec.shape_inputs:
+            source = inspect.getsource(inspect.getmodule(spec.shape))
+            assert "const(" in source, op
+            assert all(0 <= i < 6 for i in spec.shape_inputs), op

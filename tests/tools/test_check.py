@@ -11,6 +11,7 @@ import onnx
 from onnx import TensorProto, helper
 
 from cglow import cli, zoo
+from cglow.graph.registry import OPS
 from cglow.instr.expr import Input, call
 from cglow.lower.ops import elementwise
 from cglow.quantize import quantize_model
@@ -250,7 +251,7 @@ def wrong_tanh():
 def test_all_tensors_names_the_first_node_that_departs(tmp_path, capsys, monkeypatch):
     """A wrong Tanh kernel: its tensor and every one after it depart; the first is named, with its kernel."""
     need_tool("cc")
-    monkeypatch.setitem(elementwise.FLOAT_EXPRS, "Tanh", wrong_tanh)
+    monkeypatch.setitem(OPS, "Tanh", elementwise.float_map(wrong_tanh))
     status, out, _ = run(capsys, save(chain(), tmp_path / "m.onnx"), "--all-tensors")
     assert status == 1
     assert [verdict for *_, verdict in TENSORS.findall(out)] == ["MISMATCH"] * 3
@@ -263,7 +264,7 @@ def test_all_tensors_names_the_first_node_that_departs(tmp_path, capsys, monkeyp
 def test_all_tensors_on_the_cortex_m4(tmp_path, capsys, monkeypatch):
     """The wrong Tanh kernel found the same way in the image that QEMU runs."""
     need_target("cortex-m4")
-    monkeypatch.setitem(elementwise.FLOAT_EXPRS, "Tanh", wrong_tanh)
+    monkeypatch.setitem(OPS, "Tanh", elementwise.float_map(wrong_tanh))
     status, out, _ = run(capsys, save(chain(), tmp_path / "m.onnx"), "--all-tensors", "--target", "cortex-m4")
     assert status == 1 and "under qemu-system-arm" in out.splitlines()[0]
     assert [(node, verdict) for _, _, node, _, _, _, verdict in TENSORS.findall(out)] == [

@@ -7,8 +7,8 @@ import numpy as np
 
 from ..edit import Site
 from ..ir import Graph, Node
-from .fold import BIASED, BUILDERS, biased
-from .movement import MOVEMENT
+from ..registry import int8_form
+from .fold import BIASED, biased
 from .params import dequantized, qparams
 
 CONVERSIONS = {"QuantizeLinear", "DequantizeLinear"}
@@ -22,7 +22,7 @@ def _quantized(graph: Graph) -> bool:
 
 def _reason(site: Site, node: Node) -> str:
     """The first of the usual obstacles to folding that the node shows."""
-    if node.op not in BUILDERS:
+    if int8_form(node.op) == "float":
         return f"cglow has no integer {node.op}"
     readers = site.readers.get(node.outputs[0], [])
     if node.op in BIASED and len(readers) == 1 and readers[0].op == "Add":
@@ -56,7 +56,8 @@ def float_layers(graph: Graph) -> list[str]:
     site = Site(graph)
     lines, made = [], set()  # made: the values of the float layers listed
     for node in graph.nodes:
-        if node.op in CONVERSIONS | MOVEMENT or not any(o and graph.types[o].dtype == np.float32 for o in node.outputs):
+        floats = any(o and graph.types[o].dtype == np.float32 for o in node.outputs)
+        if node.op in CONVERSIONS or int8_form(node.op) == "movement" or not floats:
             continue
         if node.op not in FOLLOWERS or not made.intersection(node.inputs):
             lines.append(f"runs in float: {node.op} '{node.name}' ({_reason(site, node)})")

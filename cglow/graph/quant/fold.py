@@ -17,16 +17,17 @@ import numpy as np
 from ..edit import Site, rewrite_each
 from ..fold_batchnorm import affine
 from ..ir import Graph, Node, TensorType
+from ..registry import int8_form
 from .affine import integer_affine
 from .moved_weights import moved_weights
-from .movement import MOVEMENT, moves
+from .movement import moves
 from .params import QParams, clamp_bounds, dequantized, float32_multipliers, narrow, qparams, requant_attrs
 from .pool import int_average, int_mean
 from .shifted import unshifted
 from .softmax import int_softmax
-from .table import TABLE_OPS, table
+from .table import table
 
-REQUANTIZED = {"Conv", "Gemm", "MatMul", "Add", "Mul", "BatchNormalization"}  # a Relu or Clip after them: a clamp
+CLAMPED = {"conv", "gemm", "binary", "batchnorm"}  # int8 forms that take a Relu or Clip after them as their clamp
 ADD_BITS = 21  # IntAdd: the larger scale ratio is a factor in [2**21, 2**22]
 
 
@@ -236,10 +237,8 @@ def _movement(b: _Build, op: Node, out: QParams, bounds) -> Node | None:
     return node if not extra else (extra, node)
 
 
-BUILDERS = {"Conv": _conv, "Gemm": _gemm, "MatMul": _gemm, "Add": _binary, "Mul": _binary,
-            "AveragePool": int_average, "GlobalAveragePool": int_average, "ReduceMean": int_mean,
-            "BatchNormalization": _batchnorm, "Softmax": int_softmax, "DequantizeLinear": _table,
-            **{op: _table for op in TABLE_OPS}, **{op: _movement for op in MOVEMENT}}
+FORMS = {"conv": _conv, "gemm": _gemm, "binary": _binary, "batchnorm": _batchnorm, "average": int_average,
+         "mean": int_mean, "softmax": int_softmax, "table": _table, "movement": _movement}  # by OpSpec.int8
 
 
 def _activation(site: Site, node: Node) -> tuple[float | None, float | None] | None:
@@ -295,7 +294,7 @@ def _fold(site: Site, q: Node) -> Graph | None:
     bounds = out.bounds
     clamp = _activation(site, op)
     inner = site.producer.get(op.inputs[0]) if clamp else None
-    if inner is not None and inner.op in REQUANTIZED and site.sole_reader(op.inputs[0]) is op:
+    if inner is not None and int8_form(inner.op) in CLAMPED and site.sole_reader(op.inputs[0]) is op:
         bounds = clamp_bounds(out, *clamp)
         op = inner
         dropped.append(op)
@@ -304,9 +303,10 @@ def _fold(site: Site, q: Node) -> Graph | None:
     if layer is not None:
         product, added = layer
         dropped.append(product)
-        built = BUILDERS[product.op](b, product, out, bounds, added)
+        built = FORMS[int8_form(product.op)](b, product, out, bounds, added)
     else:
-        built = BUILDERS[op.op](b, op, out, bounds) if op.op in BUILDERS else None
+        build = FORMS.get(int8_form(op.op))
+        built = build(b, op, out, bounds) if build else None
     if built is None:
         return None
     extra, node = built if isinstance(built, tuple) else ([], built)

@@ -1,17 +1,15 @@
-"""The ops that only move values (Reshape, Transpose, MaxPool...): 8-bit values pass them unchanged, so the
-QDQ folds and the quantized inputs and outputs look through them."""
+"""The ops that only move values (Reshape, Transpose, MaxPool...: int8 form "movement" in their OpSpec): 8-bit
+values pass them unchanged, so the QDQ folds and the quantized inputs and outputs look through them."""
 from __future__ import annotations
 
 from ..edit import Site
 from ..ir import Node
-
-MOVEMENT = {"Reshape", "Flatten", "Transpose", "Squeeze", "Unsqueeze", "MaxPool", "Slice", "Expand", "Tile",
-            "DepthToSpace", "SpaceToDepth", "Identity", "Concat", "Gather"}  # they only move values
+from ..registry import int8_form
 
 
 def moves(node: Node | None) -> bool:
     """A data-movement op with one output (not Concat, which mixes its inputs' values)."""
-    return node is not None and node.op in MOVEMENT and node.op != "Concat" and \
+    return node is not None and int8_form(node.op) == "movement" and node.op != "Concat" and \
         len([o for o in node.outputs if o]) == 1
 
 

@@ -11,11 +11,6 @@ from ..evaluate_node import evaluate_node
 from ..ir import Node
 from .params import QParams, quantize
 
-TABLE_OPS = {"Relu", "LeakyRelu", "Sigmoid", "Tanh", "HardSigmoid", "HardSwish", "Elu", "Selu", "Celu",
-             "Softplus", "Softsign", "Exp", "Log", "Neg", "Abs", "Erf", "Sqrt", "Reciprocal", "Gelu", "Mish",
-             "ThresholdedRelu", "Clip", "Sin", "Cos", "Floor", "Ceil", "Round", "Sign", "Shrink"}
-
-
 def codes(dtype: np.dtype) -> np.ndarray:
     """The 256 values of an 8-bit type in table order: a Gather index, negative ones counted from the end."""
     index = np.arange(256)

@@ -1,6 +1,2 @@
-"""One module per op family; importing this package registers every module's ops."""
-import importlib
-import pkgutil
-
-for _module in sorted(m.name for m in pkgutil.iter_modules(__path__)):
-    importlib.import_module(f"{__name__}.{_module}")
+"""Shape rules, one module per op family: functions of a node's input types (registry.Args) to its output types,
+refusing by name what cglow cannot compile. The op specifications (lower/ops/) name the rule of each op."""

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 from ...errors import CglowError
 from ..ir import Node, TensorType
-from ..registry import F32, Args, require_float, shape_rule
+from ..registry import F32, Args, require_float
 
 
 @dataclass(frozen=True)
@@ -57,8 +57,7 @@ def transposed(node: Node, spatial: tuple[int, ...], kernel: tuple[int, ...]) ->
     return Transposed(kernel, strides, dilations, extra, tuple(begin), tuple(end), out)
 
 
-@shape_rule("ConvTranspose")
-def _conv_transpose(args: Args) -> list[TensorType]:
+def conv_transpose(args: Args) -> list[TensorType]:
     require_float(args, 0, 1, 2)
     x, w = args.shape(0), args.shape(1)
     group = args.node.attr("group", 1)

@@ -7,7 +7,7 @@ import re
 from ...errors import CglowError
 from ..geometry import broadcast
 from ..ir import Node, TensorType
-from ..registry import F32, Args, require_float, shape_rule
+from ..registry import F32, Args, require_float
 
 _TERM = re.compile(r"[A-Za-z]*(\.\.\.)?[A-Za-z]*")
 _ELLIPSIS = "0123456789"  # stand-ins for the dims an ellipsis covers; no equation letter is a digit
@@ -50,8 +50,7 @@ def parse(node: Node, shapes: list[tuple[int, ...]]) -> Equation:
     return Equation(tuple(terms), out, sizes)
 
 
-@shape_rule("Einsum")
-def _einsum(args: Args) -> list[TensorType]:
+def einsum(args: Args) -> list[TensorType]:
     require_float(args, *range(len(args.node.inputs)))
     eq = parse(args.node, [args.shape(i) for i in range(len(args.node.inputs))])
     return [TensorType(F32, tuple(eq.sizes[c] for c in eq.out))]

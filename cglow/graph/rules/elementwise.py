@@ -6,7 +6,7 @@ import numpy as np
 from ...errors import CglowError
 from ..geometry import broadcast
 from ..ir import TensorType
-from ..registry import F32, Args, require_float, same_as_input, shape_rule
+from ..registry import F32, Args, require_float, same_as_input
 
 SIGNED = (F32,) + tuple(np.dtype(f"int{n}") for n in (8, 16, 32, 64))  # the types with negative values
 NUMERIC = SIGNED + tuple(np.dtype(f"uint{n}") for n in (8, 16, 32, 64))
@@ -18,8 +18,6 @@ TYPES = {
     "PRelu": (F32, np.dtype(np.int32), np.dtype(np.int64), np.dtype(np.uint32), np.dtype(np.uint64)),
     "Pow": (F32, np.dtype(np.int32), np.dtype(np.int64)),  # the base; the exponent may be any numeric type
 }
-FLOAT_UNARY = ("Sigmoid", "Tanh", "Erf", "Sqrt", "Exp", "Log", "Sin", "Cos", "Reciprocal", "Floor", "Ceil", "Round",
-               "LeakyRelu", "Elu", "Selu", "HardSigmoid", "HardSwish", "Softplus", "Softsign", "Mish", "Gelu")
 
 
 def require(args: Args, allowed: tuple[np.dtype, ...], *indices: int) -> None:
@@ -33,8 +31,7 @@ def broadcast_all(args: Args) -> tuple[int, ...]:
     return broadcast(args.node, *(args.shape(i) for i in range(len(args.node.inputs)) if args.has(i)))
 
 
-@shape_rule("Add", "Sub", "Mul", "Div", "Min", "Max", "Sum", "Mean", "PRelu")
-def _nary(args: Args) -> list[TensorType]:
+def nary(args: Args) -> list[TensorType]:
     inputs = range(len(args.node.inputs))
     if args.node.op in TYPES:
         require(args, TYPES[args.node.op], *inputs)
@@ -43,34 +40,29 @@ def _nary(args: Args) -> list[TensorType]:
     return [TensorType(args.types[0].dtype, broadcast_all(args))]
 
 
-@shape_rule("Pow")
-def _pow(args: Args) -> list[TensorType]:
+def power(args: Args) -> list[TensorType]:
     require(args, TYPES["Pow"], 0)
     require(args, NUMERIC, 1)
     return [TensorType(args.types[0].dtype, broadcast_all(args))]
 
 
-@shape_rule("Relu", "Neg", "Abs", "Sign", "Clip")
-def _numeric_unary(args: Args) -> list[TensorType]:
+def numeric_unary(args: Args) -> list[TensorType]:
     require(args, TYPES[args.node.op], *range(len(args.node.inputs)))
     return same_as_input(args)
 
 
-@shape_rule(*FLOAT_UNARY)
-def _float_unary(args: Args) -> list[TensorType]:
+def float_unary(args: Args) -> list[TensorType]:
     require_float(args, 0)
     if args.node.op == "Gelu" and args.node.attr("approximate", "none") not in ("none", "tanh"):
         raise CglowError(f"{args.node.describe()}: unknown approximate '{args.node.attr('approximate')}'")
     return same_as_input(args)
 
 
-@shape_rule("Identity")
-def _identity(args: Args) -> list[TensorType]:
+def identity(args: Args) -> list[TensorType]:
     return same_as_input(args)
 
 
-@shape_rule("Dropout")
-def _dropout(args: Args) -> list[TensorType]:
+def dropout(args: Args) -> list[TensorType]:
     training = args.has(2) and bool(args.const(2, "training_mode").item())
     if training and (not args.has(1) or float(args.const(1, "ratio").item()) != 0.0):
         raise CglowError(f"{args.node.describe()}: training_mode=1 with a non-zero ratio (random) is not supported; "

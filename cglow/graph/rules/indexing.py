@@ -4,7 +4,7 @@ from __future__ import annotations
 from ...errors import CglowError
 from ..geometry import axis
 from ..ir import TensorType
-from ..registry import Args, same_as_input, shape_rule
+from ..registry import Args, same_as_input
 
 
 def _integer_indices(args: Args, i: int) -> None:
@@ -20,8 +20,7 @@ def _in_range(args: Args, i: int, length: int) -> None:
         raise CglowError(f"{args.node.describe()}: an index is out of range for an axis of {length}")
 
 
-@shape_rule("Gather")
-def _gather(args: Args) -> list[TensorType]:
+def gather(args: Args) -> list[TensorType]:
     _integer_indices(args, 1)
     shape = args.shape(0)
     at = axis(args.node, args.node.attr("axis", 0), len(shape))
@@ -29,8 +28,7 @@ def _gather(args: Args) -> list[TensorType]:
     return [TensorType(args.types[0].dtype, shape[:at] + args.shape(1) + shape[at + 1:])]
 
 
-@shape_rule("GatherElements")
-def _gather_elements(args: Args) -> list[TensorType]:
+def gather_elements(args: Args) -> list[TensorType]:
     _integer_indices(args, 1)
     shape, indices = args.shape(0), args.shape(1)
     at = axis(args.node, args.node.attr("axis", 0), len(shape))
@@ -40,8 +38,7 @@ def _gather_elements(args: Args) -> list[TensorType]:
     return [TensorType(args.types[0].dtype, indices)]
 
 
-@shape_rule("GatherND")
-def _gather_nd(args: Args) -> list[TensorType]:
+def gather_nd(args: Args) -> list[TensorType]:
     _integer_indices(args, 1)
     shape, indices = args.shape(0), args.shape(1)
     batch = args.node.attr("batch_dims", 0)
@@ -58,8 +55,7 @@ def one_hot_depth(args: Args) -> int:
     return int(depth.reshape(-1)[0])
 
 
-@shape_rule("OneHot")
-def _one_hot(args: Args) -> list[TensorType]:
+def one_hot(args: Args) -> list[TensorType]:
     shape = args.shape(0)
     at = axis(args.node, args.node.attr("axis", -1), len(shape) + 1)
     if args.shape(2) != (2,):
@@ -67,8 +63,7 @@ def _one_hot(args: Args) -> list[TensorType]:
     return [TensorType(args.types[2].dtype, shape[:at] + (one_hot_depth(args),) + shape[at:])]
 
 
-@shape_rule("Trilu")
-def _trilu(args: Args) -> list[TensorType]:
+def trilu(args: Args) -> list[TensorType]:
     if len(args.shape(0)) < 2:
         raise CglowError(f"{args.node.describe()}: the input must have rank 2 or more")
     return same_as_input(args)

@@ -6,7 +6,7 @@ from onnx import helper
 
 from ...errors import CglowError
 from ..ir import TensorType
-from ..registry import Args, require_float, shape_rule
+from ..registry import Args, require_float
 from .elementwise import NUMERIC, broadcast_all, require
 
 BOOL = np.dtype(np.bool_)
@@ -14,27 +14,23 @@ TYPES = {"Equal": NUMERIC + (BOOL,), "Less": NUMERIC, "Greater": NUMERIC, "LessO
          "GreaterOrEqual": NUMERIC, "And": (BOOL,), "Or": (BOOL,), "Xor": (BOOL,), "Not": (BOOL,)}
 
 
-@shape_rule(*TYPES)
-def _logic(args: Args) -> list[TensorType]:
+def logic(args: Args) -> list[TensorType]:
     require(args, TYPES[args.node.op], *range(len(args.node.inputs)))
     return [TensorType(BOOL, broadcast_all(args))]
 
 
-@shape_rule("IsNaN", "IsInf")
-def _float_test(args: Args) -> list[TensorType]:
+def float_test(args: Args) -> list[TensorType]:
     require_float(args, 0)
     return [TensorType(BOOL, args.shape(0))]
 
 
-@shape_rule("Where")
-def _where(args: Args) -> list[TensorType]:
+def where(args: Args) -> list[TensorType]:
     require(args, (BOOL,), 0)
     require(args, NUMERIC + (BOOL,), 1, 2)
     return [TensorType(args.types[1].dtype, broadcast_all(args))]
 
 
-@shape_rule("Cast", "CastLike")
-def _cast(args: Args) -> list[TensorType]:
+def cast(args: Args) -> list[TensorType]:
     if args.node.op == "Cast":
         target = np.dtype(helper.tensor_dtype_to_np_dtype(args.node.attr("to")))
     else:

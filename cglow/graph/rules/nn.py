@@ -6,7 +6,7 @@ import numpy as np
 from ...errors import CglowError
 from ..geometry import axis, broadcast, window
 from ..ir import TensorType
-from ..registry import F32, Args, require_float, same_as_input, shape_rule
+from ..registry import F32, Args, require_float, same_as_input
 
 
 def _spatial(args: Args, most: int) -> tuple[int, ...]:
@@ -17,8 +17,7 @@ def _spatial(args: Args, most: int) -> tuple[int, ...]:
     return shape[2:]
 
 
-@shape_rule("Conv")
-def _conv(args: Args) -> list[TensorType]:
+def conv(args: Args) -> list[TensorType]:
     require_float(args, 0, 1, 2)
     n, c = args.shape(0)[:2]
     w = args.shape(1)
@@ -33,8 +32,7 @@ def _conv(args: Args) -> list[TensorType]:
     return [TensorType(F32, (n, w[0]) + window(args.node, spatial, kernel).out)]
 
 
-@shape_rule("MaxPool", "AveragePool")
-def _pool(args: Args) -> list[TensorType]:
+def pool(args: Args) -> list[TensorType]:
     if args.node.op == "AveragePool" or args.types[0].dtype not in (np.int8, np.uint8):  # MaxPool: also 8-bit ints
         require_float(args, 0)
     kernel = tuple(args.node.attr("kernel_shape", ()))
@@ -43,8 +41,7 @@ def _pool(args: Args) -> list[TensorType]:
     return [TensorType(args.types[0].dtype, out), TensorType(np.dtype(np.int64), out)][:len(args.node.outputs)]
 
 
-@shape_rule("GlobalAveragePool", "GlobalMaxPool")
-def _global_pool(args: Args) -> list[TensorType]:
+def global_pool(args: Args) -> list[TensorType]:
     require_float(args, 0)
     shape = args.shape(0)
     if len(shape) < 3:
@@ -52,8 +49,7 @@ def _global_pool(args: Args) -> list[TensorType]:
     return [TensorType(F32, shape[:2] + (1,) * (len(shape) - 2))]
 
 
-@shape_rule("Gemm")
-def _gemm(args: Args) -> list[TensorType]:
+def gemm(args: Args) -> list[TensorType]:
     require_float(args, 0, 1, 2)
     a, b = args.shape(0), args.shape(1)
     if len(a) != 2 or len(b) != 2:
@@ -83,14 +79,12 @@ def matmul_shape(args: Args) -> tuple[int, ...]:
     return out
 
 
-@shape_rule("MatMul")
-def _matmul(args: Args) -> list[TensorType]:
+def matmul(args: Args) -> list[TensorType]:
     require_float(args, 0, 1)
     return [TensorType(F32, matmul_shape(args))]
 
 
-@shape_rule("BatchNormalization")
-def _batchnorm(args: Args) -> list[TensorType]:
+def batchnorm(args: Args) -> list[TensorType]:
     require_float(args, 0)
     if args.node.attr("training_mode", 0):
         raise CglowError(f"{args.node.describe()}: training mode is not supported; export the model in eval mode")
@@ -101,15 +95,13 @@ def _batchnorm(args: Args) -> list[TensorType]:
     return same_as_input(args) + [statistics] * (len(args.node.outputs) - 1)
 
 
-@shape_rule("Softmax", "LogSoftmax", "Hardmax")
-def _softmax(args: Args) -> list[TensorType]:
+def softmax(args: Args) -> list[TensorType]:
     require_float(args, 0)
     axis(args.node, args.node.attr("axis", -1 if args.opset >= 13 else 1), len(args.shape(0)))
     return same_as_input(args)
 
 
-@shape_rule("LayerNormalization")
-def _layernorm(args: Args) -> list[TensorType]:
+def layernorm(args: Args) -> list[TensorType]:
     require_float(args, 0, 1, 2)
     shape = args.shape(0)
     first = axis(args.node, args.node.attr("axis", -1), len(shape))

@@ -11,8 +11,8 @@ from onnx import helper
 from ...errors import CglowError
 from ..geometry import axis
 from ..ir import TensorType
-from ..registry import F32, Args, shape_rule
-from .nn import _conv, matmul_shape
+from ..registry import F32, Args
+from .nn import conv, matmul_shape
 
 EIGHT_BIT = (np.dtype(np.int8), np.dtype(np.uint8))
 QUANTIZED = EIGHT_BIT + (np.dtype(np.int16), np.dtype(np.uint16), np.dtype(np.int32))
@@ -40,8 +40,7 @@ def quant_axis(args: Args) -> int | None:
     return at
 
 
-@shape_rule("QuantizeLinear")
-def _quantize(args: Args) -> list[TensorType]:
+def quantize(args: Args) -> list[TensorType]:
     quant_axis(args)
     if args.types[0].dtype != F32:
         raise CglowError(f"{args.node.describe()}: input is {args.types[0].dtype.name}; cglow quantizes float32")
@@ -54,8 +53,7 @@ def _quantize(args: Args) -> list[TensorType]:
     return [TensorType(out, args.shape(0))]
 
 
-@shape_rule("DequantizeLinear")
-def _dequantize(args: Args) -> list[TensorType]:
+def dequantize(args: Args) -> list[TensorType]:
     quant_axis(args)
     if args.types[0].dtype not in QUANTIZED:
         raise CglowError(f"{args.node.describe()}: dequantizing {args.types[0].dtype.name} is not supported")
@@ -84,15 +82,13 @@ def integer_operands(args: Args, per_axis: int | None) -> None:
     zero_point_problem(args, 3, 1, per_axis)
 
 
-@shape_rule("ConvInteger")
-def _conv_integer(args: Args) -> list[TensorType]:
+def conv_integer(args: Args) -> list[TensorType]:
     integer_operands(args, args.shape(1)[0])
     floats = [TensorType(F32, t.shape) for t in args.types[:2]]
-    (out,) = _conv(Args(replace(args.node, inputs=args.node.inputs[:2]), tuple(floats), args.consts[:2], args.opset))
+    (out,) = conv(Args(replace(args.node, inputs=args.node.inputs[:2]), tuple(floats), args.consts[:2], args.opset))
     return [TensorType(I32, out.shape)]
 
 
-@shape_rule("MatMulInteger")
-def _matmul_integer(args: Args) -> list[TensorType]:
+def matmul_integer(args: Args) -> list[TensorType]:
     integer_operands(args, args.shape(1)[-1] if args.shape(1) else None)
     return [TensorType(I32, matmul_shape(args))]

@@ -5,7 +5,7 @@ import numpy as np
 
 from ...errors import CglowError
 from ..ir import Node, TensorType
-from ..registry import F32, Args, require_float, shape_rule
+from ..registry import F32, Args, require_float
 
 GATES = {"RNN": 1, "GRU": 3, "LSTM": 4}
 DEFAULT_ACTIVATIONS = {"RNN": ("tanh",), "GRU": ("sigmoid", "tanh"), "LSTM": ("sigmoid", "tanh", "tanh")}
@@ -34,8 +34,7 @@ def activations(node: Node) -> list[tuple[str, ...]]:
     return [names[d * len(default):(d + 1) * len(default)] for d in range(dirs)]
 
 
-@shape_rule("RNN", "GRU", "LSTM")
-def _recurrent(args: Args) -> list[TensorType]:
+def recurrent(args: Args) -> list[TensorType]:
     node = args.node
     require_float(args, 0, 1, 2, 3, 5, 6, 7)
     if node.attr("clip") is not None:

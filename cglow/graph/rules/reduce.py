@@ -7,10 +7,8 @@ import numpy as np
 from ...errors import CglowError
 from ..geometry import axis
 from ..ir import Node, TensorType
-from ..registry import Args, require_float, same_as_input, shape_rule
+from ..registry import Args, require_float, same_as_input
 
-REDUCE = ("ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
-          "ReduceLogSumExp", "ReduceSumSquare", "ReduceLogSum")
 AXES_INPUT_SINCE = {"ReduceSum": 13}  # the opset from which axes are an input, not an attribute; others 18
 NUMBERS = {np.dtype(t) for t in (np.float32, np.int32, np.int64, np.uint32, np.uint64)}  # what reductions take
 ALL_NUMBERS = NUMBERS | {np.dtype(t) for t in (np.int8, np.int16, np.uint8, np.uint16)}
@@ -40,31 +38,27 @@ def reduced_shape(shape: tuple[int, ...], axes, keepdims: bool) -> tuple[int, ..
     return tuple(1 if i in axes else d for i, d in enumerate(shape) if keepdims or i not in axes)
 
 
-@shape_rule(*REDUCE)
-def _reduce(args: Args) -> list[TensorType]:
+def reduction(args: Args) -> list[TensorType]:
     require(args, DTYPES.get(args.node.op, NUMBERS))
     shape = args.shape(0)
     axes = reduced_axes(args.node, args.opset, len(shape), args.const(1, "axes") if args.has(1) else None)
     return [TensorType(args.types[0].dtype, reduced_shape(shape, axes, bool(args.node.attr("keepdims", 1))))]
 
 
-@shape_rule("ArgMax", "ArgMin")
-def _arg(args: Args) -> list[TensorType]:
+def arg(args: Args) -> list[TensorType]:
     require(args, ALL_NUMBERS)
     shape = args.shape(0)
     at = axis(args.node, args.node.attr("axis", 0), len(shape))
     return [TensorType(I64, reduced_shape(shape, (at,), bool(args.node.attr("keepdims", 1))))]
 
 
-@shape_rule("CumSum")
-def _cumsum(args: Args) -> list[TensorType]:
+def cumsum(args: Args) -> list[TensorType]:
     require(args, NUMBERS)
     axis(args.node, int(args.const(1, "axis").reshape(-1)[0]), len(args.shape(0)))
     return same_as_input(args)
 
 
-@shape_rule("LpNormalization")
-def _lp_normalization(args: Args) -> list[TensorType]:
+def lp_normalization(args: Args) -> list[TensorType]:
     require_float(args, 0)
     axis(args.node, args.node.attr("axis", -1), len(args.shape(0)))
     if args.node.attr("p", 2) not in (1, 2):
@@ -72,8 +66,7 @@ def _lp_normalization(args: Args) -> list[TensorType]:
     return same_as_input(args)
 
 
-@shape_rule("InstanceNormalization")
-def _instance_normalization(args: Args) -> list[TensorType]:
+def instance_normalization(args: Args) -> list[TensorType]:
     require_float(args, 0, 1, 2)
     shape = args.shape(0)
     if len(shape) < 3 or args.shape(1) != shape[1:2] or args.shape(2) != shape[1:2]:
@@ -82,8 +75,7 @@ def _instance_normalization(args: Args) -> list[TensorType]:
     return same_as_input(args)
 
 
-@shape_rule("LRN")
-def _lrn(args: Args) -> list[TensorType]:
+def lrn(args: Args) -> list[TensorType]:
     require_float(args, 0)
     if len(args.shape(0)) < 3 or args.node.attr("size", 0) < 1:
         raise CglowError(f"{args.node.describe()}: needs input [N,C,...] (rank >= 3) and a positive size")

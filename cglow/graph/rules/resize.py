@@ -9,7 +9,7 @@ import numpy as np
 from ...errors import CglowError
 from ..geometry import axis
 from ..ir import Node, TensorType
-from ..registry import Args, require_float, shape_rule
+from ..registry import Args, require_float
 
 
 @dataclass(frozen=True)
@@ -72,8 +72,7 @@ def _optional(args: Args, i: int, what: str) -> np.ndarray | None:
 EIGHT_BIT = {np.dtype(np.int8), np.dtype(np.uint8)}
 
 
-@shape_rule("Resize")
-def _resize(args: Args) -> list[TensorType]:
+def resize(args: Args) -> list[TensorType]:
     dtype, mode = args.types[0].dtype, args.node.attr("mode", "nearest")
     if dtype in EIGHT_BIT and mode == "cubic":  # its overshoot would leave the 8-bit range
         raise CglowError(f"{args.node.describe()}: cubic mode is supported for float32 only, not {dtype.name}")

@@ -4,12 +4,11 @@ from __future__ import annotations
 from ...errors import CglowError
 from ..geometry import axis
 from ..ir import TensorType
-from ..registry import Args, shape_rule
+from ..registry import Args
 from .reduce import ALL_NUMBERS, I64, require
 
 
-@shape_rule("TopK")
-def _topk(args: Args) -> list[TensorType]:
+def topk(args: Args) -> list[TensorType]:
     require(args, ALL_NUMBERS)
     shape = args.shape(0)
     at = axis(args.node, args.node.attr("axis", -1), len(shape))

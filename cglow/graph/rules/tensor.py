@@ -9,7 +9,7 @@ import numpy as np
 from ...errors import CglowError
 from ..geometry import axis, broadcast
 from ..ir import Node, TensorType
-from ..registry import Args, shape_rule
+from ..registry import Args
 
 
 def reshape_target(node: Node, shape: tuple[int, ...], spec: np.ndarray, allowzero: bool) -> tuple[int, ...]:
@@ -38,23 +38,20 @@ def _axes(args: Args, attr_until: int) -> list[int] | None:
     return None if axes is None else [int(a) for a in axes]
 
 
-@shape_rule("Reshape")
-def _reshape(args: Args) -> list[TensorType]:
+def reshape(args: Args) -> list[TensorType]:
     target = reshape_target(args.node, args.shape(0), args.const(1, "the target shape"),
                             bool(args.node.attr("allowzero", 0)))
     return [TensorType(args.types[0].dtype, target)]
 
 
-@shape_rule("Flatten")
-def _flatten(args: Args) -> list[TensorType]:
+def flatten(args: Args) -> list[TensorType]:
     shape = args.shape(0)
     value = args.node.attr("axis", 1)  # in [-rank, rank]; a negative axis counts from rank, not rank + 1
     at = axis(args.node, value, len(shape) + 1 if value >= 0 else len(shape))
     return [TensorType(args.types[0].dtype, (math.prod(shape[:at]), math.prod(shape[at:])))]
 
 
-@shape_rule("Squeeze")
-def _squeeze(args: Args) -> list[TensorType]:
+def squeeze(args: Args) -> list[TensorType]:
     shape = args.shape(0)
     axes = _axes(args, 13)
     axes = [i for i, d in enumerate(shape) if d == 1] if axes is None else \
@@ -64,8 +61,7 @@ def _squeeze(args: Args) -> list[TensorType]:
     return [TensorType(args.types[0].dtype, tuple(d for i, d in enumerate(shape) if i not in axes))]
 
 
-@shape_rule("Unsqueeze")
-def _unsqueeze(args: Args) -> list[TensorType]:
+def unsqueeze(args: Args) -> list[TensorType]:
     axes = _axes(args, 13)
     if not axes:
         raise CglowError(f"{args.node.describe()}: Unsqueeze needs axes")
@@ -76,8 +72,7 @@ def _unsqueeze(args: Args) -> list[TensorType]:
     return [TensorType(args.types[0].dtype, tuple(shape))]
 
 
-@shape_rule("Transpose")
-def _transpose(args: Args) -> list[TensorType]:
+def transpose(args: Args) -> list[TensorType]:
     shape = args.shape(0)
     perm = tuple(args.node.attr("perm", range(len(shape) - 1, -1, -1)))
     if sorted(perm) != list(range(len(shape))):
@@ -85,8 +80,7 @@ def _transpose(args: Args) -> list[TensorType]:
     return [TensorType(args.types[0].dtype, tuple(shape[p] for p in perm))]
 
 
-@shape_rule("Concat")
-def _concat(args: Args) -> list[TensorType]:
+def concat(args: Args) -> list[TensorType]:
     first = args.shape(0)
     at = axis(args.node, args.node.attr("axis", 0), len(first))
     total = 0
@@ -98,8 +92,7 @@ def _concat(args: Args) -> list[TensorType]:
     return [TensorType(args.types[0].dtype, first[:at] + (total,) + first[at + 1:])]
 
 
-@shape_rule("Split")
-def _split(args: Args) -> list[TensorType]:
+def split(args: Args) -> list[TensorType]:
     at, sizes = split_sizes(args)
     shape = args.shape(0)
     return [TensorType(args.types[0].dtype, shape[:at] + (n,) + shape[at + 1:]) for n in sizes]
@@ -127,8 +120,7 @@ def split_sizes(args: Args) -> tuple[int, list[int]]:
     return at, split
 
 
-@shape_rule("Slice")
-def _slice(args: Args) -> list[TensorType]:
+def sliced(args: Args) -> list[TensorType]:
     return [TensorType(args.types[0].dtype, tuple(len(r) for r in slice_ranges(args)))]
 
 
@@ -156,8 +148,7 @@ def slice_ranges(args: Args) -> list[range]:
 PAD_MODES = ("constant", "reflect", "edge", "wrap")
 
 
-@shape_rule("Pad")
-def _pad(args: Args) -> list[TensorType]:
+def pad(args: Args) -> list[TensorType]:
     node, shape = args.node, args.shape(0)
     mode = node.attr("mode", "constant")
     if mode not in PAD_MODES:
@@ -186,8 +177,7 @@ def pad_widths(args: Args) -> list[tuple[int, int]]:
     return widths
 
 
-@shape_rule("Tile")
-def _tile(args: Args) -> list[TensorType]:
+def tile(args: Args) -> list[TensorType]:
     shape = args.shape(0)
     repeats = [int(r) for r in args.const(1, "repeats").reshape(-1)]
     if len(repeats) != len(shape) or min(repeats, default=0) < 0:
@@ -195,14 +185,12 @@ def _tile(args: Args) -> list[TensorType]:
     return [TensorType(args.types[0].dtype, tuple(d * r for d, r in zip(shape, repeats)))]
 
 
-@shape_rule("Expand")
-def _expand(args: Args) -> list[TensorType]:
+def expand(args: Args) -> list[TensorType]:
     target = tuple(int(d) for d in args.const(1, "the target shape").reshape(-1))
     return [TensorType(args.types[0].dtype, broadcast(args.node, args.shape(0), target))]
 
 
-@shape_rule("DepthToSpace", "SpaceToDepth")
-def _depth_space(args: Args) -> list[TensorType]:
+def depth_space(args: Args) -> list[TensorType]:
     shape, b = args.shape(0), args.node.attr("blocksize", 0)
     divisors = (b * b, 1, 1) if args.node.op == "DepthToSpace" else (1, b, b)
     if len(shape) != 4 or b < 1 or any(d % k for d, k in zip(shape[1:], divisors)) or \
@@ -226,8 +214,7 @@ def block_layout(node: Node, shape: tuple[int, ...]) -> tuple[tuple[int, ...], t
     return six, perm, (n, c // (b * b), h * b, w * b)
 
 
-@shape_rule("ConstantOfShape", "Range", "Shape", "Size", compile_time=True)
-def _folded(args: Args) -> list[TensorType]:
+def folded(args: Args) -> list[TensorType]:
     """These ops are folded at import: Shape and Size always (shapes are static), ConstantOfShape and Range
     when their inputs are constants, whose output types are computed here so that the importer can check
     their size before it folds them. A run-time input has no static output shape."""

@@ -22,7 +22,7 @@ from ...options import MAX_MEMORY
 from ..evaluate_node import evaluate_node
 from ..ir import Node, State, TensorType
 from ..limits import checked_type
-from ..registry import SHAPE_RULES, Args
+from ..registry import Args, shape_rule
 from .arith import quantize
 from .reader import Model, Operator, Quant, Tensor
 
@@ -188,7 +188,7 @@ class Build:
         if out_types is None:
             args = Args(node, tuple(self.types.get(n) for n in node.inputs),
                         tuple(self.consts.get(n) for n in node.inputs), OPSET)
-            out_types = SHAPE_RULES[op](args)
+            out_types = shape_rule(op)(args)
         if self._foldable(node):
             for name, t in zip(names, out_types):
                 checked_type(f"{self.op.describe()}: '{name}'", t, self.max_memory)

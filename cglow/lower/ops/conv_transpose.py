@@ -9,10 +9,12 @@ import numpy as np
 from ...errors import CglowError
 from ...graph.geometry import Window
 from ...graph.ir import Node
+from ...graph.registry import OpSpec, declare
+from ...graph.rules import conv_transpose as rules
 from ...graph.rules.conv_transpose import transposed
 from ...instr.expr import ACC, Input, lit
 from ...instr.ir import Conv, Epilogue, Gemm, Map, View
-from ..context import Context, lowering
+from ..context import Context
 from .nn import CHANNELS_LAST, as_2d
 
 
@@ -54,7 +56,6 @@ def _spread(ctx: Context, x: View, strides: tuple[int, int], label: str) -> View
     return full
 
 
-@lowering("ConvTranspose")
 def _conv_transpose(ctx: Context, node: Node) -> None:
     geo = transposed(node, ctx.shape(node.inputs[0])[2:], ctx.shape(node.inputs[1])[2:])
     x = _spread(ctx, as_2d(ctx.view(node.inputs[0])), _lift(geo.strides, 1), f"{node.name} spread")
@@ -78,3 +79,8 @@ def _conv_transpose(ctx: Context, node: Node) -> None:
         epi = Epilogue(ACC + Input(0), (bias,))
     win = Window(_lift(geo.kernel, 1), (1, 1), _lift(geo.dilations, 1), tuple(begin), tuple(end), out.shape[2:])
     ctx.emit(Conv(out, x, weights, win, node.attr("group", 1), epi, node.name))
+
+
+declare({
+    "ConvTranspose": OpSpec(rules.conv_transpose, _conv_transpose),
+})

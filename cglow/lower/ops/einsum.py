@@ -5,10 +5,12 @@ from __future__ import annotations
 import numpy as np
 
 from ...graph.ir import Node
+from ...graph.registry import OpSpec, declare
+from ...graph.rules import einsum as rules
 from ...graph.rules.einsum import parse
 from ...instr.expr import ACC, Input
 from ...instr.ir import Epilogue, Gemm, Map, Reduce, View
-from ..context import Context, lowering
+from ..context import Context
 
 Operand = tuple[View, str]  # a view and one letter per dim
 
@@ -60,7 +62,6 @@ def _product(ctx: Context, a: Operand, b: Operand, keep: str, label: str) -> Ope
     return out.reshape(tuple(sizes[c] for c in letters)), letters
 
 
-@lowering("Einsum")
 def _einsum(ctx: Context, node: Node) -> None:
     eq = parse(node, [ctx.shape(name) for name in node.inputs])
     operands = [(ctx.view(name).broadcast_to(tuple(eq.sizes[c] for c in term)), term)
@@ -74,3 +75,8 @@ def _einsum(ctx: Context, node: Node) -> None:
         ctx.bind(node.outputs[0], view.permute([letters.index(c) for c in eq.out]))
     else:
         _sum_out(ctx, result, eq.out, node.name, ctx.new(node.outputs[0]))
+
+
+declare({
+    "Einsum": OpSpec(rules.einsum, _einsum),
+})

@@ -11,9 +11,11 @@ from typing import Callable
 import numpy as np
 
 from ...graph.ir import Node
+from ...graph.registry import OpSpec, ShapeRule, declare
+from ...graph.rules import elementwise as rules
 from ...instr.expr import F32, Expr, Input, call, cast, eq, gt, lit, lt, ne, or_, select
 from ...instr.ir import Map
-from ..context import Context, lowering
+from ..context import Context
 
 X, Y = Input(0), Input(1)
 
@@ -22,22 +24,30 @@ def kind(dtype: np.dtype) -> str:
     return {"f": "float", "i": "signed", "u": "unsigned", "b": "bool"}[np.dtype(dtype).kind]
 
 
-def _every_kind(expr: Expr) -> dict[str, Expr]:
+def every_kind(expr: Expr) -> dict[str, Expr]:
     return dict.fromkeys(("float", "signed", "unsigned"), expr)
 
 
-EXPRS = {  # op -> element-type kind -> expression
-    "Add": _every_kind(X + Y),
-    "Sub": _every_kind(X - Y),
-    "Mul": _every_kind(X * Y),
-    "Div": _every_kind(X / Y),  # C integer division truncates toward zero, as onnxruntime's
-    "Relu": {"float": select(lt(X, 0.0), 0.0, X), "signed": select(gt(X, 0), X, 0)},
-    "Neg": {"float": -X, "signed": -X},
-    "Abs": {"float": call("fabsf", X), "signed": select(gt(X, 0), X, -X), "unsigned": X},
-    "Sign": {"float": select(gt(X, 0.0), 1.0, select(lt(X, 0.0), -1.0, X)),
-             "signed": select(gt(X, 0), 1, select(eq(X, 0), 0, -1)), "unsigned": ne(X, 0)},
-    "PRelu": {"float": select(lt(X, 0.0), X * Y, X), "signed": select(gt(X, 0), X, X * Y)},
-}
+def arithmetic(shape: ShapeRule, exprs: dict[str, Expr], int8: str = "float") -> OpSpec:
+    """An op of several element types: its expression for each kind of its first input's type (a kind it lacks:
+    the identity, as PRelu of an unsigned type, where nothing is negative)."""
+    def lower(ctx: Context, node: Node) -> None:
+        expr = exprs.get(kind(ctx.dtype(node.inputs[0])))
+        if expr is None:
+            return identity(ctx, node)
+        ctx.elementwise(node, expr)
+    return OpSpec(shape, lower, int8)
+
+
+def float_map(expr: Callable[..., Expr], **defaults: float) -> OpSpec:
+    """A float32 activation: its expression of X and of the node's float attributes, each given with its ONNX
+    default. Between DequantizeLinear and QuantizeLinear it becomes a table (graph/quant/table.py)."""
+    def lower(ctx: Context, node: Node) -> None:
+        attrs = {name: lit(node.attr(name, default), F32) for name, default in defaults.items()}
+        ctx.elementwise(node, expr(**attrs))
+    return OpSpec(rules.float_unary, lower, "table")
+
+
 Pair = Callable[[Expr, Expr], Expr]
 
 
@@ -62,58 +72,18 @@ def clamp01(v: Expr) -> Expr:
 
 SELU_ALPHA, SELU_GAMMA = 1.67326319217681884765625, 1.05070102214813232421875
 SOFTPLUS = call("fmaxf", X, 0.0) + call("log1pf", call("expf", -call("fabsf", X)))
-FLOAT_EXPRS: dict[str, Callable[..., Expr]] = {  # float32-only ops, of the node's float attributes (ATTRS)
-    "Sigmoid": lambda: 1.0 / (1.0 + call("cglow_exp", -X)),
-    "Tanh": lambda: call("tanhf", X),
-    "Erf": lambda: call("cglow_erf", X),
-    "Sqrt": lambda: call("sqrtf", X),
-    "Exp": lambda: call("cglow_exp", X),
-    "Log": lambda: call("logf", X),
-    "Sin": lambda: call("sinf", X),
-    "Cos": lambda: call("cosf", X),
-    "Reciprocal": lambda: 1.0 / X,
-    "Floor": lambda: call("floorf", X),
-    "Ceil": lambda: call("ceilf", X),
-    "Round": lambda: call("rintf", X),  # the default rounding mode: halves to even
-    "LeakyRelu": lambda alpha: select(lt(X, 0.0), X * alpha, X),
-    "Elu": lambda alpha: select(lt(X, 0.0), alpha * call("expm1f", X), X),
-    "Selu": lambda alpha, gamma: gamma * select(gt(X, 0.0), X, alpha * call("expm1f", X)),
-    "HardSigmoid": lambda alpha, beta: clamp01(alpha * X + beta),
-    "HardSwish": lambda: X * clamp01(X * 0.16666667 + 0.5),
-    "Softplus": lambda: SOFTPLUS,
-    "Softsign": lambda: X / (1.0 + call("fabsf", X)),
-    "Mish": lambda: X * call("tanhf", SOFTPLUS),
-}
 GELU = {  # by the approximate attribute
     "none": 0.5 * X * (1.0 + call("cglow_erf", X * 0.70710677)),
     "tanh": 0.5 * X * (1.0 + call("tanhf", 0.7978846 * (X + 0.044715 * X * X * X))),
 }
-ATTRS = {"LeakyRelu": {"alpha": 0.01}, "Elu": {"alpha": 1.0}, "Selu": {"alpha": SELU_ALPHA, "gamma": SELU_GAMMA},
-         "HardSigmoid": {"alpha": 0.2, "beta": 0.5}}
 POWERS = {1.0: X, 2.0: X * X, 3.0: X * X * X, 0.5: call("sqrtf", X), -1.0: 1.0 / X}
 INTEGER_POWERS = (1.0, 2.0, 3.0)
 
 
-@lowering(*EXPRS)
-def _by_kind(ctx: Context, node: Node) -> None:
-    expr = EXPRS[node.op].get(kind(ctx.dtype(node.inputs[0])))
-    if expr is None:  # PRelu of an unsigned type: nothing is negative
-        return identity(ctx, node)
-    ctx.elementwise(node, expr)
-
-
-@lowering(*FLOAT_EXPRS)
-def _float(ctx: Context, node: Node) -> None:
-    attrs = {name: lit(node.attr(name, default), F32) for name, default in ATTRS.get(node.op, {}).items()}
-    ctx.elementwise(node, FLOAT_EXPRS[node.op](**attrs))
-
-
-@lowering("Gelu")
 def _gelu(ctx: Context, node: Node) -> None:
     ctx.elementwise(node, GELU[node.attr("approximate", "none")])
 
 
-@lowering("Pow")
 def _pow(ctx: Context, node: Node) -> None:
     exponent = ctx.const(node.inputs[1])
     power = float(exponent.reshape(-1)[0]) if exponent is not None and exponent.size == 1 else None
@@ -136,7 +106,6 @@ def _fold(pair: dict[str, Pair], dtype: np.dtype, count: int) -> Expr:
     return expr
 
 
-@lowering("Min", "Max", "Sum", "Mean")
 def _variadic(ctx: Context, node: Node) -> None:
     count = len(node.inputs)
     if count == 1:
@@ -154,7 +123,6 @@ def _variadic(ctx: Context, node: Node) -> None:
 CLAMP = select(lt(X, Y), Y, select(gt(X, Input(2)), Input(2), X))
 
 
-@lowering("Clip")
 def _clip(ctx: Context, node: Node) -> None:
     expr, names = X, [node.inputs[0]]
     for pair, i in ((at_least, 1), (at_most, 2)):
@@ -169,14 +137,56 @@ def _clip(ctx: Context, node: Node) -> None:
     ctx.elementwise(node, expr, names, compares=True)
 
 
-@lowering("Identity")
 def identity(ctx: Context, node: Node) -> None:
     ctx.bind(node.outputs[0], ctx.view(node.inputs[0]))
 
 
-@lowering("Dropout")
 def _dropout(ctx: Context, node: Node) -> None:
     """Inference (or a ratio of 0): the identity, and a mask that keeps everything."""
     identity(ctx, node)
     if len(node.outputs) > 1 and node.outputs[1]:
         ctx.emit(Map(ctx.new(node.outputs[1]), (), lit(1, np.int32), node.name))
+
+
+declare({  # op -> its specification; the expressions are over X = Input(0), Y = Input(1)
+    "Add": arithmetic(rules.nary, every_kind(X + Y), "binary"),
+    "Sub": arithmetic(rules.nary, every_kind(X - Y)),
+    "Mul": arithmetic(rules.nary, every_kind(X * Y), "binary"),
+    "Div": arithmetic(rules.nary, every_kind(X / Y)),  # C integer division truncates toward zero, as onnxruntime's
+    "PRelu": arithmetic(rules.nary, {"float": select(lt(X, 0.0), X * Y, X), "signed": select(gt(X, 0), X, X * Y)}),
+    "Relu": arithmetic(rules.numeric_unary, {"float": select(lt(X, 0.0), 0.0, X), "signed": select(gt(X, 0), X, 0)},
+                       "table"),
+    "Neg": arithmetic(rules.numeric_unary, {"float": -X, "signed": -X}, "table"),
+    "Abs": arithmetic(rules.numeric_unary, {"float": call("fabsf", X), "signed": select(gt(X, 0), X, -X),
+                                            "unsigned": X}, "table"),
+    "Sign": arithmetic(rules.numeric_unary, {"float": select(gt(X, 0.0), 1.0, select(lt(X, 0.0), -1.0, X)),
+                                             "signed": select(gt(X, 0), 1, select(eq(X, 0), 0, -1)),
+                                             "unsigned": ne(X, 0)}, "table"),
+    "Clip": OpSpec(rules.numeric_unary, _clip, "table"),
+    **dict.fromkeys(("Min", "Max", "Sum", "Mean"), OpSpec(rules.nary, _variadic)),
+    "Pow": OpSpec(rules.power, _pow),
+    "Sigmoid": float_map(lambda: 1.0 / (1.0 + call("cglow_exp", -X))),
+    "Tanh": float_map(lambda: call("tanhf", X)),
+    "Erf": float_map(lambda: call("cglow_erf", X)),
+    "Sqrt": float_map(lambda: call("sqrtf", X)),
+    "Exp": float_map(lambda: call("cglow_exp", X)),
+    "Log": float_map(lambda: call("logf", X)),
+    "Sin": float_map(lambda: call("sinf", X)),
+    "Cos": float_map(lambda: call("cosf", X)),
+    "Reciprocal": float_map(lambda: 1.0 / X),
+    "Floor": float_map(lambda: call("floorf", X)),
+    "Ceil": float_map(lambda: call("ceilf", X)),
+    "Round": float_map(lambda: call("rintf", X)),  # the default rounding mode: halves to even
+    "LeakyRelu": float_map(lambda alpha: select(lt(X, 0.0), X * alpha, X), alpha=0.01),
+    "Elu": float_map(lambda alpha: select(lt(X, 0.0), alpha * call("expm1f", X), X), alpha=1.0),
+    "Selu": float_map(lambda alpha, gamma: gamma * select(gt(X, 0.0), X, alpha * call("expm1f", X)),
+                      alpha=SELU_ALPHA, gamma=SELU_GAMMA),
+    "HardSigmoid": float_map(lambda alpha, beta: clamp01(alpha * X + beta), alpha=0.2, beta=0.5),
+    "HardSwish": float_map(lambda: X * clamp01(X * 0.16666667 + 0.5)),
+    "Softplus": float_map(lambda: SOFTPLUS),
+    "Softsign": float_map(lambda: X / (1.0 + call("fabsf", X))),
+    "Mish": float_map(lambda: X * call("tanhf", SOFTPLUS)),
+    "Gelu": OpSpec(rules.float_unary, _gelu, "table"),
+    "Identity": OpSpec(rules.identity, identity, "movement"),
+    "Dropout": OpSpec(rules.dropout, _dropout, shape_inputs=(1, 2)),
+})

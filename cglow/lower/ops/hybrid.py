@@ -15,9 +15,10 @@ import numpy as np
 
 from ...graph.geometry import Window, window
 from ...graph.ir import Node
+from ...graph.registry import OpSpec, declare
 from ...instr.expr import ACC, Expr, Input, call, cast, eq, gt, inputs, lit, lt, select
 from ...instr.ir import Conv, Epilogue, Gemm, Map, Reduce, View
-from ..context import Context, lowering
+from ..context import Context
 from .nn import CHANNELS_LAST, _pixel_rows
 
 F32, I32 = np.dtype(np.float32), np.dtype(np.int32)
@@ -93,7 +94,6 @@ def _scaled_back(ctx: Context, node: Node, out: View, scale: View, zero: View | 
     return Epilogue(term, tuple(views))
 
 
-@lowering("HybridGemm")
 def _hybrid_gemm(ctx: Context, node: Node) -> None:
     """x [M, K] float times the int8 weights [N, K] transposed."""
     x = ctx.view(node.inputs[0])
@@ -105,7 +105,6 @@ def _hybrid_gemm(ctx: Context, node: Node) -> None:
     ctx.emit(Gemm(out, q, ctx.view(node.inputs[1]).permute((1, 0)), epi, node.name))
 
 
-@lowering("HybridConv")
 def _hybrid_conv(ctx: Context, node: Node) -> None:
     """x [N, C, H, W] float convolved with the int8 weights [M, C / group, KH, KW]. With a zero point, the
     quantized input goes inside a buffer padded with it, and the convolution pads nothing."""
@@ -126,3 +125,9 @@ def _hybrid_conv(ctx: Context, node: Node) -> None:
     xq, out, win = _pixel_rows(xq, ctx.new(node.outputs[0], CHANNELS_LAST[4]), win)
     epi = _scaled_back(ctx, node, out, scale, zero, weights)
     ctx.emit(Conv(out, xq, ctx.view(node.inputs[1]), win, node.attr("group", 1), epi, node.name))
+
+
+declare({
+    "HybridConv": OpSpec(None, _hybrid_conv),
+    "HybridGemm": OpSpec(None, _hybrid_gemm),
+})

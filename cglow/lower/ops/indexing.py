@@ -7,10 +7,12 @@ import numpy as np
 
 from ...graph.geometry import axis
 from ...graph.ir import Node
+from ...graph.registry import OpSpec, declare
+from ...graph.rules import indexing as rules
 from ...graph.rules.indexing import one_hot_depth
 from ...instr.expr import Input, binary, cast, eq, lift, lit, lt, select
 from ...instr.ir import Gather, Map, View, contiguous_strides
-from ..context import Context, lowering
+from ..context import Context
 from .tensor import node_args
 
 
@@ -23,7 +25,6 @@ def _steps_evenly(indices: np.ndarray, length: int) -> tuple[int, int] | None:
     return (int(flat[0]), step) if np.array_equal(flat, flat[0] + step * np.arange(flat.size)) else None
 
 
-@lowering("Gather")
 def _gather(ctx: Context, node: Node) -> None:
     """out[a..., i..., b...] = data[a..., indices[i...], b...]: data's view spans out with a stride 0
     over the index dims, the index view spans it with strides 0 over the others."""
@@ -45,7 +46,6 @@ def _gather(ctx: Context, node: Node) -> None:
                     data.shape[at], data.strides[at], node.name))
 
 
-@lowering("GatherElements")
 def _gather_elements(ctx: Context, node: Node) -> None:
     """out[i] = data[i with its axis coordinate replaced by indices[i]]."""
     data, index = ctx.view(node.inputs[0]), ctx.view(node.inputs[1])
@@ -55,7 +55,6 @@ def _gather_elements(ctx: Context, node: Node) -> None:
                     data.shape[at], data.strides[at], node.name))
 
 
-@lowering("GatherND")
 def _gather_nd(ctx: Context, node: Node) -> None:
     """A map turns each index tuple into a position over the gathered dims taken as one flat axis (negative
     components counted from their dim); one gather reads the data at those positions."""
@@ -78,7 +77,6 @@ def _gather_nd(ctx: Context, node: Node) -> None:
                     data.shape[batch], data.strides[batch], node.name))
 
 
-@lowering("OneHot")
 def _one_hot(ctx: Context, node: Node) -> None:
     """out[a..., d, b...] = values[1] if indices[a..., b...] (negatives counted from depth) == d else
     values[0], with d read from a constant 0, 1, ..., depth - 1 spread over the new axis."""
@@ -97,7 +95,6 @@ def _one_hot(ctx: Context, node: Node) -> None:
     ctx.emit(Map(ctx.new(node.outputs[0]), ins, select(hot, Input(3), Input(2)), node.name))
 
 
-@lowering("Trilu")
 def _trilu(ctx: Context, node: Node) -> None:
     """The input where column - row of each matrix (a constant broadcast over the batch dims) is at least
     k (upper) or at most k (lower), else zero."""
@@ -111,3 +108,12 @@ def _trilu(ctx: Context, node: Node) -> None:
     zero = lit(0, ctx.dtype(node.outputs[0]))
     ctx.emit(Map(ctx.new(node.outputs[0]), (ctx.view(node.inputs[0]), diagonal.broadcast_to(shape)) + views,
                  select(binary(keep, Input(1), k), Input(0), zero), node.name))
+
+
+declare({
+    "Gather": OpSpec(rules.gather, _gather, int8="movement"),
+    "GatherElements": OpSpec(rules.gather_elements, _gather_elements),
+    "GatherND": OpSpec(rules.gather_nd, _gather_nd),
+    "OneHot": OpSpec(rules.one_hot, _one_hot, shape_inputs=(1,)),
+    "Trilu": OpSpec(rules.trilu, _trilu),
+})

@@ -12,9 +12,10 @@ import numpy as np
 
 from ...graph.ir import Node
 from ...graph.quant.softmax import RATIO_BITS
+from ...graph.registry import OpSpec, declare
 from ...instr.expr import ACC, Input, binary, call, cast, clamp, inputs
 from ...instr.ir import Map, Reduce
-from ..context import Context, lowering
+from ..context import Context
 from .quant import lookup
 from .reduce import spread
 
@@ -23,7 +24,6 @@ I32 = np.dtype(np.int32)
 I64 = np.dtype(np.int64)
 
 
-@lowering("IntSoftmax")
 def _int_softmax(ctx: Context, node: Node) -> None:
     x = ctx.view(node.inputs[0])
     out = ctx.new(node.outputs[0])
@@ -46,7 +46,6 @@ def _int_softmax(ctx: Context, node: Node) -> None:
                  cast(dtype, clamp(scaled + node.attr("y_zero"), node.attr("lo"), node.attr("hi"))), node.name))
 
 
-@lowering("IntSoftmaxTable")
 def _int_softmax_table(ctx: Context, node: Node) -> None:
     x, table = ctx.view(node.inputs[0]), ctx.view(node.inputs[1])
     out = ctx.new(node.outputs[0])
@@ -66,3 +65,9 @@ def _int_softmax_table(ctx: Context, node: Node) -> None:
     ctx.emit(Map(out, (exp, spread(total, depth)),
                  cast(ctx.dtype(node.outputs[0]), clamp(quotient + node.attr("y_zero"), node.attr("lo"),
                                                         node.attr("hi"))), node.name))
+
+
+declare({
+    "IntSoftmax": OpSpec(None, _int_softmax),
+    "IntSoftmaxTable": OpSpec(None, _int_softmax_table),
+})

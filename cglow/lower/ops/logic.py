@@ -7,8 +7,10 @@ from __future__ import annotations
 import numpy as np
 
 from ...graph.ir import Node
+from ...graph.registry import OpSpec, declare
+from ...graph.rules import logic as rules
 from ...instr.expr import Input, and_, call, cast, eq, ge, gt, le, lift, lt, ne, not_, or_, select
-from ..context import Context, lowering
+from ..context import Context
 from .elementwise import identity, kind
 
 X, Y = Input(0), Input(1)
@@ -38,21 +40,36 @@ VIA = {**dict.fromkeys(map(np.dtype, ("int8", "uint8", "int16", "uint16")), np.d
        np.dtype("uint32"): np.dtype(np.int64)}
 
 
-@lowering(*EXPRS)
 def _logic(ctx: Context, node: Node) -> None:
     ctx.elementwise(node, EXPRS[node.op], compares=node.op in COMPARISONS)
 
 
-@lowering("IsInf")
 def _is_inf(ctx: Context, node: Node) -> None:
     detect = (node.attr("detect_positive", 1), node.attr("detect_negative", 1))
     ctx.elementwise(node, IS_INF.get(detect, lift(0)), node.inputs[:1] if detect in IS_INF else [])
 
 
-@lowering("Cast", "CastLike")
 def _cast(ctx: Context, node: Node) -> None:
     source, target = ctx.dtype(node.inputs[0]), ctx.dtype(node.outputs[0])
     if source == target:
         return identity(ctx, node)
     expr = CASTS.get((kind(source), kind(target)), cast(VIA[target], X) if target in VIA else X)
     ctx.elementwise(node, expr, node.inputs[:1])
+
+
+declare({
+    "And": OpSpec(rules.logic, _logic),
+    "Cast": OpSpec(rules.cast, _cast),
+    "CastLike": OpSpec(rules.cast, _cast),
+    "Equal": OpSpec(rules.logic, _logic),
+    "Greater": OpSpec(rules.logic, _logic),
+    "GreaterOrEqual": OpSpec(rules.logic, _logic),
+    "IsInf": OpSpec(rules.float_test, _is_inf),
+    "IsNaN": OpSpec(rules.float_test, _logic),
+    "Less": OpSpec(rules.logic, _logic),
+    "LessOrEqual": OpSpec(rules.logic, _logic),
+    "Not": OpSpec(rules.logic, _logic),
+    "Or": OpSpec(rules.logic, _logic),
+    "Where": OpSpec(rules.where, _logic),
+    "Xor": OpSpec(rules.logic, _logic),
+})

@@ -5,9 +5,11 @@ import numpy as np
 
 from ...graph.geometry import Window, window
 from ...graph.ir import Node
+from ...graph.registry import OpSpec, declare
+from ...graph.rules import nn as rules
 from ...instr.expr import ACC, Expr, Input, lit
 from ...instr.ir import Conv, Epilogue, Gemm, Pool, Reduce, View
-from ..context import Context, lowering
+from ..context import Context
 
 
 def as_2d(view: View) -> View:
@@ -43,7 +45,6 @@ def _pixel_rows(x: View, out: View, win: Window) -> tuple[View, View, Window]:
 CHANNELS_LAST = {3: (0, 2, 1), 4: (0, 2, 3, 1)}  # by rank: a convolution's output keeps channels innermost
 
 
-@lowering("Conv")
 def _conv(ctx: Context, node: Node) -> None:
     w = ctx.shape(node.inputs[1])
     win = window(node, ctx.shape(node.inputs[0])[2:], tuple(node.attr("kernel_shape", w[2:])))
@@ -61,7 +62,6 @@ def _scaled(factor: float, expr: Expr) -> Expr:
     return expr if factor == 1.0 else lit(factor, np.float32) * expr
 
 
-@lowering("Gemm")
 def _gemm(ctx: Context, node: Node) -> None:
     a, b = ctx.view(node.inputs[0]), ctx.view(node.inputs[1])
     a = a.permute((1, 0)) if node.attr("transA", 0) else a
@@ -76,7 +76,6 @@ def _gemm(ctx: Context, node: Node) -> None:
     ctx.emit(Gemm(out, a, b, Epilogue(expr, ins), node.name))
 
 
-@lowering("MatMul")
 def _matmul(ctx: Context, node: Node) -> None:
     a, b = ctx.view(node.inputs[0]), ctx.view(node.inputs[1])
     a = a.reshape((1,) + a.shape) if len(a.shape) == 1 else a
@@ -87,7 +86,6 @@ def _matmul(ctx: Context, node: Node) -> None:
                   node.name))
 
 
-@lowering("MaxPool", "AveragePool")
 def _pool(ctx: Context, node: Node) -> None:
     win = window(node, ctx.shape(node.inputs[0])[2:], tuple(node.attr("kernel_shape")),
                  bool(node.attr("ceil_mode", 0)))
@@ -99,7 +97,6 @@ def _pool(ctx: Context, node: Node) -> None:
                       bool(node.attr("storage_order", 0))))
 
 
-@lowering("GlobalAveragePool")
 def _global_average_pool(ctx: Context, node: Node) -> None:
     shape = ctx.shape(node.inputs[0])
     count = 1
@@ -109,3 +106,12 @@ def _global_average_pool(ctx: Context, node: Node) -> None:
     out = ctx.new(node.outputs[0]).reshape(shape[:2])
     ctx.emit(Reduce(out, (x,), "sum", Input(0), ACC / lit(count, np.float32), node.name))
 
+
+declare({
+    "AveragePool": OpSpec(rules.pool, _pool, int8="average"),
+    "Conv": OpSpec(rules.conv, _conv, int8="conv"),
+    "Gemm": OpSpec(rules.gemm, _gemm, int8="gemm"),
+    "GlobalAveragePool": OpSpec(rules.global_pool, _global_average_pool, int8="average"),
+    "MatMul": OpSpec(rules.matmul, _matmul, int8="gemm"),
+    "MaxPool": OpSpec(rules.pool, _pool, int8="movement"),
+})

@@ -8,15 +8,17 @@ import numpy as np
 from ...errors import CglowError
 from ...graph.geometry import Window, axis
 from ...graph.ir import Node
+from ...graph.registry import OpSpec, declare
+from ...graph.rules import nn as nn_rules
+from ...graph.rules import reduce as reduce_rules
 from ...instr.expr import F32, ACC, Input, call, eq, inputs, lit, select
 from ...instr.ir import Map, Pool, Reduce, View
-from ..context import Context, lowering
+from ..context import Context
 from .reduce import last_axis, positions, spread
 
 X, Y, Z = inputs(3)
 
 
-@lowering("BatchNormalization")
 def _batchnorm(ctx: Context, node: Node) -> None:
     shape = ctx.shape(node.inputs[0])
     channel = (shape[1],) + (1,) * (len(shape) - 2)
@@ -70,7 +72,6 @@ def _moments(ctx: Context, node: Node, x: View, mean: View | None = None,
     return spread(mean, inner), spread(rstd, inner)
 
 
-@lowering("LayerNormalization")
 def _layernorm(ctx: Context, node: Node) -> None:
     shape = ctx.shape(node.inputs[0])
     first = axis(node, node.attr("axis", -1), len(shape))
@@ -86,7 +87,6 @@ def _layernorm(ctx: Context, node: Node) -> None:
     ctx.emit(Map(out, tuple(views), expr, node.name))
 
 
-@lowering("InstanceNormalization")
 def _instance_norm(ctx: Context, node: Node) -> None:
     x, outer, inner = _split(ctx, node.inputs[0], 2)
     scale, bias = (ctx.view(name).reshape((outer[1], 1)).broadcast_to(outer + (inner,)) for name in node.inputs[1:3])
@@ -114,7 +114,6 @@ def _rows(ctx: Context, node: Node) -> tuple[View, View, tuple[int, ...], int]:
     return x, ctx.new(node.outputs[0]).reshape(outer + (inner,)), outer, inner
 
 
-@lowering("Softmax")
 def _softmax(ctx: Context, node: Node) -> None:
     x, out, outer, inner = _rows(ctx, node)
     peak = ctx.temp(outer, f"{node.name} max")
@@ -125,7 +124,6 @@ def _softmax(ctx: Context, node: Node) -> None:
     ctx.emit(Map(out, (out, spread(total, inner)), X * Y, node.name))
 
 
-@lowering("LogSoftmax")
 def _log_softmax(ctx: Context, node: Node) -> None:
     x, out, outer, inner = _rows(ctx, node)
     peak = ctx.temp(outer, f"{node.name} max")
@@ -135,7 +133,6 @@ def _log_softmax(ctx: Context, node: Node) -> None:
     ctx.emit(Map(out, (x, spread(peak, inner), spread(log_total, inner)), X - Y - Z, node.name))
 
 
-@lowering("Hardmax")
 def _hardmax(ctx: Context, node: Node) -> None:
     """1 at the first maximum of each row, 0 elsewhere."""
     x, out, outer, inner = _rows(ctx, node)
@@ -148,7 +145,6 @@ def _hardmax(ctx: Context, node: Node) -> None:
 LP_NORMS = {1: (call("fabsf", X), ACC), 2: (X * X, call("sqrtf", ACC))}  # p: (pre, norm from Acc)
 
 
-@lowering("LpNormalization")
 def _lp_normalization(ctx: Context, node: Node) -> None:
     """x / norm along the axis (0 where the norm is 0)."""
     x, out, outer, inner = _along(ctx, node, axis(node, node.attr("axis", -1), len(ctx.shape(node.inputs[0]))))
@@ -158,7 +154,6 @@ def _lp_normalization(ctx: Context, node: Node) -> None:
     ctx.emit(Map(out, (x, spread(scale, inner)), X * Y, node.name))
 
 
-@lowering("LRN")
 def _lrn(ctx: Context, node: Node) -> None:
     """x / (bias + alpha / size * sum of x^2 over a window of channels) ^ beta; the window sum is an
     average pool (padding counted) over a view in which the channels are the width."""
@@ -175,3 +170,15 @@ def _lrn(ctx: Context, node: Node) -> None:
     ctx.emit(Pool(*as_width, "avg", win, True, node.name))
     alpha, beta, bias = (lit(node.attr(k, d), F32) for k, d in (("alpha", 1e-4), ("beta", 0.75), ("bias", 1.0)))
     ctx.emit(Map(ctx.new(node.outputs[0]), (x, mean), X / call("powf", bias + alpha * Y, beta), node.name))
+
+
+declare({
+    "BatchNormalization": OpSpec(nn_rules.batchnorm, _batchnorm, int8="batchnorm"),
+    "Hardmax": OpSpec(nn_rules.softmax, _hardmax),
+    "InstanceNormalization": OpSpec(reduce_rules.instance_normalization, _instance_norm),
+    "LRN": OpSpec(reduce_rules.lrn, _lrn),
+    "LayerNormalization": OpSpec(nn_rules.layernorm, _layernorm),
+    "LogSoftmax": OpSpec(nn_rules.softmax, _log_softmax),
+    "LpNormalization": OpSpec(reduce_rules.lp_normalization, _lp_normalization),
+    "Softmax": OpSpec(nn_rules.softmax, _softmax, int8="softmax"),
+})

@@ -15,17 +15,16 @@ from ...errors import CglowError
 from ...graph.geometry import window
 from ...graph.ir import Node
 from ...graph.quant.params import narrow
+from ...graph.registry import OpSpec, declare
+from ...graph.rules import quant as rules
 from ...instr.expr import ACC, F32, Expr, Input, call, cast, clamp, gt, inputs, lit, select
 from ...instr.ir import Conv, Epilogue, Gather, Gemm, Map, Pool, Reduce, View
-from ..context import Context, lowering
+from ..context import Context
 from .nn import CHANNELS_LAST, _pixel_rows, _window_2d, as_2d
 
 # made by graph passes or the TFLite import only (IntSoftmax and IntSoftmaxTable are lowered in int_softmax.py,
 # HybridGemm and HybridConv in hybrid.py, IntLogistic, IntTanh, IntLstmCell, IntPeephole and IntLayerNorm in
 # tflite_lstm.py)
-INTERNAL_OPS = ("IntConv", "IntGemm", "IntAdd", "IntMul", "IntAvgPool", "IntTable", "IntAffine", "IntSoftmax",
-                "IntSoftmaxTable", "IntBilinear", "HybridGemm", "HybridConv", "IntLogistic", "IntTanh", "IntLstmCell",
-                "IntPeephole", "IntLayerNorm")
 I32 = np.dtype(np.int32)
 X, Y, Z = inputs(3)
 
@@ -159,7 +158,6 @@ def _conv(ctx: Context, node: Node, x_name: str, w: View, w_values, bias: np.nda
                   x_zero=x_zero))
 
 
-@lowering("IntConv")
 def _int_conv(ctx: Context, node: Node) -> None:
     w = ctx.const(node.inputs[1])
     _conv(ctx, node, node.inputs[0], ctx.view(node.inputs[1]), w, ctx.const(node.inputs[2]).astype(np.int64),
@@ -176,7 +174,6 @@ def _zero(ctx: Context, node: Node, i: int) -> np.ndarray:
     return data.astype(np.int64).reshape(-1)
 
 
-@lowering("ConvInteger")
 def _conv_integer(ctx: Context, node: Node) -> None:
     w, values = _int_weights(ctx, node.inputs[1], _zero(ctx, node, 3), 0)
     _conv(ctx, node, node.inputs[0], w, values, np.zeros(ctx.shape(node.inputs[1])[0], np.int64),
@@ -204,7 +201,6 @@ def _gemm(ctx: Context, node: Node, a: View, b: View, b_values, bias: np.ndarray
                   Epilogue(expr, tuple(c.views), init), node.name, zeros=zeros))
 
 
-@lowering("IntGemm")
 def _int_gemm(ctx: Context, node: Node) -> None:
     a, b = ctx.view(node.inputs[0]), ctx.view(node.inputs[1])
     values = ctx.const(node.inputs[1])
@@ -217,7 +213,6 @@ def _int_gemm(ctx: Context, node: Node) -> None:
           (node.attr("a_zero"), node.attr("b_zero")), raw=False, a_dtype=ctx.dtype(node.inputs[0]))
 
 
-@lowering("MatMulInteger")
 def _matmul_integer(ctx: Context, node: Node) -> None:
     b, values = _int_weights(ctx, node.inputs[1], _zero(ctx, node, 3), len(ctx.shape(node.inputs[1])) - 1)
     n = ctx.shape(node.inputs[1])[-1]
@@ -225,7 +220,6 @@ def _matmul_integer(ctx: Context, node: Node) -> None:
           raw=True, a_dtype=ctx.dtype(node.inputs[0]))
 
 
-@lowering("IntAdd", "IntMul")
 def _binary(ctx: Context, node: Node) -> None:
     """Add: (a - za) fa + (b - zb) fb, Mul: (a - za)(b - zb), each requantized (per tensor). TFLite's Add (or
     Sub) scales each input, times 2^left, by its own fixed-point factor before the sum is requantized."""
@@ -242,7 +236,6 @@ def _binary(ctx: Context, node: Node) -> None:
     ctx.elementwise(node, expr)
 
 
-@lowering("IntAvgPool")
 def _average(ctx: Context, node: Node) -> None:
     """The sum over each window, requantized (from a .tflite file: TFLite's MEAN, which has a multiplier, or
     AVERAGE_POOL_2D, the sum divided by the count rounded half away from zero). Windows that reach past the
@@ -269,7 +262,6 @@ def _average(ctx: Context, node: Node) -> None:
     ctx.emit(Reduce(out, (windows,), "sum", X - node.attr("x_zero"), post, node.name))
 
 
-@lowering("IntAffine")
 def _affine(ctx: Context, node: Node) -> None:
     """out = requant((x - x_zero) * factor + offset), factor and offset per channel (axis 1)."""
     x = ctx.view(node.inputs[0])
@@ -280,7 +272,6 @@ def _affine(ctx: Context, node: Node) -> None:
     ctx.emit(Map(ctx.new_like(node.outputs[0], [x]), (x,) + tuple(c.views), expr, node.name))
 
 
-@lowering("IntTable")
 def _table(ctx: Context, node: Node) -> None:
     """out = table[x]: a Gather from the 256 entries (a negative int8 index counts from the end)."""
     x = ctx.view(node.inputs[0])
@@ -310,7 +301,6 @@ def _taps(ctx: Context, node: Node, x: View, axis: int, table, dtype) -> tuple[V
     return tuple(views)
 
 
-@lowering("IntBilinear")
 def _bilinear(ctx: Context, node: Node) -> None:
     """TFLite's 8-bit bilinear resize of NHWC values (axes 1 and 2): the sum of four neighbours times products
     of Q10 weights, divided by 2^20 rounding halves away from zero. The weights are separable, so the rows are
@@ -341,7 +331,6 @@ def _per_axis(ctx: Context, node: Node) -> tuple[tuple[View, ...], Expr, Expr]:
     return tuple(c.views), terms[0], terms[1]
 
 
-@lowering("QuantizeLinear")
 def _quantize(ctx: Context, node: Node) -> None:
     """saturate(round half to even(x / scale) + zero point); TFLite's QUANTIZE (rounding "tflite") rounds
     halves away from zero."""
@@ -353,8 +342,23 @@ def _quantize(ctx: Context, node: Node) -> None:
     ctx.emit(Map(ctx.new_like(node.outputs[0], [x]), (x,) + views, cast(ctx.dtype(node.outputs[0]), quantized), node.name))
 
 
-@lowering("DequantizeLinear")
 def _dequantize(ctx: Context, node: Node) -> None:
     views, scale, zero = _per_axis(ctx, node)
     x = ctx.view(node.inputs[0])
     ctx.emit(Map(ctx.new_like(node.outputs[0], [x]), (x,) + views, cast(F32, X - zero) * scale, node.name))
+
+
+declare({
+    "ConvInteger": OpSpec(rules.conv_integer, _conv_integer),
+    "DequantizeLinear": OpSpec(rules.dequantize, _dequantize, int8="table"),
+    "IntAdd": OpSpec(None, _binary),
+    "IntAffine": OpSpec(None, _affine),
+    "IntAvgPool": OpSpec(None, _average),
+    "IntBilinear": OpSpec(None, _bilinear),
+    "IntConv": OpSpec(None, _int_conv),
+    "IntGemm": OpSpec(None, _int_gemm),
+    "IntMul": OpSpec(None, _binary),
+    "IntTable": OpSpec(None, _table),
+    "MatMulInteger": OpSpec(rules.matmul_integer, _matmul_integer),
+    "QuantizeLinear": OpSpec(rules.quantize, _quantize),
+})

@@ -10,10 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ...graph.ir import Node
+from ...graph.registry import OpSpec, declare
+from ...graph.rules import recurrent as rules
 from ...graph.rules.recurrent import GATES, activations
 from ...instr.expr import ACC, F32, Expr, Input, call, inputs, lit, lt, select
 from ...instr.ir import Epilogue, Gemm, Map, View
-from ..context import Context, lowering
+from ..context import Context
 
 X, Y, Z = inputs(3)
 
@@ -156,7 +158,6 @@ def _final(ctx: Context, node: Node, i: int, views: list[View], used: set[str]) 
         ctx.emit(Map(_pick(out, d), (v,), Input(0), node.name))
 
 
-@lowering("RNN", "GRU", "LSTM")
 def _recurrent(ctx: Context, node: Node) -> None:
     layout = node.attr("layout", 0)
     x = ctx.view(node.inputs[0])
@@ -194,3 +195,10 @@ def _recurrent(ctx: Context, node: Node) -> None:
         last_c.append(c_d)
     _final(ctx, node, 1, last_h, used)
     _final(ctx, node, 2, last_c, used)
+
+
+declare({
+    "GRU": OpSpec(rules.recurrent, _recurrent, shape_inputs=(4,)),
+    "LSTM": OpSpec(rules.recurrent, _recurrent, shape_inputs=(4,)),
+    "RNN": OpSpec(rules.recurrent, _recurrent, shape_inputs=(4,)),
+})

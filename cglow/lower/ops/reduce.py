@@ -8,11 +8,13 @@ import numpy as np
 
 from ...graph.geometry import axis
 from ...graph.ir import Node
-from ...graph.registry import F32
+from ...graph.registry import F32, OpSpec, declare
+from ...graph.rules import nn as nn_rules
+from ...graph.rules import reduce as reduce_rules
 from ...graph.rules.reduce import reduced_axes
 from ...instr.expr import ACC, Expr, Input, binary, call, cast, lit, lt, select
 from ...instr.ir import Map, Reduce, View
-from ..context import Context, lowering
+from ..context import Context
 
 X = Input(0)
 
@@ -85,7 +87,6 @@ def _axes(ctx: Context, node: Node) -> tuple[int, ...]:
                         ctx.const(node.inputs[1]) if given else None)
 
 
-@lowering(*REDUCTIONS)
 def _reduce(ctx: Context, node: Node) -> None:
     x, out = reduce_over(ctx, node, _axes(ctx, node))
     kind, pre, post = REDUCTIONS[node.op]
@@ -93,7 +94,6 @@ def _reduce(ctx: Context, node: Node) -> None:
     ctx.emit(Reduce(out, (x,), kind, pre(types), post(types), node.name))
 
 
-@lowering("ReduceLogSumExp")
 def _reduce_log_sum_exp(ctx: Context, node: Node) -> None:
     """log(sum(exp(x - max))) + max: no overflow for large inputs. For integers, as onnxruntime does,
     each exponential and the logarithm are truncated to the type."""
@@ -107,20 +107,17 @@ def _reduce_log_sum_exp(ctx: Context, node: Node) -> None:
     ctx.emit(Map(out, (total, peak), t.back(call("logf", t.float(X))) + Input(1), node.name))
 
 
-@lowering("ArgMax", "ArgMin")
 def _arg(ctx: Context, node: Node) -> None:
     at = axis(node, node.attr("axis", 0), len(ctx.shape(node.inputs[0])))
     x, out = reduce_over(ctx, node, (at,))
     ctx.emit(Reduce(out, (x,), node.op.lower(), X, ACC, node.name, bool(node.attr("select_last_index", 0))))
 
 
-@lowering("GlobalMaxPool")
 def _global_max_pool(ctx: Context, node: Node) -> None:
     x, out = reduce_over(ctx, node, tuple(range(2, len(ctx.shape(node.inputs[0])))))
     ctx.emit(Reduce(out, (x,), "max", X, ACC, node.name))
 
 
-@lowering("CumSum")
 def _cumsum(ctx: Context, node: Node) -> None:
     """out[..., i] = the sum over j of x[..., j] for the j before i (after, reversed; i too unless exclusive)."""
     shape = ctx.shape(node.inputs[0])
@@ -135,3 +132,21 @@ def _cumsum(ctx: Context, node: Node) -> None:
     takes = CUMSUM_TAKES[node.attr("exclusive", 0), node.attr("reverse", 0)]
     zero = lit(0, ctx.dtype(node.inputs[0]))
     ctx.emit(Reduce(out, (row, i, j), "sum", select(binary(takes, Input(2), Input(1)), X, zero), ACC, node.name))
+
+
+declare({
+    "ArgMax": OpSpec(reduce_rules.arg, _arg),
+    "ArgMin": OpSpec(reduce_rules.arg, _arg),
+    "CumSum": OpSpec(reduce_rules.cumsum, _cumsum, shape_inputs=(1,)),
+    "GlobalMaxPool": OpSpec(nn_rules.global_pool, _global_max_pool),
+    "ReduceL1": OpSpec(reduce_rules.reduction, _reduce, shape_inputs=(1,)),
+    "ReduceL2": OpSpec(reduce_rules.reduction, _reduce, shape_inputs=(1,)),
+    "ReduceLogSum": OpSpec(reduce_rules.reduction, _reduce, shape_inputs=(1,)),
+    "ReduceLogSumExp": OpSpec(reduce_rules.reduction, _reduce_log_sum_exp, shape_inputs=(1,)),
+    "ReduceMax": OpSpec(reduce_rules.reduction, _reduce, shape_inputs=(1,)),
+    "ReduceMean": OpSpec(reduce_rules.reduction, _reduce, int8="mean", shape_inputs=(1,)),
+    "ReduceMin": OpSpec(reduce_rules.reduction, _reduce, shape_inputs=(1,)),
+    "ReduceProd": OpSpec(reduce_rules.reduction, _reduce, shape_inputs=(1,)),
+    "ReduceSum": OpSpec(reduce_rules.reduction, _reduce, shape_inputs=(1,)),
+    "ReduceSumSquare": OpSpec(reduce_rules.reduction, _reduce, shape_inputs=(1,)),
+})

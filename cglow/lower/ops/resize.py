@@ -14,10 +14,12 @@ import numpy as np
 
 from ...errors import CglowError
 from ...graph.ir import Node
+from ...graph.registry import OpSpec, declare
+from ...graph.rules import resize as rules
 from ...graph.rules.resize import Axis, cropping, resize_axes
 from ...instr.expr import ACC, F32, Expr, Input, lit
 from ...instr.ir import Epilogue, Gemm, Map, View
-from ..context import Context, lowering
+from ..context import Context
 
 
 def _source(node: Node, ax: Axis, size: int, dtype=np.float64) -> np.ndarray:
@@ -240,7 +242,6 @@ def _given(ctx: Context, node: Node, i: int) -> np.ndarray | None:
     return ctx.const(node.inputs[i]) if len(node.inputs) > i and node.inputs[i] else None
 
 
-@lowering("Resize")
 def _resize(ctx: Context, node: Node) -> None:
     if 0 in ctx.shape(node.outputs[0]):  # a scale below one over a short axis: nothing to compute
         ctx.new(node.outputs[0])
@@ -282,3 +283,8 @@ def _resize(ctx: Context, node: Node) -> None:
         x = out
     if integer:
         ctx.emit(Map(ctx.new(node.outputs[0], x.order()), (x,), Input(0), node.name))
+
+
+declare({
+    "Resize": OpSpec(rules.resize, _resize, shape_inputs=(1, 2, 3)),
+})

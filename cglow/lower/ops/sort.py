@@ -6,13 +6,14 @@ import numpy as np
 
 from ...graph.geometry import axis
 from ...graph.ir import Node
+from ...graph.registry import OpSpec, declare
+from ...graph.rules import sort as rules
 from ...instr.expr import ACC, and_, binary, eq, inputs, lt, or_, select
 from ...instr.ir import Gather, Reduce
-from ..context import Context, lowering
+from ..context import Context
 from .reduce import last_axis, positions, repeat_rows, spread
 
 
-@lowering("TopK")
 def _topk(ctx: Context, node: Node) -> None:
     shape = ctx.shape(node.inputs[0])
     at = axis(node, node.attr("axis", -1), len(shape))
@@ -36,3 +37,8 @@ def _topk(ctx: Context, node: Node) -> None:
     ctx.emit(Reduce(indices, ins, "sum", select(eq(rank_at, r), i, 0), ACC, node.name))
     ctx.emit(Gather(values, x.slice(len(outer), 0, 1).broadcast_to(values.shape), indices, n, x.strides[-1],
                     node.name))
+
+
+declare({
+    "TopK": OpSpec(rules.topk, _topk, shape_inputs=(1,)),
+})

@@ -6,11 +6,12 @@ from dataclasses import replace
 
 from ...graph.geometry import axis
 from ...graph.ir import Node
-from ...graph.registry import Args
+from ...graph.registry import Args, OpSpec, declare
+from ...graph.rules import tensor as rules
 from ...graph.rules.tensor import block_layout, pad_widths, slice_ranges, split_sizes
 from ...instr.expr import Input, lit
 from ...instr.ir import Map, View
-from ..context import Context, lowering
+from ..context import Context
 
 
 def node_args(ctx: Context, node: Node) -> Args:
@@ -32,19 +33,16 @@ def copy(ctx: Context, node: Node, source: View) -> None:
     ctx.emit(Map(out.reshape(source.shape), (source,), Input(0), node.name))
 
 
-@lowering("Reshape", "Flatten", "Squeeze", "Unsqueeze")
 def _reshape(ctx: Context, node: Node) -> None:
     ctx.bind(node.outputs[0], ctx.reshaped(node.inputs[0], ctx.shape(node.outputs[0])))
 
 
-@lowering("Transpose")
 def _transpose(ctx: Context, node: Node) -> None:
     rank = len(ctx.shape(node.inputs[0]))
     perm = tuple(node.attr("perm", range(rank - 1, -1, -1)))
     ctx.bind(node.outputs[0], ctx.view(node.inputs[0]).permute(perm))
 
 
-@lowering("Concat")
 def _concat(ctx: Context, node: Node) -> None:
     orders = {ctx.view(name).order() for name in node.inputs if name}
     out = ctx.new(node.outputs[0], orders.pop() if len(orders) == 1 else None)  # the inputs' common layout
@@ -57,7 +55,6 @@ def _concat(ctx: Context, node: Node) -> None:
         start += length
 
 
-@lowering("Split")
 def _split(ctx: Context, node: Node) -> None:
     at, sizes = split_sizes(node_args(ctx, node))
     x, start = ctx.view(node.inputs[0]), 0
@@ -66,7 +63,6 @@ def _split(ctx: Context, node: Node) -> None:
         start += length
 
 
-@lowering("Slice")
 def _slice(ctx: Context, node: Node) -> None:
     view = ctx.view(node.inputs[0])
     for at, kept in enumerate(slice_ranges(node_args(ctx, node))):
@@ -74,7 +70,6 @@ def _slice(ctx: Context, node: Node) -> None:
     ctx.bind(node.outputs[0], view)
 
 
-@lowering("Pad")
 def _pad(ctx: Context, node: Node) -> None:
     """The input is copied into the interior of the output; then, axis by axis, each border is written:
     a constant, or a copy from the output itself (mirrored with a negative stride, repeated with a zero
@@ -123,7 +118,6 @@ def _borders(mode: str, inner: View, at: int, begin: int, n: int, end: int) -> l
     return [(along(inner, at, -begin, begin), sources[0]), (along(inner, at, n, end), sources[1])]
 
 
-@lowering("Tile")
 def _tile(ctx: Context, node: Node) -> None:
     """A copy from a view with an extra stride-0 dim before each dim: (r0, d0, r1, d1, ...)."""
     x = ctx.view(node.inputs[0])
@@ -132,13 +126,34 @@ def _tile(ctx: Context, node: Node) -> None:
     copy(ctx, node, View(x.buf, x.offset, shape, sum(((0, s) for s in x.strides), ())))
 
 
-@lowering("Expand")
 def _expand(ctx: Context, node: Node) -> None:
     copy(ctx, node, ctx.view(node.inputs[0]).broadcast_to(ctx.shape(node.outputs[0])))
 
 
-@lowering("DepthToSpace", "SpaceToDepth")
 def _depth_space(ctx: Context, node: Node) -> None:
     six, perm, _ = block_layout(node, ctx.shape(node.inputs[0]))
     copy(ctx, node, ctx.reshaped(node.inputs[0], six).permute(perm))
 
+
+declare({
+    "Concat": OpSpec(rules.concat, _concat, int8="movement"),
+    "DepthToSpace": OpSpec(rules.depth_space, _depth_space, int8="movement"),
+    "Expand": OpSpec(rules.expand, _expand, int8="movement", shape_inputs=(1,)),
+    "Flatten": OpSpec(rules.flatten, _reshape, int8="movement"),
+    "Pad": OpSpec(rules.pad, _pad, shape_inputs=(1, 2, 3)),
+    "Reshape": OpSpec(rules.reshape, _reshape, int8="movement", shape_inputs=(1,)),
+    "Slice": OpSpec(rules.sliced, _slice, int8="movement", shape_inputs=(1, 2, 3, 4)),
+    "SpaceToDepth": OpSpec(rules.depth_space, _depth_space, int8="movement"),
+    "Split": OpSpec(rules.split, _split, shape_inputs=(1,)),
+    "Squeeze": OpSpec(rules.squeeze, _reshape, int8="movement", shape_inputs=(1,)),
+    "Tile": OpSpec(rules.tile, _tile, int8="movement", shape_inputs=(1,)),
+    "Transpose": OpSpec(rules.transpose, _transpose, int8="movement"),
+    "Unsqueeze": OpSpec(rules.unsqueeze, _reshape, int8="movement", shape_inputs=(1,)),
+})
+
+declare({  # always folded at import: their outputs depend on shapes or constant inputs only
+    "ConstantOfShape": OpSpec(rules.folded, None, shape_inputs=(0,)),
+    "Range": OpSpec(rules.folded, None, shape_inputs=(0, 1, 2)),
+    "Shape": OpSpec(rules.folded, None),
+    "Size": OpSpec(rules.folded, None),
+})

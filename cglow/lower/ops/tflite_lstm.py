@@ -7,22 +7,21 @@ from __future__ import annotations
 import numpy as np
 
 from ...graph.ir import Node
+from ...graph.registry import OpSpec, declare
 from ...instr.expr import ACC, Input, call, cast, clamp, inputs
 from ...instr.ir import Map, Reduce
-from ..context import Context, lowering
+from ..context import Context
 from .reduce import spread
 
 X, Y, Z = inputs(3)
 I16, I32, I64 = np.dtype(np.int16), np.dtype(np.int32), np.dtype(np.int64)
 
 
-@lowering("IntLogistic", "IntTanh")
 def _function(ctx: Context, node: Node) -> None:
     helper = "cglow_logistic16" if node.op == "IntLogistic" else "cglow_tanh16"
     ctx.elementwise(node, call(helper, X, node.attr("integer_bits")))
 
 
-@lowering("IntLstmCell")
 def _cell(ctx: Context, node: Node) -> None:
     """Inputs forget gate f, cell state c, cell gate g (Q0.15, Q0.15 and c's scale) and input gate i, absent with
     CIFG (then 1 - f: 32767 - f): c' = f c / 2^15 + i g / 2^shift, each product divided rounding to nearest
@@ -33,7 +32,6 @@ def _cell(ctx: Context, node: Node) -> None:
     ctx.elementwise(node, clamp(forget + update, node.attr("lo"), node.attr("hi")))
 
 
-@lowering("IntPeephole")
 def _peephole(ctx: Context, node: Node) -> None:
     """Gate [rows, n] plus cell state times weights [n] (int16 each), requantized by (mult, shift) and saturated to
     int16 (VectorBatchVectorCwiseProductAccumulate). LiteRT's kernel is Neon's (on x86 too, through NEON_2_SSE):
@@ -50,7 +48,6 @@ def _peephole(ctx: Context, node: Node) -> None:
             ctx.emit(Map(out, tuple(ins), cast(I16, clamp(X + product, -32768, 32767)), node.name))
 
 
-@lowering("IntLayerNorm")
 def _layer_norm(ctx: Context, node: Node) -> None:
     """Each row of x [rows, n] (int16) normalized as TFLite's integer kernel does (ApplyLayerNorm): the row's mean
     times 2^10 (truncated), its variance (runtime_c/variance_tfl.c: from the sum of squares, the guard below 1)
@@ -74,3 +71,12 @@ def _layer_norm(ctx: Context, node: Node) -> None:
     ctx.emit(Map(ctx.new(node.outputs[0]), (x, *per_row, *columns),
                  cast(I16, call("cglow_requant_tfl", normalized, node.attr("mult"), node.attr("shift") + 12, 0, -32768,
                                 32767)), node.name))
+
+
+declare({
+    "IntLayerNorm": OpSpec(None, _layer_norm),
+    "IntLogistic": OpSpec(None, _function),
+    "IntLstmCell": OpSpec(None, _cell),
+    "IntPeephole": OpSpec(None, _peephole),
+    "IntTanh": OpSpec(None, _function),
+})
