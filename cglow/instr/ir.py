@@ -4,11 +4,12 @@ Every primitive reads and writes *views*: a buffer, an element offset, a shape a
 Transposes, broadcasts, reshapes and slices are views, so they cost no instruction. The scalar work of
 a Map, a Reduce and a kernel's Epilogue is an expression tree (instr/expr.py) whose Input(i) is the
 primitive's input i and whose Acc is a kernel's accumulator. Each primitive declares its own facts: its
-kernel's name, its operands' roles and its expressions.
+kernel's name, its operands' roles, its expressions, its multiply-accumulates and its work.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+import math
 from typing import ClassVar
 
 import numpy as np
@@ -160,10 +161,20 @@ class Primitive:
     views, stands for all its views."""
     primitive: ClassVar[str]
     roles: ClassVar[tuple[tuple[str, str], ...]]
+    out: View
 
     def expressions(self) -> tuple[Expr, ...]:
         """Its expression trees."""
         return ()
+
+    def macs(self) -> int:
+        """Its multiply-accumulates (only a Gemm's and a Conv's count)."""
+        return 0
+
+    def work(self) -> int:
+        """Its kernel's work units: its multiply-accumulates if it has any, else one per element it visits (here
+        its output's)."""
+        return math.prod(self.out.shape)
 
 
 @dataclass(frozen=True)
@@ -200,6 +211,10 @@ class Reduce(Primitive):
 
     def expressions(self) -> tuple[Expr, ...]:
         return (self.pre, self.post)
+
+    def work(self) -> int:
+        """One unit per element of its input."""
+        return math.prod(self.ins[0].shape)
 
 
 @dataclass(frozen=True)
@@ -241,6 +256,13 @@ class Conv(Primitive):
     def expressions(self) -> tuple[Expr, ...]:
         return (self.epi.expr,)
 
+    def macs(self) -> int:
+        """prod(out.shape) * (C/group) * KH * KW."""
+        return math.prod(self.out.shape) * math.prod(self.w.shape[1:])
+
+    def work(self) -> int:
+        return self.macs()
+
 
 @dataclass(frozen=True)
 class Gemm(Primitive):
@@ -262,6 +284,13 @@ class Gemm(Primitive):
     def expressions(self) -> tuple[Expr, ...]:
         return (self.epi.expr,)
 
+    def macs(self) -> int:
+        """prod(out.shape) * K."""
+        return math.prod(self.out.shape) * self.a.shape[-1]
+
+    def work(self) -> int:
+        return self.macs()
+
 
 @dataclass(frozen=True)
 class Pool(Primitive):
@@ -277,6 +306,10 @@ class Pool(Primitive):
     node: str
     column_major: bool = False
     value: Value | None = None
+
+    def work(self) -> int:
+        """One unit per element of each output's window."""
+        return math.prod(self.out.shape) * math.prod(self.win.kernel)
 
 
 Instr = Map | Reduce | Conv | Gemm | Pool | Gather
