@@ -13,9 +13,9 @@ import numpy as np
 from ..alloc.arena import Plan
 from ..c_text import c_array_lines, c_float, c_literal, c_type
 from ..instr.expr import helpers
-from ..instr.ir import Buffer, Program, View, expressions, reads
+from ..instr.ir import Buffer, Program, View, reads
 from ..kernels.kernel import comment
-from ..kernels.render import PRIMITIVE_NAMES, render
+from ..kernels.render import render
 from ..options import Options
 from ..runtime_files import RUNTIME_C
 from ..tiles import tiles_for
@@ -161,7 +161,7 @@ def emit(prog: Program, plan: Plan, prefix: str, source: str, opset: int,
     kernels, calls, used, functions = [], [], set(), []
     first: dict[str, str] = {}  # a kernel's body and signature without its name -> the function written for it
     for n, instr in enumerate(prog.instrs):
-        fn = f"{prefix}_{n}_{PRIMITIVE_NAMES[type(instr)]}"
+        fn = f"{prefix}_{n}_{instr.primitive}"
         kernel = render(fn, instr, dtypes, tiles_for(options.target))
         node, text = kernel.text.strip().split("\n", 1)  # the node's comment, then the function
         args = ", ".join(base(v) for v in kernel.params)
@@ -196,7 +196,7 @@ def emit(prog: Program, plan: Plan, prefix: str, source: str, opset: int,
                line_align=0 if tiles_for(options.target).scalar else CACHE_LINE,
                weights_bytes=weights_bytes, weights=weights, kernels=kernels, blob=blob, tag_bytes=TAG_BYTES,
                calls=unused + calls, instr_count=len(prog.instrs), trace=trace,
-               helpers=runtime_helpers({h for i in prog.instrs for e in expressions(i) for h in helpers(e)}, kernels),
+               helpers=runtime_helpers({h for i in prog.instrs for e in i.expressions() for h in helpers(e)}, kernels),
                inputs=[_tensor(t) for t in inputs], outputs=[_tensor(t) for t in outputs])
     return Emitted(ENV.get_template("net.c.j2").render(ctx), ENV.get_template("net.h.j2").render(ctx),
                    plan.size, weights_bytes, len(prog.instrs), blob.data if blob else b"", tuple(functions))

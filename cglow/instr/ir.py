@@ -3,11 +3,14 @@
 Every primitive reads and writes *views*: a buffer, an element offset, a shape and element strides.
 Transposes, broadcasts, reshapes and slices are views, so they cost no instruction. The scalar work of
 a Map, a Reduce and a kernel's Epilogue is an expression tree (instr/expr.py) whose Input(i) is the
-primitive's input i and whose Acc is a kernel's accumulator.
+primitive's input i and whose Acc is a kernel's accumulator. Each primitive declares its own facts: its
+kernel's name, its operands' roles, its expressions, its multiply-accumulates and its work.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+import math
+from typing import ClassVar
 
 import numpy as np
 
@@ -151,22 +154,52 @@ class Epilogue:
         return Epilogue(substitute(self.expr, acc=ACC + Input(self.init)), self.ins)
 
 
+class Primitive:
+    """What every primitive declares. `primitive`: its kernel's name ("map", "gemm"...). `roles`, Glow's operand
+    roles: its view fields in the order its kernel takes them, with what it does to each: "in" read, "out" written
+    whole, "scratch" its own temporary, written and read back within the kernel. An Epilogue, or a tuple of
+    views, stands for all its views."""
+    primitive: ClassVar[str]
+    roles: ClassVar[tuple[tuple[str, str], ...]]
+    out: View
+
+    def expressions(self) -> tuple[Expr, ...]:
+        """Its expression trees."""
+        return ()
+
+    def macs(self) -> int:
+        """Its multiply-accumulates (only a Gemm's and a Conv's count)."""
+        return 0
+
+    def work(self) -> int:
+        """Its kernel's work units: its multiply-accumulates if it has any, else one per element it visits (here
+        its output's)."""
+        return math.prod(self.out.shape)
+
+
 @dataclass(frozen=True)
-class Map:
+class Map(Primitive):
     """out[i] = expr(ins[0][i], ins[1][i], ...) over out's shape; inputs are broadcast views."""
+    primitive = "map"
+    roles = (("out", "out"), ("ins", "in"))
     out: View
     ins: tuple[View, ...]
     expr: Expr
     node: str
     value: Value | None = None
 
+    def expressions(self) -> tuple[Expr, ...]:
+        return (self.expr,)
+
 
 @dataclass(frozen=True)
-class Reduce:
+class Reduce(Primitive):
     """out[o] = post(combine over r of pre(ins[0][o, r], ...)): each input has out's shape followed by
     the reduced dims (broadcast views allowed). Kinds "sum", "prod", "max", "min" combine values;
     "argmax" and "argmin" (one reduced dim) store the index of the first extreme, or of the last one
     when `last` is set."""
+    primitive = "reduce"
+    roles = (("out", "out"), ("ins", "in"))
     out: View
     ins: tuple[View, ...]
     kind: str
@@ -176,12 +209,21 @@ class Reduce:
     last: bool = False
     value: Value | None = None
 
+    def expressions(self) -> tuple[Expr, ...]:
+        return (self.pre, self.post)
+
+    def work(self) -> int:
+        """One unit per element of its input."""
+        return math.prod(self.ins[0].shape)
+
 
 @dataclass(frozen=True)
-class Gather:
+class Gather(Primitive):
     """out[o] = data[o + j * axis_stride] with j = index[o] (a negative j counts from axis_len; an index
     out of range reads element 0 of the axis). data and index are views in out's shape: data's strides
     place every output element, with the gathered axis folded out (stride 0)."""
+    primitive = "gather"
+    roles = (("out", "out"), ("data", "in"), ("index", "in"))
     out: View
     data: View
     index: View
@@ -192,11 +234,13 @@ class Gather:
 
 
 @dataclass(frozen=True)
-class Conv:
+class Conv(Primitive):
     """2-D convolution, x [N,C,H,W], w [M,C/group,KH,KW], out [N,M,OH,OW]. With a `ring` (scratch rows
     [top pad + 1, M, OW]), out is x itself: the convolution runs in place, row by row. With a `panel`
     (scratch, int32 words), a tile's input columns are widened there to 16-bit pairs first (runtime_c/widen4.c),
     and w is in channel pairs (instr/passes.py pair_weights)."""
+    primitive = "conv"
+    roles = (("out", "out"), ("x", "in"), ("w", "in"), ("epi", "in"), ("ring", "scratch"), ("panel", "scratch"))
     out: View
     x: View
     w: View
@@ -209,13 +253,25 @@ class Conv:
     panel: View | None = None
     value: Value | None = None
 
+    def expressions(self) -> tuple[Expr, ...]:
+        return (self.epi.expr,)
+
+    def macs(self) -> int:
+        """prod(out.shape) * (C/group) * KH * KW."""
+        return math.prod(self.out.shape) * math.prod(self.w.shape[1:])
+
+    def work(self) -> int:
+        return self.macs()
+
 
 @dataclass(frozen=True)
-class Gemm:
+class Gemm(Primitive):
     """Batched matrix product: a [*B,M,K], b [*B,K,N], out [*B,M,N]; epilogue inputs broadcast to out.
     Integer products subtract zero points from a's and b's values. With a `panel` (scratch, int32 words), a
     tile's rows of a are widened there to 16-bit pairs first (runtime_c/widen4.c), and b is in channel pairs
     (instr/passes.py pair_weights)."""
+    primitive = "gemm"
+    roles = (("out", "out"), ("a", "in"), ("b", "in"), ("epi", "in"), ("panel", "scratch"))
     out: View
     a: View
     b: View
@@ -225,11 +281,23 @@ class Gemm:
     panel: View | None = None
     value: Value | None = None
 
+    def expressions(self) -> tuple[Expr, ...]:
+        return (self.epi.expr,)
+
+    def macs(self) -> int:
+        """prod(out.shape) * K."""
+        return math.prod(self.out.shape) * self.a.shape[-1]
+
+    def work(self) -> int:
+        return self.macs()
+
 
 @dataclass(frozen=True)
-class Pool:
+class Pool(Primitive):
     """Pooling over 1 to 3 spatial dims, x [N,C,*spatial], out [N,C,*out]: kind "max", "avg", or "argmax"
     (the flat index in x of each window's first maximum, column-major over the spatial dims if asked)."""
+    primitive = "pool"
+    roles = (("out", "out"), ("x", "in"))
     out: View
     x: View
     kind: str
@@ -238,6 +306,10 @@ class Pool:
     node: str
     column_major: bool = False
     value: Value | None = None
+
+    def work(self) -> int:
+        """One unit per element of each output's window."""
+        return math.prod(self.out.shape) * math.prod(self.win.kernel)
 
 
 Instr = Map | Reduce | Conv | Gemm | Pool | Gather
@@ -249,23 +321,10 @@ def channels_innermost(c: Conv) -> bool:
     return c.out.shape[1] > 1 and c.out.strides[1] == 1
 
 
-# Glow's operand roles: each primitive's view fields in the order its kernel takes them, with what it does to
-# each: "in" read, "out" written whole, "scratch" its own temporary, written and read back within the kernel.
-# An Epilogue, or a tuple of views, stands for all its views.
-ROLES: dict[type, tuple[tuple[str, str], ...]] = {
-    Map: (("out", "out"), ("ins", "in")),
-    Reduce: (("out", "out"), ("ins", "in")),
-    Gather: (("out", "out"), ("data", "in"), ("index", "in")),
-    Conv: (("out", "out"), ("x", "in"), ("w", "in"), ("epi", "in"), ("ring", "scratch"), ("panel", "scratch")),
-    Gemm: (("out", "out"), ("a", "in"), ("b", "in"), ("epi", "in"), ("panel", "scratch")),
-    Pool: (("out", "out"), ("x", "in")),
-}
-
-
 def operands(instr: Instr) -> tuple[tuple[str, View], ...]:
-    """Every view the instruction touches, with its role (ROLES), in the kernel's order."""
+    """Every view the instruction touches, with its role (its roles), in the kernel's order."""
     found: list[tuple[str, View]] = []
-    for name, role in ROLES[type(instr)]:
+    for name, role in instr.roles:
         value = getattr(instr, name)
         views = value.ins if isinstance(value, Epilogue) else value if isinstance(value, tuple) else \
             () if value is None else (value,)
@@ -276,15 +335,6 @@ def operands(instr: Instr) -> tuple[tuple[str, View], ...]:
 def reads(instr: Instr) -> tuple[View, ...]:
     """The views an instruction reads: its inputs, and its scratch (read back after it writes it)."""
     return tuple(v for role, v in operands(instr) if role != "out")
-
-
-def expressions(instr: Instr) -> tuple[Expr, ...]:
-    """The expression trees of an instruction."""
-    if isinstance(instr, Map):
-        return (instr.expr,)
-    if isinstance(instr, Reduce):
-        return (instr.pre, instr.post)
-    return (instr.epi.expr,) if isinstance(instr, (Conv, Gemm)) else ()
 
 
 def extent(v: View, instr: Instr | None = None) -> tuple[int, int]:

@@ -16,7 +16,6 @@ from ..errors import one_line
 from ..graph.ir import Graph, shape_text
 from ..instr.expr import Expr
 from ..instr.ir import Buffer, Epilogue, Program, Value, View
-from ..kernels.render import PRIMITIVE_NAMES
 from ..stages import Observer
 
 
@@ -87,7 +86,7 @@ def program_text(prog: Program) -> str:
              "buffers:", *(f"  {buffer_text(b)}" for b in prog.buffers), "instructions:"]
     for i, instr in enumerate(prog.instrs):
         parts = [f"{f.name}={field_text(getattr(instr, f.name))}" for f in fields(instr) if f.name != "node"]
-        lines.append(f"  {i} {PRIMITIVE_NAMES[type(instr)]} {quoted(instr.node)}: {' '.join(parts)}")
+        lines.append(f"  {i} {instr.primitive} {quoted(instr.node)}: {' '.join(parts)}")
     return "\n".join(lines) + "\n"
 
 

@@ -17,7 +17,6 @@ from ..compiler import CompiledModel, compile_model
 from ..graph import passes as graph_passes
 from ..graph.ir import Graph
 from ..instr.liveness import floor, lifetimes
-from ..kernels.render import PRIMITIVE_NAMES
 from ..options import Options
 from ..stages import Stages
 
@@ -87,7 +86,7 @@ def analyze(compiled: CompiledModel) -> MemoryReport:
     """The floors and the arena of a model compile_model compiled (it keeps the graph it imported)."""
     spans = schedule_spans(compiled)
     alive = alive_per_step(spans, len(compiled.program.instrs))
-    steps = tuple(Step(i, PRIMITIVE_NAMES[type(instr)], instr.node, alive[i])
+    steps = tuple(Step(i, instr.primitive, instr.node, alive[i])
                   for i, instr in enumerate(compiled.program.instrs))
     io_bytes = sum(s.size for s in spans if s.offset is None)
     return MemoryReport(floor(naive_spans(model_graph(compiled.imported))), max(alive), compiled.plan.size,

@@ -3,15 +3,13 @@ figures, the graph after optimization, a table of the kernels and the arena over
 from __future__ import annotations
 
 from dataclasses import dataclass
-import math
 
 import jinja2
 
 from ..compiler import CompiledModel
 from ..graph.ir import shape_text
-from ..instr.ir import Conv, Gemm, Instr, Pool, Reduce, operands
+from ..instr.ir import operands
 from .graph_svg import BOX_H, BOX_W, draw_graph
-from .macs import instr_macs
 from .memory import MemoryReport
 
 SVG_WIDTH, SVG_HEIGHT, MARGIN = 960, 420, 40
@@ -29,23 +27,11 @@ class Layer:
     out_shape: str
     in_shapes: str             # its inputs' (operands of role "in"), not its scratch
     macs: int
-    cost: int                  # the time estimate's units: MACs, else elements
+    cost: int                  # the time estimate's units (instr/ir.py work()): MACs, else elements
     buffer: str                # the output's buffer (untrusted text)
     offset: str                # its byte offset in the arena, or where it lives when not in the arena
     nbytes: int
     alive: int                 # bytes of activations alive during the kernel
-
-
-def cost(instr: Instr) -> int:
-    """Work units of a kernel: its multiply-accumulates if it has any, else one per element it visits (a
-    reduction's input, a pooling's windows, the output of a map or gather)."""
-    if isinstance(instr, (Conv, Gemm)):
-        return instr_macs(instr)
-    if isinstance(instr, Reduce):
-        return math.prod(instr.ins[0].shape)
-    if isinstance(instr, Pool):
-        return math.prod(instr.out.shape) * math.prod(instr.win.kernel)
-    return math.prod(instr.out.shape)
 
 
 def layers(compiled: CompiledModel, report: MemoryReport) -> list[Layer]:
@@ -57,7 +43,7 @@ def layers(compiled: CompiledModel, report: MemoryReport) -> list[Layer]:
         offset = plan.offsets.get(out.id)
         ins = " ".join(shape_text(v.shape) for role, v in operands(instr) if role == "in")  # not its scratch
         rows.append(Layer(step.index, step.kernel, ops.get(instr.node, ""), instr.node, shape_text(instr.out.shape),
-                          ins, instr_macs(instr), cost(instr), out.label,
+                          ins, instr.macs(), instr.work(), out.label,
                           f"{out.kind} (caller)" if offset is None else str(offset), out.nbytes, step.alive))
     return rows
 

@@ -47,7 +47,7 @@ def test_disjoint_lifetimes_share_memory():
 
 
 def test_operand_roles_give_reads_in_the_kernels_order():
-    """Each primitive declares its views' roles (instr/ir.py ROLES): reads() is every operand but the output,
+    """Each primitive declares its views' roles (instr/ir.py, its `roles`): reads() is every operand but the output,
     the epilogue's inputs and the scratch panel included, in the order the kernel takes them."""
     a, b, bias, out, panel = (View.of(i, (2, 2)) for i in range(5))
     gemm = Gemm(out, a, b, Epilogue(ACC + Input(0), (bias,)), "g", panel=panel)
