@@ -10,8 +10,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from cglow.graph.registry import OPS
 from cglow.graph.quant.params import NUDGE, SHARED_BITS, SHIFT_STEP, float32_multipliers, multipliers
+from tests.onnx_ops import node_model, ort_run
 from tests.qdq import INT8, UINT8, QGraph, dequantize_f32, folded_ops, quantize_f32, run
+
+OPSET = 20  # every table op's newest form (Gelu's first)
 
 
 def test_multipliers():
@@ -99,12 +103,12 @@ def near_tie(real: np.ndarray, scale) -> np.ndarray:
     return np.abs(ratio - np.floor(ratio) - 0.5) <= 1e-6
 
 
-def unary_case(op, x_params, y_params, dtype=INT8, y_dtype=None, **attrs):
+def unary_case(op, x_params, y_params, dtype=INT8, y_dtype=None, opset=13, **attrs):
     y_dtype = y_dtype or dtype
     g = QGraph()
     xf = g.dq(g.input("x", dtype, (1, 256)), *x_params, dtype)
     yf = xf if op is None else g.node(op, [xf], **attrs)
-    return g.model([g.q(yf, *y_params, y_dtype)])
+    return g.model([g.q(yf, *y_params, y_dtype)], opset)
 
 
 @pytest.mark.parametrize("dtype, x_params, y_params", [
@@ -143,6 +147,27 @@ def test_other_unary_tables(op, attrs, fn):
     real = np.asarray(fn(dequantize_f32(x, *x_params)), np.float32)
     want = quantize_f32(real, *y_params, INT8)
     assert np.all((got == want) | near_tie(real, y_params[0])) and np.all(np.abs(got.astype(int) - want) <= 1)
+
+
+def table_ops() -> list[str]:
+    """The ops whose specification says they become a table between DequantizeLinear and QuantizeLinear, and
+    that take one input (not DequantizeLinear itself: test_requantization_table)."""
+    return sorted(op for op, spec in OPS.items() if spec.int8 == "table" and op != "DequantizeLinear")
+
+
+@pytest.mark.parametrize("op", table_ops())
+def test_every_table_op(op):
+    """Each such op folds into one IntTable whose every entry is onnxruntime's float op of the dequantized code,
+    quantized (at most a step off where the real value lies on a rounding tie)."""
+    x_params, y_params = (0.03, -128 if op in ("Sqrt", "Log", "Reciprocal") else 5), (0.025, -3)  # no NaN
+    model = unary_case(op, x_params, y_params, INT8, opset=OPSET)
+    assert folded_ops(model) == ["IntTable"]
+    x = all_codes(INT8)
+    (got,) = run(model, x)
+    real = dequantize_f32(x, *x_params)
+    (fx,) = ort_run(node_model(op, [("x", real.shape)], opset=OPSET), {"x": real})
+    want = quantize_f32(fx, *y_params, INT8)
+    assert np.all((got == want) | near_tie(fx, y_params[0])) and np.all(np.abs(got.astype(int) - want) <= 1)
 
 
 @pytest.mark.parametrize("x_dtype, y_dtype, x_params, y_params", [
