@@ -182,6 +182,7 @@ FLOAT_UNARY = [  # id, op, attrs, input scale, opset
     ("Ceil", "Ceil", {}, 3.0, 13),
     ("Sin", "Sin", {}, 4.0, 13),
     ("Cos", "Cos", {}, 4.0, 13),
+    ("ThresholdedRelu", "ThresholdedRelu", dict(alpha=0.5), 2.0, 13),
 ]
 
 
