@@ -183,6 +183,8 @@ FLOAT_UNARY = [  # id, op, attrs, input scale, opset
     ("Sin", "Sin", {}, 4.0, 13),
     ("Cos", "Cos", {}, 4.0, 13),
     ("ThresholdedRelu", "ThresholdedRelu", dict(alpha=0.5), 2.0, 13),
+    ("Celu", "Celu", dict(alpha=0.7), 2.0, 13),
+    ("Shrink", "Shrink", dict(bias=0.25, lambd=0.75), 2.0, 13),
 ]
 
 

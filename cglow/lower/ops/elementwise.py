@@ -179,6 +179,9 @@ declare({  # op -> its specification; the expressions are over X = Input(0), Y =
     "Round": float_map(lambda: call("rintf", X)),  # the default rounding mode: halves to even
     "LeakyRelu": float_map(lambda alpha: select(lt(X, 0.0), X * alpha, X), alpha=0.01),
     "ThresholdedRelu": float_map(lambda alpha: select(gt(X, alpha), X, 0.0), alpha=1.0),
+    "Celu": float_map(lambda alpha: select(lt(X, 0.0), alpha * call("expm1f", X / alpha), X), alpha=1.0),
+    "Shrink": float_map(lambda bias, lambd: select(lt(X, -lambd), X + bias, select(gt(X, lambd), X - bias, 0.0)),
+                        bias=0.0, lambd=0.5),
     "Elu": float_map(lambda alpha: select(lt(X, 0.0), alpha * call("expm1f", X), X), alpha=1.0),
     "Selu": float_map(lambda alpha, gamma: gamma * select(gt(X, 0.0), X, alpha * call("expm1f", X)),
                       alpha=SELU_ALPHA, gamma=SELU_GAMMA),
