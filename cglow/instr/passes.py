@@ -13,6 +13,7 @@ from functools import partial
 import numpy as np
 
 from .liveness import floor, lifetimes, slot
+from .patches import PatchPlan, patch
 from .schedule import schedule
 from .expr import Expr, Input, cast, cost, substitute, uses
 from .ir import Buffer, Conv, Epilogue, Gemm, Instr, Map, Program, Value, View, channels_innermost, extent, reads
@@ -132,10 +133,11 @@ def _touches(instr: Instr, region: View) -> bool:
     return any(first <= hi and lo <= last for first, last in spans)
 
 
-def _combine(prog: Program, rule) -> Program:
+def _combine(prog: Program, rule, keep_floor: bool = False) -> Program:
     """Apply `rule` to producer/map pairs until none changes. The combined instruction takes the map's
     place, unless the map reads nothing but the producer's result and nothing in between touches the map's
-    destination: then the producer's, as moving a producer later would keep its own inputs alive longer."""
+    destination: then the producer's, as moving a producer later would keep its own inputs alive longer.
+    With `keep_floor`, not where that raises the most bytes alive at once."""
     instrs = list(prog.instrs)
     changed = True
     while changed:
@@ -156,7 +158,11 @@ def _combine(prog: Program, rule) -> Program:
                 fused = rule(prog, instrs[i], b, k)
                 if fused is not None:
                     early = len(b.ins) == 1 and not any(_touches(x, b.out) for x in instrs[i + 1:j])
+                    before = instrs[i], instrs[j]
                     instrs[i], instrs[j] = (fused, None) if early else (None, fused)
+                    if keep_floor and _floor(prog, [x for x in instrs if x is not None]) > floor(lifetimes(current)):
+                        instrs[i], instrs[j] = before
+                        continue
                     changed = True
                     break
             if changed:
@@ -189,7 +195,9 @@ def _rename(instr: Instr, old: int, dest: View) -> Instr:
 
 
 def forward_copies(prog: Program) -> Program:
-    return _combine(prog, _transport)
+    """A producer writes where the copy of its result puts it (a concat's slice, a graph output), unless its
+    destination, alive earlier, would raise the floor (a patched span's rows kept for the next tile)."""
+    return _combine(prog, _transport, keep_floor=True)
 
 
 def _floor(prog: Program, instrs) -> int:
@@ -479,11 +487,19 @@ def widen_inputs(prog: Program, rows: int) -> Program:
     return replace(prog, buffers=tuple(buffers), instrs=tuple(instrs))
 
 
-def pipeline(dot_products: bool = False, panel_rows: int = 0) -> tuple:
+def run_in_patches(prog: Program, plan: PatchPlan) -> Program:
+    """The plan's span run tile by tile (instr/patches.py); the planner gives only spans that qualify."""
+    patched = patch(prog, plan)
+    assert patched is not None, plan
+    return patched
+
+
+def pipeline(dot_products: bool = False, panel_rows: int = 0, patches: PatchPlan | None = None) -> tuple:
     """The passes in order; `dot_products` as pack_weights takes it, and with it `panel_rows` (a register
-    tile's rows) as widen_inputs does."""
+    tile's rows) as widen_inputs does; `patches`, a span to run in tiles."""
     widen = (partial(widen_inputs, rows=panel_rows),) if dot_products and panel_rows else ()
-    return (drop_empty, fuse_maps, fuse_epilogues, schedule, forward_copies, elide_copies, reuse_dying_inputs,
+    tiled = (partial(run_in_patches, plan=patches),) if patches else ()
+    return (drop_empty, fuse_maps, fuse_epilogues) + tiled + (schedule, forward_copies, elide_copies, reuse_dying_inputs,
             convolve_in_place, pointwise_as_gemm, partial(pack_weights, dot_products=dot_products),
             copy_run_time_operands) + widen
 

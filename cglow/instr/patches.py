@@ -1,0 +1,289 @@
+"""Patch-based execution of a span of the program (MCUNetV2's idea): the span's convolutions, pools and maps
+run tile by tile over the rows of the span's output, so that only a tile's rows of each value inside the span
+are alive at one time, never the whole tensors that set the arena's floor in a CNN's first, high-resolution
+layers.
+
+A span is a run of instructions (in program order, after fusion) with one output, the last one's: every other
+value it writes is read only inside it. Its output is split into `tiles` runs of rows; walking the span
+backwards, each value gets the rows its readers need for the tile (a window's rows: out rows [lo, hi) read
+input rows [lo s - pad, (hi - 1) s - pad + (k - 1) d + 1), clipped to the image, the rest padding). Each tile
+computes each value's rows into a buffer of its own, so the allocator reuses those bytes tile after tile.
+
+Two ways to treat the rows two tiles share (the halo):
+- patches (`recompute`): each tile computes every row it needs, its halo again (extra multiply-accumulates);
+- streamed rows: each tile computes only the rows no tile computed before and copies the halo rows from the
+  tile before's buffer, which then dies: no recomputation, a copy of a few rows per value and tile.
+
+Every instruction of a tile is an ordinary primitive over views (a tile's own window pads: the image's at its
+top and bottom edges, none inside), so every kernel variant runs unchanged; tiles of equal shapes share one C
+function. A span's instructions are rewritten in the image's shape [N, C, H, W] first: a pointwise convolution
+lowered over regrouped pixel rows (lower/ops/nn.py) sees the image's rows again.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from ..graph.geometry import Window
+from .expr import Input
+from .ir import Buffer, Conv, Instr, Map, Pool, Program, View, reads
+
+
+@dataclass(frozen=True)
+class PatchPlan:
+    first: int        # the span: instructions first..last of the program as fused
+    last: int
+    tiles: int        # runs of rows of the span's output
+    recompute: bool   # patches (each tile computes its halo again), else streamed rows (halo rows copied)
+
+
+def _pixelwise(c: Conv) -> bool:
+    """A 1x1, stride-1, unpadded convolution: each output pixel reads its own input pixel only."""
+    w = c.win
+    return w.kernel == (1, 1) and w.strides == (1, 1) and w.dilations == (1, 1) and \
+        w.pads_begin + w.pads_end == (0, 0, 0, 0)
+
+
+def _images(prog: Program) -> dict[int, View]:
+    """Each buffer's view in the image's shape, where an instruction reads or writes it as a whole rank-4 value
+    in a window's geometry (a convolution's or a pool's operand, a map's): None where two such views differ."""
+    found: dict[int, View | None] = {}
+    for instr in prog.instrs:
+        if isinstance(instr, Conv) and _pixelwise(instr):
+            continue
+        views = (instr.out,) + (instr.x,) if isinstance(instr, (Conv, Pool)) else \
+            (instr.out,) + instr.ins if isinstance(instr, Map) else ()
+        for v in views:
+            if len(v.shape) == 4 and v.whole(prog.buffer(v.buf).size):
+                found[v.buf] = v if found.get(v.buf, v) == v else None
+    return {b: v for b, v in found.items() if v is not None}
+
+
+def _as_image(prog: Program, c: Conv, images: dict[int, View]) -> Conv | None:
+    """A pointwise convolution over regrouped pixel rows, rewritten over its operands' image views."""
+    x, out = images.get(c.x.buf), images.get(c.out.buf)
+    if x is None or out is None or not c.out.whole(prog.buffer(c.out.buf).size) or \
+            not c.x.whole(prog.buffer(c.x.buf).size):
+        return None
+    ins = []
+    for v in c.epi.ins:
+        if all(s == 0 or n == 1 for n, s in zip(v.shape[2:], v.strides[2:])):  # the same for every pixel
+            ins.append(View(v.buf, v.offset, out.shape, v.strides[:2] + (0, 0)))
+        elif v.buf in images and v.whole(prog.buffer(v.buf).size) and _same_order(v, c.out):
+            ins.append(images[v.buf])
+        else:
+            return None
+    win = Window((1, 1), (1, 1), (1, 1), (0, 0), (0, 0), out.shape[2:])
+    return replace(c, x=x, out=out, win=win, epi=replace(c.epi, ins=tuple(ins)))
+
+
+def _same_order(a: View, b: View) -> bool:
+    return a.shape == b.shape and a.strides == b.strides
+
+
+def normalized(prog: Program, first: int, last: int) -> list[Instr] | None:
+    """The span's instructions in the image's shape, or None where one is not a row-tileable primitive: a
+    convolution (no ring or panel yet), a max or average pool over 2 spatial dims, a map of rank 4."""
+    images = _images(prog)
+    span = []
+    for instr in prog.instrs[first:last + 1]:
+        if isinstance(instr, Conv) and _pixelwise(instr) and instr.out != images.get(instr.out.buf):
+            instr = _as_image(prog, instr, images)
+        ok = instr is not None and len(instr.out.shape) == 4 and instr.out == images.get(instr.out.buf) and (
+            isinstance(instr, Map) or
+            isinstance(instr, Conv) and not instr.ring and not instr.panel and len(instr.win.kernel) == 2 or
+            isinstance(instr, Pool) and instr.kind in ("max", "avg") and len(instr.win.kernel) == 2)
+        if not ok:
+            return None
+        span.append(instr)
+    return span
+
+
+def span_output(prog: Program, first: int, last: int) -> int | None:
+    """The buffer the span [first, last] leaves whole (its last instruction's), if every other buffer it writes
+    is an arena buffer written once, read only inside the span and not a graph output: else None."""
+    inside = range(first, last + 1)
+    written: dict[int, int] = {}
+    for i in inside:
+        buf = prog.instrs[i].out.buf
+        if buf in written or prog.buffer(buf).kind != "arena":
+            return None
+        written[buf] = i
+    final = prog.instrs[last].out.buf
+    for i, instr in enumerate(prog.instrs):
+        if i in inside:
+            continue
+        if any(v.buf in written and v.buf != final for v in (instr.out,) + reads(instr)):
+            return None
+    return final
+
+
+@dataclass(frozen=True)
+class _Rows:
+    """Rows [lo, hi) of a value."""
+    lo: int
+    hi: int
+
+    def hull(self, other: "_Rows | None") -> "_Rows":
+        return self if other is None else _Rows(min(self.lo, other.lo), max(self.hi, other.hi))
+
+
+def _window_rows(win: Window, height: int, rows: _Rows) -> tuple[_Rows, int, int]:
+    """The input rows a window reads for output rows `rows` of an input `height` rows high, and the padding
+    rows above and below them."""
+    (kh, _), (s, _), (d, _), (pt, _) = win.kernel, win.strides, win.dilations, win.pads_begin
+    start = rows.lo * s - pt
+    end = (rows.hi - 1) * s - pt + (kh - 1) * d + 1
+    lo, hi = max(0, start), min(height, end)
+    return _Rows(lo, max(lo, hi)), lo - start, end - max(lo, hi)
+
+
+def _input_rows(instr: Instr, rows: _Rows) -> list[tuple[View, _Rows]]:
+    """Each view the instruction reads with the rows of it that output rows `rows` need (all rows of a view
+    broadcast along the rows: their stride is 0, so any slice of them is the same)."""
+    if isinstance(instr, (Conv, Pool)):
+        found = [(instr.x, _window_rows(instr.win, instr.x.shape[2], rows)[0])]
+        return found + ([(v, rows) for v in instr.epi.ins] if isinstance(instr, Conv) else [])
+    return [(v, rows) for v in instr.ins]
+
+
+def _needs(span: list[Instr], final: int, out: _Rows, streamed: dict[int, int] | None) -> tuple[dict, dict]:
+    """For one tile: the rows each instruction computes (by index in the span) and the rows each buffer the
+    span writes must hold. With `streamed` (each buffer's first row not yet computed by an earlier tile), an
+    instruction computes only rows from there on."""
+    need: dict[int, _Rows] = {final: out}
+    computes: dict[int, _Rows] = {}
+    for k in range(len(span) - 1, -1, -1):
+        instr = span[k]
+        rows = need.get(instr.out.buf)
+        if rows is None:
+            continue
+        if streamed is not None:
+            rows = _Rows(max(rows.lo, streamed.get(instr.out.buf, 0)), rows.hi)
+        if rows.hi <= rows.lo:
+            continue
+        computes[k] = rows
+        for v, r in _input_rows(instr, rows):
+            if v.buf in {i.out.buf for i in span} and v.shape[2] > 1 and v.strides[2]:
+                need[v.buf] = r.hull(need.get(v.buf))
+    return computes, need
+
+
+class _Tile:
+    """Where one tile keeps each value the span writes: the span's output in place, each other value in a
+    buffer of the tile's own holding its rows [lo, hi)."""
+
+    def __init__(self, images: dict[int, View], final: int):
+        self.images, self.final = images, final
+        self.held: dict[int, tuple[View, _Rows]] = {}
+
+    def at(self, v: View, rows: _Rows) -> View:
+        """The view of rows `rows` of what v reads or writes, where this tile keeps them."""
+        n = rows.hi - rows.lo
+        if v.buf in self.held:
+            tile, held = self.held[v.buf]
+            return tile.slice(2, rows.lo - held.lo, n)
+        return v.slice(2, rows.lo, n)
+
+
+def _window(win: Window, height: int, rows: _Rows) -> tuple[Window, _Rows]:
+    """A tile's window (its own padding rows: the image's at its edges, none inside) and its input rows."""
+    inputs, top, bottom = _window_rows(win, height, rows)
+    pads_begin = (min(top, win.pads_begin[0]),) + win.pads_begin[1:]
+    pads_end = (min(bottom, win.pads_end[0]),) + win.pads_end[1:]
+    return replace(win, pads_begin=pads_begin, pads_end=pads_end, out=(rows.hi - rows.lo,) + win.out[1:]), inputs
+
+
+def _tiled(instr: Instr, rows: _Rows, tile: _Tile) -> Instr:
+    """The instruction computing output rows `rows` only, on the tile's buffers."""
+    out = tile.at(instr.out, rows)
+    if isinstance(instr, Map):
+        return replace(instr, out=out, ins=tuple(tile.at(v, rows) for v in instr.ins), value=None)
+    win, inputs = _window(instr.win, instr.x.shape[2], rows)
+    more = {"epi": replace(instr.epi, ins=tuple(tile.at(v, rows) for v in instr.epi.ins))} \
+        if isinstance(instr, Conv) else {}
+    return replace(instr, out=out, x=tile.at(instr.x, inputs), win=win, value=None, **more)
+
+
+def _reads_images(span: list[Instr]) -> bool:
+    """Whether every value the span writes is read inside it in its image view (the rows of another view, a
+    reshape or a broadcast, are not the image's)."""
+    images = {i.out.buf: i.out for i in span}
+    return all(v == images[v.buf] for i in span for v, _ in _input_rows(i, _Rows(0, 1)) if v.buf in images)
+
+
+def _tile_rows(span: list[Instr], final: int, height: int, step: int, recompute: bool) -> list[tuple[dict, dict]]:
+    """Per tile, what _needs gives: the rows each instruction computes and the rows each buffer holds."""
+    streamed: dict[int, int] | None = None if recompute else {}
+    tiles = []
+    for lo in range(0, height, step):
+        computes, need = _needs(span, final, _Rows(lo, min(height, lo + step)), streamed)
+        tiles.append((computes, need))
+        if streamed is not None:
+            streamed.update((span[k].out.buf, rows.hi) for k, rows in computes.items())
+    return tiles
+
+
+def patch(prog: Program, plan: PatchPlan) -> Program | None:
+    """The program with the span run in tiles, or None where the span does not qualify (see normalized and
+    span_output)."""
+    span = normalized(prog, plan.first, plan.last)
+    final = span_output(prog, plan.first, plan.last)
+    if span is None or final is None or not _reads_images(span) or span[-1].out.shape[2] < 2:
+        return None
+    height = span[-1].out.shape[2]
+    step = -(-height // max(1, min(plan.tiles, height)))
+    tiles = _tile_rows(span, final, height, step, plan.recompute)
+    buffers = list(prog.buffers)
+    tile = _Tile({i.out.buf: i.out for i in span}, final)
+    tiled: list[Instr] = []
+    kept: dict[int, tuple[View, _Rows]] = {}  # per value, the rows the next tile takes over, in a buffer of their own
+    for t, (computes, need) in enumerate(tiles):
+        after = tiles[t + 1][1] if t + 1 < len(tiles) and not plan.recompute else {}
+        readers = {v.buf: k for k in sorted(computes) for v, _ in _input_rows(span[k], computes[k])}
+        tile.held = {}
+        for k, instr in enumerate(span):
+            b = instr.out.buf
+            if b != final and b in need:
+                tiled += _tile_buffer(buffers, tile, b, need[b], kept.pop(b, None), instr.node)
+            if k in computes:
+                tiled.append(_tiled(instr, computes[k], tile))
+            for r in [b] * (b not in readers) + [r for r, last in readers.items() if last == k]:
+                tiled += _keep(buffers, tile, r, need.get(r), after.get(r), kept)
+    instrs = prog.instrs[:plan.first] + tuple(tiled) + prog.instrs[plan.last + 1:]
+    return replace(prog, buffers=tuple(buffers), instrs=instrs)
+
+
+def _fresh(buffers: list[Buffer], image: View, rows: _Rows, label: str) -> View:
+    """A new arena buffer for rows `rows` of a value whose image view is `image`, laid out as it is."""
+    shape = image.shape[:2] + (rows.hi - rows.lo,) + image.shape[3:]
+    old = buffers[image.buf]
+    buffers.append(Buffer(len(buffers), "arena", shape[0] * shape[1] * shape[2] * shape[3],
+                          f"{old.label} {label} {rows.lo}-{rows.hi}", dtype=old.dtype))
+    return View.laid_out(len(buffers) - 1, shape, image.order())
+
+
+def _tile_buffer(buffers: list[Buffer], tile: _Tile, b: int, rows: _Rows, kept: tuple[View, _Rows] | None,
+                 node: str) -> list[Instr]:
+    """The tile's buffer for rows `rows` of value b; with `kept` (streamed rows: the rows the tile before left
+    for this one), those rows copied into it: the instructions doing that."""
+    tile.held[b] = (_fresh(buffers, tile.images[b], rows, "rows"), rows)
+    if kept is None:
+        return []
+    view, held = kept
+    return [Map(tile.at(tile.images[b], held), (view,), Input(0), f"{node} (rows kept)")]
+
+
+def _keep(buffers: list[Buffer], tile: _Tile, b: int, rows: _Rows | None, then: _Rows | None,
+          kept: dict[int, tuple[View, _Rows]]) -> list[Instr]:
+    """Streamed rows: once the tile has last read value b, the rows of it the next tile needs too are copied
+    into a buffer of their own, so that the tile's buffer dies now."""
+    if rows is None or then is None or b == tile.final or then.lo >= rows.hi:
+        return []
+    held = _Rows(then.lo, min(then.hi, rows.hi))
+    view = _fresh(buffers, tile.images[b], held, "kept rows")
+    kept[b] = (view, held)
+    return [Map(view, (tile.at(tile.images[b], held),), Input(0), f"{buffers[b].label} (rows kept)")]
+
+
+def extra_macs(before: Program, after: Program) -> int:
+    return sum(i.macs() for i in after.instrs) - sum(i.macs() for i in before.instrs)
