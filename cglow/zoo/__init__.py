@@ -1,11 +1,12 @@
 """Seeded float32 ONNX builders for the MLPerf Tiny reference models, a small transformer, MobileNetV2,
-a U-Net, GRU and LSTM keyword spotters, an Inception-style classifier and a MobileViT-class network."""
+a U-Net, GRU and LSTM keyword spotters, an Inception-style classifier, a MobileViT-class network and a
+scaled-down Inception-v1 (GoogLeNet, with its LRNs)."""
 
 from collections.abc import Callable
 
 import onnx
 
-from . import autoencoder, gru_kws, inception, kws, lstm_kws, mobilenetv2, mobilevit, resnet8, transformer, unet, vww
+from . import autoencoder, googlenet, gru_kws, inception, kws, lstm_kws, mobilenetv2, mobilevit, resnet8, transformer, unet, vww
 
 MODELS: dict[str, Callable[[int], onnx.ModelProto]] = {
     "kws": kws.build,
@@ -19,6 +20,7 @@ MODELS: dict[str, Callable[[int], onnx.ModelProto]] = {
     "lstm_kws": lstm_kws.build,
     "inception": inception.build,
     "mobilevit": mobilevit.build,
+    "googlenet": googlenet.build,
 }
 
 

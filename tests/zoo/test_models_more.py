@@ -1,4 +1,4 @@
-"""The larger and recurrent zoo models (MobileNetV2, U-Net, GRU and LSTM keyword spotters, Inception)
+"""The larger and recurrent zoo models (MobileNetV2, U-Net, GRU and LSTM keyword spotters, Inception, GoogLeNet)
 are valid, deterministic ONNX, and cglow's C matches onnxruntime on them."""
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from tests.util import assert_shapes_agree_with_onnx, cglow_run, ort_run, random
 TOLERANCE = 1e-4  # of the output's scale
 
 # MobileNetV2's C is 55 MB (3.5M weights): emitting and building it takes ~25 s with a cold cache.
-MODELS = ["mobilenetv2", "unet", "gru_kws", "lstm_kws", "inception"]
+MODELS = ["mobilenetv2", "unet", "gru_kws", "lstm_kws", "inception", "googlenet"]
 
 
 @pytest.mark.parametrize("name", MODELS)

@@ -6,13 +6,13 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import CglowError
-from ...graph.geometry import Window, axis
+from ...graph.geometry import axis
 from ...graph.ir import Node
 from ...graph.registry import OpSpec, declare
 from ...graph.rules import nn as nn_rules
 from ...graph.rules import reduce as reduce_rules
 from ...instr.expr import F32, ACC, Input, call, eq, inputs, lit, select
-from ...instr.ir import Map, Pool, Reduce, View
+from ...instr.ir import Map, Reduce, View
 from ..context import Context
 from .reduce import last_axis, positions, spread
 
@@ -154,22 +154,38 @@ def _lp_normalization(ctx: Context, node: Node) -> None:
     ctx.emit(Map(out, (x, spread(scale, inner)), X * Y, node.name))
 
 
+def _lrn_windows(c: int, size: int) -> list[tuple[int, int, int, int]]:
+    """The channels of an LRN in runs (first channel, channels, window's first channel, window's channels):
+    the channels whose window [c - (size - 1) // 2, c + size // 2] lies whole inside the channels in one
+    run, each other channel alone with its window cut at the edges."""
+    runs: list[tuple[int, int, int, int]] = []
+    for k in range(c):
+        lo, hi = max(0, k - (size - 1) // 2), min(c, k + size // 2 + 1)
+        if runs and hi - lo == size and runs[-1][3] == size and runs[-1][0] + runs[-1][1] == k:
+            runs[-1] = (runs[-1][0], runs[-1][1] + 1, runs[-1][2], size)
+        else:
+            runs.append((k, 1, lo, hi - lo))
+    return runs
+
+
 def _lrn(ctx: Context, node: Node) -> None:
-    """x / (bias + alpha / size * sum of x^2 over a window of channels) ^ beta; the window sum is an
-    average pool (padding counted) over a view in which the channels are the width."""
+    """x / (bias + alpha / size * sum of x^2 over a window of channels) ^ beta. The window sums are
+    reductions of x squared over views in which each channel's window is a last dim (a run of channels
+    with whole windows at once, each edge channel alone): x, the sums and the result are all it keeps,
+    and the result takes the sums' place (reuse_dying_inputs), so it needs no more than its input and
+    output (a squared copy of x, as a pooled input, took a third activation: the peak of Inception-v1's
+    stem, over its naive floor)."""
     shape = ctx.shape(node.inputs[0])
-    n, c, s = shape[0], shape[1], int(np.prod(shape[2:], dtype=np.int64))
     size = node.attr("size")
     x = ctx.view(node.inputs[0])
-    square = ctx.temp(shape, f"{node.name} square")
-    mean = ctx.temp(shape, f"{node.name} window mean")
-    ctx.emit(Map(square, (x,), X * X, node.name))
-    half = (size - 1) // 2
-    win = Window((1, size), (1, 1), (1, 1), (0, half), (0, size - 1 - half), (1, c))
-    as_width = [v.reshape((n, c, s)).permute((0, 2, 1)).reshape((n, s, 1, c)) for v in (mean, square)]
-    ctx.emit(Pool(*as_width, "avg", win, True, node.name))
-    alpha, beta, bias = (lit(node.attr(k, d), F32) for k, d in (("alpha", 1e-4), ("beta", 0.75), ("bias", 1.0)))
-    ctx.emit(Map(ctx.new(node.outputs[0]), (x, mean), X / call("powf", bias + alpha * Y, beta), node.name))
+    total = ctx.temp(shape, f"{node.name} window sum")
+    scale = lit(node.attr("alpha", 1e-4) / size, F32)  # the sum's factor: alpha over the window's size
+    beta, bias = (lit(node.attr(k, d), F32) for k, d in (("beta", 0.75), ("bias", 1.0)))
+    for first, count, lo, n in _lrn_windows(shape[1], size):
+        window = View(x.buf, x.offset + lo * x.strides[1], (shape[0], count) + shape[2:] + (n,),
+                      x.strides + (x.strides[1],))
+        ctx.emit(Reduce(total.slice(1, first, count), (window,), "sum", X * X, bias + scale * ACC, node.name))
+    ctx.emit(Map(ctx.new(node.outputs[0]), (x, total), X / call("powf", Y, beta), node.name))
 
 
 declare({
