@@ -198,6 +198,13 @@ def add_model_arguments(parser: argparse.ArgumentParser, target: str = "generic"
     parser.add_argument("--max-memory", type=argument_type(parse_bytes), default=MAX_MEMORY, metavar="BYTES",
                         help="refuse a model with a tensor, or weights + arena + inputs and outputs, above this many "
                              "bytes; K, M and G suffixes (default: 1G)")
+    parser.add_argument("--max-recompute", type=float, default=0.0, metavar="PERCENT",
+                        help="the first layers may run in patches whose overlapping rows are computed again, adding up "
+                             "to this share of the model's multiply-accumulates; with 0, only streamed rows (nothing "
+                             "computed twice) are used, wherever they lower the arena (default: 0)")
+    parser.add_argument("--ram-budget", type=argument_type(parse_bytes), default=None, metavar="BYTES",
+                        help="the fastest plan whose arena fits in this many bytes (K, M, G suffixes), running the first "
+                             "layers in patches if it must; an error names the smallest arena reachable if none fits")
 
 
 def add_memory_arguments(parser: argparse.ArgumentParser) -> None:
@@ -215,7 +222,8 @@ def options_of(args: argparse.Namespace) -> Options:
     """The compile options; commands without the memory layout options (check, bench) take the default API."""
     layout = dict(align=args.align, caller_arena=args.caller_arena,
                   io_in_arena=args.io_in_arena) if hasattr(args, "align") else {}
-    return Options(target=args.target, max_memory=args.max_memory, float_io=args.float_io, **layout)
+    return Options(target=args.target, max_memory=args.max_memory, float_io=args.float_io,
+                   max_recompute=args.max_recompute, ram_budget=args.ram_budget, **layout)
 
 
 def cmd_example(args: argparse.Namespace) -> None:

@@ -7,6 +7,7 @@ from pathlib import Path
 import onnx
 
 from .alloc.arena import Plan, allocate
+from .alloc.patch_plan import choose
 from .emit_c.emit import TensorInfo, c_identifier, emit
 from .graph import passes as graph_passes
 from .graph.ir import Graph
@@ -16,6 +17,7 @@ from .graph.quant.io import float_io, integer_io, quantized_io
 from .graph.tflite.importer import import_tflite
 from .instr import passes as instr_passes
 from .instr.ir import Program
+from .instr.patches import PatchPlan
 from .lower.program import lower
 from .model_file import TFLiteFile, as_model
 from .options import MAX_MEMORY, Options
@@ -38,6 +40,7 @@ class CompiledModel:
     weights_blob: bytes = b""      # with options.external_weights: the weights file (NET_WEIGHTS_BYTES bytes)
     graph: Graph | None = None     # from compile_model: the graph it lowered (after the graph passes)
     imported: Graph | None = None  # and the model's graph as imported, before them (the memory report's)
+    patches: PatchPlan | None = None  # the span run in tiles (alloc/patch_plan.py), of the program as fused
 
 
 def compile_program(prog: Program, name: str, inputs, outputs, source: str = "", opset: int = 0,
@@ -47,14 +50,19 @@ def compile_program(prog: Program, name: str, inputs, outputs, source: str = "",
     `inputs` and `outputs` are TensorInfo in the order of prog.inputs and prog.outputs; the C file includes
     `header` (default: the prefix plus .h); `stages` runs each pass and step."""
     integer = tiles_for(options.target).for_integer
-    for rewrite in instr_passes.pipeline(integer.dual_mac, integer.for_panel.rows):
-        prog = stages.run(f"instr-{stage_name(rewrite)}", rewrite, prog)
-    plan = stages.run("alloc", allocate, prog, options.align, options.io_in_arena)
+
+    def finish(patches: PatchPlan | None, watch: Stages = Stages()) -> tuple[Program, Plan]:
+        done = prog
+        for rewrite in instr_passes.pipeline(integer.dual_mac, integer.for_panel.rows, patches):
+            done = watch.run(f"instr-{stage_name(rewrite)}", rewrite, done)
+        return done, watch.run("alloc", allocate, done, options.align, options.io_in_arena)
+    patches, _, _ = choose(instr_passes.fuse(prog), finish, options.max_recompute, options.ram_budget)
+    prog, plan = finish(patches, stages)
     check_memory(prog, plan, options)
     prefix = c_identifier(name)
     out = stages.run("emit", emit, prog, plan, prefix, source, opset, list(inputs), list(outputs), options, header)
     return CompiledModel(prefix, out.c_source, out.h_source, tuple(inputs), tuple(outputs), out.arena_bytes,
-                         out.weights_bytes, prog, plan, options, out.weights_blob)
+                         out.weights_bytes, prog, plan, options, out.weights_blob, patches=patches)
 
 
 def check_memory(prog: Program, plan: Plan, options: Options) -> None:

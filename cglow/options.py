@@ -18,11 +18,17 @@ class Options:
     target: str = "generic"         # the register tile sizes of the conv and matrix kernels (cglow/tiles.py)
     max_memory: int = MAX_MEMORY    # bytes: refuse a model with a larger tensor, or larger weights + arena + I/O
     float_io: bool = False          # a quantized model keeps float inputs and outputs, (de)quantized in net_run
+    max_recompute: float = 0.0      # percent of the MACs a patched span may add recomputing its halos (alloc/patch_plan.py)
+    ram_budget: int | None = None   # bytes: the fastest plan whose arena fits, else an error
 
     def __post_init__(self):
         if self.target not in TARGETS:
             raise CglowError(f"--target {self.target}: unknown; one of {', '.join(TARGETS)}")
         if self.align < 1 or self.align & (self.align - 1) or self.align > 4096:
             raise CglowError(f"--align {self.align}: must be a power of two from 1 to 4096")
+        if not 0 <= self.max_recompute <= 1000:
+            raise CglowError(f"--max-recompute {self.max_recompute:g}: must be a percentage from 0 to 1000")
+        if self.ram_budget is not None and self.ram_budget < 1:
+            raise CglowError(f"--ram-budget {self.ram_budget}: must be a positive number of bytes")
         if self.max_memory < 1:
             raise CglowError(f"--max-memory {self.max_memory}: must be a positive number of bytes")

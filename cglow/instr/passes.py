@@ -137,14 +137,17 @@ def _combine(prog: Program, rule, keep_floor: bool = False) -> Program:
     """Apply `rule` to producer/map pairs until none changes. The combined instruction takes the map's
     place, unless the map reads nothing but the producer's result and nothing in between touches the map's
     destination: then the producer's, as moving a producer later would keep its own inputs alive longer.
-    With `keep_floor`, not where that raises the most bytes alive at once."""
+    With `keep_floor`, not where that raises the most bytes alive at once (such a pair is not tried again)."""
     instrs = list(prog.instrs)
+    refused: set[tuple[int, int]] = set()
+    kept: list[Instr] = []  # the refused pairs' instructions, held so that their ids stay theirs
     changed = True
     while changed:
         changed = False
         current = replace(prog, instrs=tuple(i for i in instrs if i is not None))
         instrs = list(current.instrs)
         writers, read_count = _usage(current)
+        lowest = floor(lifetimes(current)) if keep_floor else 0
         for j, b in enumerate(instrs):
             if not isinstance(b, Map) or prog.buffer(b.out.buf).kind == "state":
                 continue  # a state's copy stays: its producer may read the old state, which it would overwrite
@@ -153,18 +156,21 @@ def _combine(prog: Program, rule, keep_floor: bool = False) -> Program:
                 if t.kind != "arena" or len(writers.get(t.id, ())) != 1 or read_count[t.id] != 1:
                     continue
                 i = writers[t.id][0]
-                if i >= j or not instrs[i].out.whole(t.size):
+                if i >= j or not instrs[i].out.whole(t.size) or (id(instrs[i]), id(b)) in refused:
                     continue
                 fused = rule(prog, instrs[i], b, k)
-                if fused is not None:
-                    early = len(b.ins) == 1 and not any(_touches(x, b.out) for x in instrs[i + 1:j])
-                    before = instrs[i], instrs[j]
-                    instrs[i], instrs[j] = (fused, None) if early else (None, fused)
-                    if keep_floor and _floor(prog, [x for x in instrs if x is not None]) > floor(lifetimes(current)):
-                        instrs[i], instrs[j] = before
-                        continue
-                    changed = True
-                    break
+                if fused is None:
+                    continue
+                early = len(b.ins) == 1 and not any(_touches(x, b.out) for x in instrs[i + 1:j])
+                before = instrs[i], instrs[j]
+                instrs[i], instrs[j] = (fused, None) if early else (None, fused)
+                if keep_floor and _floor(prog, [x for x in instrs if x is not None]) > lowest:
+                    instrs[i], instrs[j] = before
+                    refused.add((id(before[0]), id(b)))
+                    kept += before
+                    continue
+                changed = True
+                break
             if changed:
                 break
     return replace(prog, instrs=tuple(i for i in instrs if i is not None))
@@ -320,15 +326,18 @@ def pointwise_as_gemm(prog: Program) -> Program:
 
 def _packed(buffers: list[Buffer], packed: dict, v: View, order: tuple[int, ...]) -> View:
     """A constant view re-laid out with its dims in memory in `order` (outermost first): one packed copy per
-    view and order, however many instructions read it."""
+    view and order, and per content, however many instructions read it."""
     old = buffers[v.buf]
     key = (old.id, v.offset, v.shape, v.strides, order)
     if key not in packed:
         data = np.lib.stride_tricks.as_strided(old.data[v.offset:], v.shape, [s * old.data.itemsize for s in v.strides])
         data = np.ascontiguousarray(data.transpose(order))
-        packed[key] = len(buffers)
-        buffers.append(Buffer(len(buffers), "const", data.size, f"{old.label} packed", data=data.reshape(-1),
-                              dtype=old.dtype))
+        same = (old.dtype, data.tobytes())  # one copy of the same bytes (a 1x1 filter packed for Conv and Gemm)
+        if same not in packed:
+            packed[same] = len(buffers)
+            buffers.append(Buffer(len(buffers), "const", data.size, f"{old.label} packed", data=data.reshape(-1),
+                                  dtype=old.dtype))
+        packed[key] = packed[same]
     return View.laid_out(packed[key], v.shape, order)
 
 
@@ -485,6 +494,11 @@ def widen_inputs(prog: Program, rows: int) -> Program:
             more["b"] = View(pair_weights(buffers, g.b, g.b.shape[-1], k, k), 0, g.b.shape, g.b.strides)
         instrs[j] = replace(g, panel=View.of(panel.id, (tile, k // 2)), **more)
     return replace(prog, buffers=tuple(buffers), instrs=tuple(instrs))
+
+
+def fuse(prog: Program) -> Program:
+    """The fusing passes that come first in the pipeline: the program a patch plan's span indexes."""
+    return fuse_epilogues(fuse_maps(drop_empty(prog)))
 
 
 def run_in_patches(prog: Program, plan: PatchPlan) -> Program:

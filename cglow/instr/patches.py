@@ -44,25 +44,50 @@ def _pixelwise(c: Conv) -> bool:
 
 
 def _images(prog: Program) -> dict[int, View]:
-    """Each buffer's view in the image's shape, where an instruction reads or writes it as a whole rank-4 value
-    in a window's geometry (a convolution's or a pool's operand, a map's): None where two such views differ."""
+    """Each buffer's view in the image's shape [N, C, H, W]: where a convolution's or a pool's window reads or
+    writes it whole (none where two such views differ); then across the pointwise convolutions, whose output
+    has its input's rows and columns (the lowering may have regrouped their pixels into other rows), and the
+    maps, whose operands of the output's shape are images where one of them is."""
     found: dict[int, View | None] = {}
     for instr in prog.instrs:
-        if isinstance(instr, Conv) and _pixelwise(instr):
-            continue
-        views = (instr.out,) + (instr.x,) if isinstance(instr, (Conv, Pool)) else \
-            (instr.out,) + instr.ins if isinstance(instr, Map) else ()
-        for v in views:
-            if len(v.shape) == 4 and v.whole(prog.buffer(v.buf).size):
-                found[v.buf] = v if found.get(v.buf, v) == v else None
+        if isinstance(instr, (Conv, Pool)) and not (isinstance(instr, Conv) and _pixelwise(instr)):
+            for v in (instr.out, instr.x):
+                if len(v.shape) == 4 and v.whole(prog.buffer(v.buf).size):
+                    found[v.buf] = v if found.get(v.buf, v) == v else None
+    changed = True
+    while changed:
+        changed = False
+        for instr in prog.instrs:
+            for other, image in _same_rows(prog, instr, found):
+                if other.buf not in found:
+                    found[other.buf] = image
+                    changed = True
     return {b: v for b, v in found.items() if v is not None}
+
+
+def _same_rows(prog: Program, instr: Instr, found: dict[int, View | None]):
+    """The operands of a pointwise convolution or a map that the image of another operand places: each with
+    its image view."""
+    if isinstance(instr, Conv) and _pixelwise(instr):
+        pairs = ((instr.x, instr.out), (instr.out, instr.x))
+        for known, other in pairs:
+            if found.get(known.buf) is not None and other.whole(prog.buffer(other.buf).size):
+                shape = other.shape[:2] + found[known.buf].shape[2:]
+                yield other, View.laid_out(other.buf, shape, other.order())
+    elif isinstance(instr, Map) and len(instr.out.shape) == 4:
+        views = (instr.out,) + instr.ins
+        if any(found.get(v.buf) == v for v in views):
+            for v in views:
+                if v.whole(prog.buffer(v.buf).size):
+                    yield v, v
 
 
 def _as_image(prog: Program, c: Conv, images: dict[int, View]) -> Conv | None:
     """A pointwise convolution over regrouped pixel rows, rewritten over its operands' image views."""
     x, out = images.get(c.x.buf), images.get(c.out.buf)
     if x is None or out is None or not c.out.whole(prog.buffer(c.out.buf).size) or \
-            not c.x.whole(prog.buffer(c.x.buf).size):
+            not c.x.whole(prog.buffer(c.x.buf).size) or x.shape[:2] != c.x.shape[:2] or \
+            out.shape[:2] != c.out.shape[:2] or x.shape[2:] != out.shape[2:]:
         return None
     ins = []
     for v in c.epi.ins:
@@ -80,41 +105,63 @@ def _same_order(a: View, b: View) -> bool:
     return a.shape == b.shape and a.strides == b.strides
 
 
-def normalized(prog: Program, first: int, last: int) -> list[Instr] | None:
-    """The span's instructions in the image's shape, or None where one is not a row-tileable primitive: a
-    convolution (no ring or panel yet), a max or average pool over 2 spatial dims, a map of rank 4."""
-    images = _images(prog)
-    span = []
-    for instr in prog.instrs[first:last + 1]:
-        if isinstance(instr, Conv) and _pixelwise(instr) and instr.out != images.get(instr.out.buf):
-            instr = _as_image(prog, instr, images)
-        ok = instr is not None and len(instr.out.shape) == 4 and instr.out == images.get(instr.out.buf) and (
+def _tileable(prog: Program, instr: Instr, images: dict[int, View]) -> Instr | None:
+    """The instruction in the image's shape, or None where it is not a row-tileable primitive: a convolution (no
+    ring or panel yet), a max or average pool over 2 spatial dims, a map of rank 4, writing a whole arena
+    buffer in its image view."""
+    if isinstance(instr, Conv) and _pixelwise(instr) and instr.out != images.get(instr.out.buf):
+        instr = _as_image(prog, instr, images)
+    ok = instr is not None and len(instr.out.shape) == 4 and instr.out == images.get(instr.out.buf) and \
+        prog.buffer(instr.out.buf).kind == "arena" and (
             isinstance(instr, Map) or
             isinstance(instr, Conv) and not instr.ring and not instr.panel and len(instr.win.kernel) == 2 or
             isinstance(instr, Pool) and instr.kind in ("max", "avg") and len(instr.win.kernel) == 2)
-        if not ok:
-            return None
-        span.append(instr)
-    return span
+    return instr if ok else None
 
 
-def span_output(prog: Program, first: int, last: int) -> int | None:
-    """The buffer the span [first, last] leaves whole (its last instruction's), if every other buffer it writes
-    is an arena buffer written once, read only inside the span and not a graph output: else None."""
-    inside = range(first, last + 1)
-    written: dict[int, int] = {}
-    for i in inside:
-        buf = prog.instrs[i].out.buf
-        if buf in written or prog.buffer(buf).kind != "arena":
-            return None
-        written[buf] = i
-    final = prog.instrs[last].out.buf
-    for i, instr in enumerate(prog.instrs):
-        if i in inside:
-            continue
-        if any(v.buf in written and v.buf != final for v in (instr.out,) + reads(instr)):
-            return None
-    return final
+class Spans:
+    """Which runs of a program's instructions may run in patches. A span [first, last] qualifies when each of
+    its instructions is tileable and every value it writes but its last one's is written once, read only
+    inside the span, in its image view (the rows of another view, a reshape or a broadcast, are not the
+    image's), and is no graph output; its output must be at least 2 rows high."""
+
+    def __init__(self, prog: Program):
+        images = _images(prog)
+        self.forms = [_tileable(prog, i, images) for i in prog.instrs]
+        n = len(prog.instrs)
+        writers: dict[int, list[int]] = {}
+        readers: dict[int, list[int]] = {}
+        for i, instr in enumerate(prog.instrs):
+            writers.setdefault(instr.out.buf, []).append(i)
+            for b in dict.fromkeys(v.buf for v in reads(instr)):
+                readers.setdefault(b, []).append(i)
+        self.read_until = [n] * n  # per instruction, the last one that reads its output (n: it may not end inside)
+        for i, form in enumerate(self.forms):
+            b = prog.instrs[i].out.buf
+            if form is None or writers[b] != [i] or b in prog.outputs:
+                continue
+            if all(self.forms[j] is not None and _reads_image(self.forms[j], form.out) for j in readers.get(b, ())):
+                self.read_until[i] = max(readers.get(b, ()), default=i)
+
+    def qualifies(self, first: int, last: int) -> bool:
+        form = self.forms[last]
+        return form is not None and form.out.shape[2] >= 2 and all(
+            self.forms[i] is not None and self.read_until[i] <= last for i in range(first, last))
+
+    def all(self) -> list[tuple[int, int]]:
+        """Every qualifying span that starts a run of tileable instructions (a span starting later leaves the
+        run's first values whole)."""
+        found = []
+        for first, form in enumerate(self.forms):
+            if form is None or first and self.forms[first - 1] is not None:
+                continue
+            found += [(first, last) for last in range(first, len(self.forms)) if self.qualifies(first, last)]
+        return found
+
+
+def _reads_image(instr: Instr, image: View) -> bool:
+    """Whether the instruction reads the value of image's buffer only in that view."""
+    return all(v == image for v, _ in _input_rows(instr, _Rows(0, 1)) if v.buf == image.buf)
 
 
 @dataclass(frozen=True)
@@ -176,6 +223,15 @@ class _Tile:
         self.images, self.final = images, final
         self.held: dict[int, tuple[View, _Rows]] = {}
 
+    def fresh(self, buffers: list[Buffer], b: int, rows: _Rows, label: str) -> View:
+        """A new arena buffer for rows `rows` of value b, laid out as the value is."""
+        image = self.images[b]
+        shape = image.shape[:2] + (rows.hi - rows.lo,) + image.shape[3:]
+        old = buffers[b]
+        buffers.append(Buffer(len(buffers), "arena", shape[0] * shape[1] * shape[2] * shape[3],
+                              f"{old.label} {label} {rows.lo}-{rows.hi}", dtype=old.dtype))
+        return View.laid_out(len(buffers) - 1, shape, image.order())
+
     def at(self, v: View, rows: _Rows) -> View:
         """The view of rows `rows` of what v reads or writes, where this tile keeps them."""
         n = rows.hi - rows.lo
@@ -204,13 +260,6 @@ def _tiled(instr: Instr, rows: _Rows, tile: _Tile) -> Instr:
     return replace(instr, out=out, x=tile.at(instr.x, inputs), win=win, value=None, **more)
 
 
-def _reads_images(span: list[Instr]) -> bool:
-    """Whether every value the span writes is read inside it in its image view (the rows of another view, a
-    reshape or a broadcast, are not the image's)."""
-    images = {i.out.buf: i.out for i in span}
-    return all(v == images[v.buf] for i in span for v, _ in _input_rows(i, _Rows(0, 1)) if v.buf in images)
-
-
 def _tile_rows(span: list[Instr], final: int, height: int, step: int, recompute: bool) -> list[tuple[dict, dict]]:
     """Per tile, what _needs gives: the rows each instruction computes and the rows each buffer holds."""
     streamed: dict[int, int] | None = None if recompute else {}
@@ -223,13 +272,13 @@ def _tile_rows(span: list[Instr], final: int, height: int, step: int, recompute:
     return tiles
 
 
-def patch(prog: Program, plan: PatchPlan) -> Program | None:
-    """The program with the span run in tiles, or None where the span does not qualify (see normalized and
-    span_output)."""
-    span = normalized(prog, plan.first, plan.last)
-    final = span_output(prog, plan.first, plan.last)
-    if span is None or final is None or not _reads_images(span) or span[-1].out.shape[2] < 2:
+def patch(prog: Program, plan: PatchPlan, spans: Spans | None = None) -> Program | None:
+    """The program with the plan's span run in tiles, or None where the span does not qualify (Spans)."""
+    spans = spans or Spans(prog)
+    if not spans.qualifies(plan.first, plan.last):
         return None
+    span = spans.forms[plan.first:plan.last + 1]
+    final = span[-1].out.buf
     height = span[-1].out.shape[2]
     step = -(-height // max(1, min(plan.tiles, height)))
     tiles = _tile_rows(span, final, height, step, plan.recompute)
@@ -253,20 +302,11 @@ def patch(prog: Program, plan: PatchPlan) -> Program | None:
     return replace(prog, buffers=tuple(buffers), instrs=instrs)
 
 
-def _fresh(buffers: list[Buffer], image: View, rows: _Rows, label: str) -> View:
-    """A new arena buffer for rows `rows` of a value whose image view is `image`, laid out as it is."""
-    shape = image.shape[:2] + (rows.hi - rows.lo,) + image.shape[3:]
-    old = buffers[image.buf]
-    buffers.append(Buffer(len(buffers), "arena", shape[0] * shape[1] * shape[2] * shape[3],
-                          f"{old.label} {label} {rows.lo}-{rows.hi}", dtype=old.dtype))
-    return View.laid_out(len(buffers) - 1, shape, image.order())
-
-
 def _tile_buffer(buffers: list[Buffer], tile: _Tile, b: int, rows: _Rows, kept: tuple[View, _Rows] | None,
                  node: str) -> list[Instr]:
     """The tile's buffer for rows `rows` of value b; with `kept` (streamed rows: the rows the tile before left
     for this one), those rows copied into it: the instructions doing that."""
-    tile.held[b] = (_fresh(buffers, tile.images[b], rows, "rows"), rows)
+    tile.held[b] = (tile.fresh(buffers, b, rows, "rows"), rows)
     if kept is None:
         return []
     view, held = kept
@@ -280,10 +320,7 @@ def _keep(buffers: list[Buffer], tile: _Tile, b: int, rows: _Rows | None, then: 
     if rows is None or then is None or b == tile.final or then.lo >= rows.hi:
         return []
     held = _Rows(then.lo, min(then.hi, rows.hi))
-    view = _fresh(buffers, tile.images[b], held, "kept rows")
+    view = tile.fresh(buffers, b, held, "kept rows")
     kept[b] = (view, held)
     return [Map(view, (tile.at(tile.images[b], held),), Input(0), f"{buffers[b].label} (rows kept)")]
 
-
-def extra_macs(before: Program, after: Program) -> int:
-    return sum(i.macs() for i in after.instrs) - sum(i.macs() for i in before.instrs)
