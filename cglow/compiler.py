@@ -7,7 +7,7 @@ from pathlib import Path
 import onnx
 
 from .alloc.arena import Plan, allocate
-from .alloc.patch_plan import choose
+from .alloc.patch_plan import Patched, choose
 from .emit_c.emit import TensorInfo, c_identifier, emit
 from .graph import passes as graph_passes
 from .graph.ir import Graph
@@ -40,7 +40,7 @@ class CompiledModel:
     weights_blob: bytes = b""      # with options.external_weights: the weights file (NET_WEIGHTS_BYTES bytes)
     graph: Graph | None = None     # from compile_model: the graph it lowered (after the graph passes)
     imported: Graph | None = None  # and the model's graph as imported, before them (the memory report's)
-    patches: PatchPlan | None = None  # the span run in tiles (alloc/patch_plan.py), of the program as fused
+    patches: Patched | None = None  # the span run in tiles (alloc/patch_plan.py)
 
 
 def compile_program(prog: Program, name: str, inputs, outputs, source: str = "", opset: int = 0,
@@ -56,13 +56,14 @@ def compile_program(prog: Program, name: str, inputs, outputs, source: str = "",
         for rewrite in instr_passes.pipeline(integer.dual_mac, integer.for_panel.rows, patches):
             done = watch.run(f"instr-{stage_name(rewrite)}", rewrite, done)
         return done, watch.run("alloc", allocate, done, options.align, options.io_in_arena)
-    patches, _, _ = choose(instr_passes.fuse(prog), finish, options.max_recompute, options.ram_budget)
-    prog, plan = finish(patches, stages)
+    patched = stages.run("patch-plan", choose, instr_passes.fuse(prog), finish, options.max_recompute,
+                         options.ram_budget)
+    prog, plan = finish(patched and patched.plan, stages)
     check_memory(prog, plan, options)
     prefix = c_identifier(name)
     out = stages.run("emit", emit, prog, plan, prefix, source, opset, list(inputs), list(outputs), options, header)
     return CompiledModel(prefix, out.c_source, out.h_source, tuple(inputs), tuple(outputs), out.arena_bytes,
-                         out.weights_bytes, prog, plan, options, out.weights_blob, patches=patches)
+                         out.weights_bytes, prog, plan, options, out.weights_blob, patches=patched)
 
 
 def check_memory(prog: Program, plan: Plan, options: Options) -> None:

@@ -20,7 +20,7 @@ from typing import Callable
 from ..errors import CglowError
 from ..instr.ir import Program
 from ..instr.liveness import floor, lifetimes
-from ..instr.patches import PatchPlan, Spans, patch
+from ..instr.patches import PatchPlan, Spans, patch, tiles_of
 from .arena import Plan
 
 TILES = (2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64)  # tile counts tried (those up to the output's rows)
@@ -33,6 +33,35 @@ class Candidate:
     floor: int         # bytes alive at most, in the patch pass's order
     extra_macs: int
     instrs: int
+
+
+@dataclass(frozen=True)
+class Patched:
+    """What a compiled model runs in patches: for `cglow info`, --report and --dump-ir."""
+    plan: PatchPlan
+    nodes: tuple[str, ...]   # the nodes of the span's instructions, in order
+    height: int              # rows of the span's output
+    tile_rows: int           # rows of it each tile computes (the last tile: what remains)
+    halo: int                # the most rows of one value that two neighbouring tiles both hold
+    extra_macs: int
+    macs: int                # the model's, without patches
+    whole_arena: int         # bytes: the arena without patches
+
+    def lines(self) -> list[str]:
+        kind = "patches (halos recomputed)" if self.plan.recompute else "streamed rows (halo rows kept)"
+        share = 100 * self.extra_macs / self.macs if self.macs else 0.0
+        return [f"{kind} over {len(self.nodes)} kernels, from '{self.nodes[0]}' to '{self.nodes[-1]}'",
+                f"{self.plan.tiles} tiles of {self.tile_rows} of its {self.height} output rows, halo up to "
+                f"{self.halo} rows", f"extra MACs: {self.extra_macs} ({share:.1f}%)",
+                f"arena without patches: {self.whole_arena} bytes ({self.whole_arena / 1024:.1f} KiB)"]
+
+
+def summary(fused: Program, plan: PatchPlan, whole_arena: int) -> Patched:
+    height, rows, halo = tiles_of(fused, plan)
+    macs = sum(i.macs() for i in fused.instrs)
+    extra = sum(i.macs() for i in patch(fused, plan).instrs) - macs
+    nodes = tuple(i.node for i in fused.instrs[plan.first:plan.last + 1])
+    return Patched(plan, nodes, height, rows, halo, extra, macs, whole_arena)
 
 
 Finish = Callable[[PatchPlan | None], tuple[Program, Plan]]  # the rest of the passes and the allocation
@@ -57,25 +86,30 @@ def candidates(fused: Program, max_recompute: float) -> list[Candidate]:
 
 
 def choose(fused: Program, finish: Finish, max_recompute: float = 0.0,
-           budget: int | None = None) -> tuple[PatchPlan | None, Program, Plan]:
-    """The plan to compile with, and the program and allocation it gives."""
+           budget: int | None = None) -> Patched | None:
+    """The plan to compile with, described, or None for the whole-tensor plan."""
     whole = finish(None)
+    plan = _choose(fused, finish, whole, max_recompute, budget)
+    return None if plan is None else summary(fused, plan, whole[1].size)
+
+
+def _choose(fused: Program, finish: Finish, whole: tuple[Program, Plan], max_recompute: float,
+            budget: int | None) -> PatchPlan | None:
     if budget is not None and whole[1].size <= budget:
-        return (None,) + whole
+        return None
     found = candidates(fused, max_recompute)
     if budget is None:
         if not found:
-            return (None,) + whole
+            return None
         best = min(found, key=lambda c: (c.floor, c.extra_macs, c.instrs))
-        done = finish(best.plan)
-        return (best.plan,) + done if done[1].size < whole[1].size else (None,) + whole
+        return best.plan if finish(best.plan)[1].size < whole[1].size else None
     smallest = whole[1].size
     fitting = sorted((c for c in found if c.floor <= budget), key=lambda c: (c.extra_macs, c.instrs, c.floor))
     for c in fitting[:TRIES]:
-        done = finish(c.plan)
-        if done[1].size <= budget:
-            return (c.plan,) + done
-        smallest = min(smallest, done[1].size)
+        size = finish(c.plan)[1].size
+        if size <= budget:
+            return c.plan
+        smallest = min(smallest, size)
     if found:
         smallest = min(smallest, finish(min(found, key=lambda c: (c.floor, c.extra_macs)).plan)[1].size)
     raise CglowError(f"--ram-budget {budget}: no plan fits; the smallest arena reachable is {smallest} bytes"

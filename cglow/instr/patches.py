@@ -324,3 +324,16 @@ def _keep(buffers: list[Buffer], tile: _Tile, b: int, rows: _Rows | None, then: 
     kept[b] = (view, held)
     return [Map(view, (tile.at(tile.images[b], held),), Input(0), f"{buffers[b].label} (rows kept)")]
 
+
+
+def tiles_of(prog: Program, plan: PatchPlan, spans: Spans | None = None) -> tuple[int, int, int]:
+    """The span output's rows, the rows of it each tile computes (the last one: what remains) and the halo: the
+    most rows of one value that two neighbouring tiles both hold (kept for the next tile, or computed twice)."""
+    spans = spans or Spans(prog)
+    span = spans.forms[plan.first:plan.last + 1]
+    height = span[-1].out.shape[2]
+    step = -(-height // max(1, min(plan.tiles, height)))
+    tiles = _tile_rows(span, span[-1].out.buf, height, step, plan.recompute)
+    halo = max((min(a[b].hi, later[b].hi) - later[b].lo for (_, a), (_, later) in zip(tiles, tiles[1:])
+                for b in a if b in later), default=0)
+    return height, step, max(0, halo)

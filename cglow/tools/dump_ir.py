@@ -1,7 +1,8 @@
 """`cglow emit --dump-ir DIR`: the IR after each stage as text, for debugging the compiler.
 
 One file per stage, numbered in the order they ran: 00-import.txt, then the graph passes, lower, the
-instruction passes (instr-NAME), alloc. Names from the model are data: they appear quoted, control
+instruction passes (instr-NAME, instr-run_in_patches the program with a span in tiles), patch-plan (the
+span, tiles, halo and extra MACs, when there are patches), alloc. Names from the model are data: they appear quoted, control
 characters escaped, so that every node, buffer and instruction takes one line."""
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from ..alloc.arena import Plan
+from ..alloc.patch_plan import Patched
 from ..errors import one_line
 from ..graph.ir import Graph, shape_text
 from ..instr.expr import Expr
@@ -20,7 +22,7 @@ from ..stages import Observer
 
 
 class IRDump(Observer):
-    """Keeps the text of every Graph, Program and Plan a stage produced (the emitted C is the command's
+    """Keeps the text of every Graph, Program, Plan and patch plan a stage produced (the emitted C is the command's
     own output); `files(folder)` names them."""
 
     def __init__(self):
@@ -35,6 +37,8 @@ class IRDump(Observer):
             self.texts.append((stage, program_text(result)))
         elif isinstance(result, Plan) and self.program is not None:
             self.texts.append((stage, plan_text(result, self.program)))
+        elif isinstance(result, Patched):
+            self.texts.append((stage, "\n".join(result.lines()) + "\n"))
 
     def files(self, folder: Path) -> dict[Path, str]:
         return {folder / f"{i:02d}-{stage}.txt": text for i, (stage, text) in enumerate(self.texts)}

@@ -26,7 +26,7 @@ from .memory import analyze_model
 COMPILED_KEYS = ("float_layers", "macs", "kernels", "weights_bytes", "arena_bytes", "io_bytes", "ram_bytes",
                  "code_statements",
                  "code_bytes_per_statement", "code_bytes_estimate", "schedule_floor", "naive_floor",
-                 "arena_over_naive_floor")
+                 "arena_over_naive_floor", "patches")
 
 
 def parameters(model: onnx.ModelProto) -> int:
@@ -84,7 +84,19 @@ def model_info(path: str, shapes: dict[str, tuple[int, ...]], options: Options =
         code_statements=code.statements, code_bytes_per_statement=code.bytes_per_statement,
         code_bytes_estimate=code.estimate, schedule_floor=report.schedule_floor,
         naive_floor=report.naive_floor,
-        arena_over_naive_floor=round(report.arena_bytes / report.naive_floor, 3) if report.naive_floor else None)
+        arena_over_naive_floor=round(report.arena_bytes / report.naive_floor, 3) if report.naive_floor else None,
+        patches=_patches(compiled.patches))
+
+
+def _patches(patched) -> dict | None:
+    """The span run in tiles (alloc/patch_plan.Patched), as facts."""
+    if patched is None:
+        return None
+    p = patched.plan
+    return dict(recompute=p.recompute, first_node=patched.nodes[0], last_node=patched.nodes[-1],
+                kernels=len(patched.nodes), tiles=p.tiles, tile_rows=patched.tile_rows, rows=patched.height,
+                halo_rows=patched.halo, extra_macs=patched.extra_macs, arena_without=patched.whole_arena,
+                lines=patched.lines())
 
 
 def _declared(model: onnx.ModelProto | TFLiteFile, shapes: dict[str, tuple[int, ...]]) -> dict:
@@ -132,4 +144,6 @@ def info_lines(info: dict, target: str) -> list[str]:
         f"{info['code_bytes_per_statement']} bytes (--target {target})",
         size("schedule_floor", "schedule floor (inputs and outputs included)"),
         size("naive_floor", "naive floor (ONNX node order)"),
-        f"arena / naive floor: {info['arena_over_naive_floor']}"]
+        f"arena / naive floor: {info['arena_over_naive_floor']}"] + (
+        ["patches: none (every value whole)"] if info["patches"] is None else
+        ["patches: " + one_line(info["patches"]["lines"][0])] + [f"  {one_line(x)}" for x in info["patches"]["lines"][1:]])

@@ -58,7 +58,22 @@ def render_report(compiled: CompiledModel, report: MemoryReport, title: str) -> 
         macs=sum(row.macs for row in rows), weights=compiled.weights_bytes, picture=draw_graph(compiled.graph),
         box_w=BOX_W, box_h=BOX_H, hue=hash_hue, rects=arena_rects(report), margin=MARGIN, width=SVG_WIDTH,
         height=SVG_HEIGHT, peak_x=f"{MARGIN + (report.peak + 0.5) * SVG_WIDTH / max(len(report.steps), 1):.1f}",
-        ratio=lambda n: f"{n / report.naive_floor:.2f}" if report.naive_floor else "-")
+        ratio=lambda n: f"{n / report.naive_floor:.2f}" if report.naive_floor else "-",
+        patched=patched_band(compiled, report))
+
+
+def patched_band(compiled: CompiledModel, report: MemoryReport) -> dict | None:
+    """The instructions of the span run in tiles (its kernels' and the copies of the rows kept between tiles),
+    from the first to the last, as a band over the arena's picture."""
+    if compiled.patches is None:
+        return None
+    nodes = set(compiled.patches.nodes)
+    steps = [i for i, instr in enumerate(compiled.program.instrs)
+             if instr.node in nodes or instr.node.endswith(" (rows kept)")]
+    sx = SVG_WIDTH / max(len(report.steps), 1)
+    lines = compiled.patches.lines()
+    return dict(x=f"{MARGIN + steps[0] * sx:.1f}", w=f"{(steps[-1] - steps[0] + 1) * sx:.1f}",
+                text=f"{compiled.patches.plan.tiles} tiles", title="; ".join(lines))
 
 
 def arena_rects(report: MemoryReport) -> list[dict]:
