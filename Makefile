@@ -10,7 +10,7 @@ example: install
 test: install-test
 	$(PYTHON) -m pytest -n 2 -q -p no:benchmark
 
-quick: install-test  # the suite without the slow ones (tests/conftest.py SLOW): for a developer's edit-test loop
+quick: install-test  # without the slow suites (tests/conftest.py SLOW) and with a sample of each parametrized test: an edit-test loop
 	$(PYTHON) -m pytest -n 2 -q -p no:benchmark -m "not slow"
 
 docs: install  # the generated reference pages: docs/options.md and docs/ops.md

@@ -1,10 +1,14 @@
 """Applies to every folder below tests/. The slow suites (by file name, in SLOW), marked so that `make quick`
-(`pytest -m "not slow"`) leaves them out. After a run that included the conformance cases: their counts per op,
-as the issue asks to report; after one that included the cross-target matrix (tests/tools/test_cross_targets.py):
-target x model, pass or fail and the largest error against the host build."""
+(`pytest -m "not slow"`) leaves them out. Of a parametrized test with more than QUICK_CASES cases, the quick
+subset keeps a stable sample of QUICK_CASES (by a hash of each case's id) and marks the rest slow, unless its
+module chose the quick cases itself (marked some slow). `make test` runs every case. After a run that included
+the conformance cases: their counts per op, as the issue asks to report; after one that included the cross-target
+matrix (tests/tools/test_cross_targets.py): target x model, pass or fail and the largest error against the host
+build."""
 from __future__ import annotations
 
 import collections
+import hashlib
 
 import pytest
 
@@ -12,10 +16,20 @@ SLOW = {"test_cross_targets.py", "test_cross_int8.py", "test_cross_m4.py", "test
         "test_sanitizers.py", "test_fuzz_graphs.py", "test_fuzz_bytes.py", "test_wheel.py", "test_emitted_identity.py"}
 
 
+QUICK_CASES = 6  # of each parametrized test's cases in `make quick` (the others need a compiler once each, cold)
+
+
 def pytest_collection_modifyitems(items):
+    cases = collections.defaultdict(list)
     for item in items:
         if item.path.name in SLOW:
             item.add_marker(pytest.mark.slow)
+        elif hasattr(item, "callspec"):
+            cases[item.path, item.originalname].append(item)
+    for group in cases.values():
+        if not any(item.get_closest_marker("slow") for item in group):
+            for item in sorted(group, key=lambda i: hashlib.sha256(i.nodeid.encode()).digest())[QUICK_CASES:]:
+                item.add_marker(pytest.mark.slow)
 
 
 def pytest_terminal_summary(terminalreporter):

@@ -24,8 +24,11 @@ VARIANTS = {
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
-@pytest.mark.parametrize("name", ["kws", "transformer", "inception"])
+@pytest.mark.parametrize("name", ["kws", pytest.param("transformer", marks=pytest.mark.slow),
+                                  pytest.param("inception", marks=pytest.mark.slow)])
 def test_variants_give_the_same_numbers(name, variant):
+    """Every variant on kws in `make quick`; on the transformer and Inception (two builds of ~1 s each, cold, per
+    variant) in `make test`."""
     model = zoo.build(name)
     feeds = random_feeds(model, seed=3)
     default = cglow.compile_model(model)

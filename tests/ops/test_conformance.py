@@ -9,15 +9,26 @@ import pytest
 from cglow.tools import backend
 from cglow.tools.host import check_warnings, sources
 
-from tests.conformance_cases import all_cases, expected_failures, run_cases
+from tests.conformance_cases import all_cases, expected_failures, op_of, run_cases
 from tests.util import need_tool
 
 XFAIL = expected_failures()
 
 
+def _quick_cases() -> set[str]:
+    """One case of each op for `make quick` (the first by name that is not an expected failure, if there is one);
+    `make test` runs them all."""
+    first = {}
+    for name in sorted(run_cases(), key=lambda n: (n in XFAIL, n)):
+        first.setdefault(op_of(name), name)
+    return set(first.values())
+
+
 def _params():
+    quick = _quick_cases()
     for name in run_cases():
         marks = [pytest.mark.xfail(reason=XFAIL[name], strict=True)] if name in XFAIL else []
+        marks += [] if name in quick else [pytest.mark.slow]
         yield pytest.param(name, marks=marks, id=name)
 
 

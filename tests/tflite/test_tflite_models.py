@@ -63,8 +63,9 @@ def test_network_agrees_with_litert(name, int8, folder):
     assert compiled.arena_bytes <= cglow.compile_model(onnx_model).arena_bytes
 
 
-@pytest.mark.parametrize("name", NETWORKS)
+@pytest.mark.parametrize("name", [n if n == "kws" else pytest.param(n, marks=pytest.mark.slow) for n in NETWORKS])
 def test_int8_network_under_qemu(name, folder):
+    """kws in `make quick`; the three larger networks (a Cortex-M4 build and a QEMU run each) in `make test`."""
     target = need_target("cortex-m4")
     path = _file(name, True, folder)
     compiled = cglow.compile_model(path, options=Options(target=target.tiles))
