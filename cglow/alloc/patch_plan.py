@@ -9,8 +9,8 @@ best one is then compiled for its real arena, and kept only if that is smaller t
 
 With `--ram-budget BYTES` the planner looks for the fastest plan whose arena fits instead: the whole-tensor
 plan if it fits, else the candidates in order of extra MACs and then instructions (each tile's kernels are
-calls of their own), each compiled until one fits; when none does, one error line gives the smallest arena
-reachable.
+calls of their own), each compiled until one fits, and at last the one of the least floor; when none fits,
+one error line gives the smallest arena reachable.
 """
 from __future__ import annotations
 
@@ -105,12 +105,11 @@ def _choose(fused: Program, finish: Finish, whole: tuple[Program, Plan], max_rec
         return best.plan if finish(best.plan)[1].size < whole[1].size else None
     smallest = whole[1].size
     fitting = sorted((c for c in found if c.floor <= budget), key=lambda c: (c.extra_macs, c.instrs, c.floor))
-    for c in fitting[:TRIES]:
+    least = [min(found, key=lambda c: (c.floor, c.extra_macs, c.instrs))] if found else []
+    for c in fitting[:TRIES] + least:  # the fastest that may fit, then the one of the least floor
         size = finish(c.plan)[1].size
         if size <= budget:
             return c.plan
         smallest = min(smallest, size)
-    if found:
-        smallest = min(smallest, finish(min(found, key=lambda c: (c.floor, c.extra_macs)).plan)[1].size)
     raise CglowError(f"--ram-budget {budget}: no plan fits; the smallest arena reachable is {smallest} bytes"
                      + ("" if max_recompute else " without recomputation (--max-recompute allows more)"))

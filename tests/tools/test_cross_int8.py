@@ -12,6 +12,7 @@ from cglow.tools import cross
 from cglow.options import Options
 from cglow.quantize import quantize_model
 
+from tests.mobile_block import int8, mobile_block
 from tests.quantized import quantized
 from tests.qdq import UINT8, conv_chain, extreme_q, rand_q
 from tests.util import need_target
@@ -130,3 +131,18 @@ def test_int8_transformer_under_qemu_gives_the_host_integers():
     run = cross.run_image(cross.build_image(compiled, inputs, target), compiled, target, count=False)
     for got, want in zip(run.outputs, cglow.build(compiled)(*inputs)):
         assert got.dtype == want.dtype and np.array_equal(got, want)
+
+
+def test_patched_span_gives_the_whole_plans_integers_under_qemu():
+    """A span run in streamed rows (the default plan) gives, in the Cortex-M4 image, the integers the
+    whole-tensor plan gives on the host."""
+    target = need_target("cortex-m4")
+    model = int8(mobile_block())
+    patched = cglow.compile_model(model, options=Options(target=target.tiles))
+    whole = cglow.compile_model(model, options=Options(target=target.tiles, ram_budget=1 << 40))
+    assert patched.patches is not None and whole.patches is None
+    rng = np.random.default_rng(5)
+    inputs = [rng.integers(-128, 128, t.shape).astype(t.dtype) for t in patched.inputs]
+    run = cross.run_image(cross.build_image(patched, inputs, target), patched, target, count=False)
+    for got, want in zip(run.outputs, cglow.build(whole)(*inputs)):
+        assert np.array_equal(got, want)

@@ -1,0 +1,131 @@
+"""Patch-based execution (cglow/instr/patches.py, the planner alloc/patch_plan.py): a span run in tiles computes
+what the whole-tensor plan computes (int8 to the bit, float to rounding), in less arena, within the extra-MAC
+bound the user allows; --ram-budget finds a plan that fits or says in one line what is reachable."""
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+
+import cglow
+from cglow.alloc.patch_plan import candidates
+from cglow.compiler import import_graph
+from cglow.errors import CglowError
+from cglow.graph import passes as graph_passes
+from cglow.instr.passes import fuse
+from cglow.instr.patches import PatchPlan, Spans, patch, tiles_of
+from cglow.lower.program import lower
+from cglow.options import Options
+
+from tests.mobile_block import int8, mobile_block
+from tests.util import cglow_cmd, save
+
+WHOLE = Options(ram_budget=1 << 40)  # every plan fits: the whole-tensor plan, the fastest
+
+
+def fused(model: onnx.ModelProto):
+    graph = import_graph(model)
+    for rewrite in graph_passes.PIPELINE:
+        graph = rewrite(graph)
+    return fuse(lower(graph))
+
+
+def run(model: onnx.ModelProto, options: Options, x: np.ndarray) -> tuple[cglow.CompiledModel, np.ndarray]:
+    compiled = cglow.compile_model(model, options=options)
+    return compiled, cglow.build(compiled)(x.astype(compiled.inputs[0].dtype))[0]
+
+
+@pytest.fixture(scope="module", params=["float", "int8"])
+def model(request):
+    return mobile_block() if request.param == "float" else int8(mobile_block())
+
+
+def test_every_span_qualifies_from_the_stem():
+    spans = Spans(fused(mobile_block())).all()
+    assert spans[0][0] == 0 and max(last for _, last in spans) >= 7  # through the block, the skip and the pools
+
+
+@pytest.mark.parametrize("recompute", [False, True], ids=["streamed", "patches"])
+@pytest.mark.parametrize("tiles", [2, 3, 7, 20])
+def test_tiles_compute_what_whole_tensors_do(model, tiles, recompute, monkeypatch):
+    """Every qualifying span, in tiles, gives the whole-tensor plan's outputs: int8 to the bit, float within
+    rounding (tiles of other shapes may take other kernel variants)."""
+    x = np.random.default_rng(tiles).standard_normal((1, 3, 40, 36)).astype(np.float32)
+    if model.graph.input[0].type.tensor_type.elem_type == onnx.TensorProto.INT8:
+        x = np.random.default_rng(tiles).integers(-128, 128, (1, 3, 40, 36))
+    _, want = run(model, WHOLE, x)
+    prog = fused(model)
+    for first, last in Spans(prog).all()[::3]:
+        plan = PatchPlan(first, last, tiles, recompute)
+        monkeypatch.setattr("cglow.compiler.choose", lambda fused, finish, *a: _forced(fused, plan, finish))
+        compiled, got = run(model, Options(), x)
+        assert compiled.patches.plan == plan
+        if got.dtype == np.int8:
+            np.testing.assert_array_equal(got, want)
+        else:
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def _forced(fused, plan, finish):
+    from cglow.alloc.patch_plan import summary
+    return summary(fused, plan, finish(None)[1].size)
+
+
+def test_streamed_rows_compute_nothing_twice():
+    prog = fused(mobile_block())
+    macs = sum(i.macs() for i in prog.instrs)
+    for first, last in Spans(prog).all():
+        for tiles in (2, 5, 20):
+            streamed = patch(prog, PatchPlan(first, last, tiles, False))
+            assert sum(i.macs() for i in streamed.instrs) == macs
+    recomputed = patch(prog, PatchPlan(0, 7, 5, True))
+    assert sum(i.macs() for i in recomputed.instrs) > macs  # halos of 3x3 and 5x5 windows, computed again
+
+
+def test_halo_and_tile_rows():
+    prog = fused(mobile_block())
+    last = max(last for _, last in Spans(prog).all())
+    height, rows, halo = tiles_of(prog, PatchPlan(0, last, 4, False))
+    assert (height, rows) == (10, 3) and halo >= 2  # the 5x5 depthwise keeps 4 rows; the pools' 3x3, 2
+
+
+def test_the_default_plan_lowers_the_arena_without_recomputing(model):
+    whole = cglow.compile_model(model, options=WHOLE)
+    compiled = cglow.compile_model(model)
+    assert whole.patches is None and compiled.patches is not None
+    assert compiled.arena_bytes < whole.arena_bytes and compiled.patches.whole_arena == whole.arena_bytes
+    assert not compiled.patches.plan.recompute and compiled.patches.extra_macs == 0
+
+
+def test_max_recompute_bounds_the_extra_macs():
+    prog = fused(mobile_block())
+    macs = sum(i.macs() for i in prog.instrs)
+    assert all(not c.plan.recompute for c in candidates(prog, 0))
+    found = candidates(prog, 10)
+    assert any(c.plan.recompute for c in found) and all(c.extra_macs <= macs / 10 for c in found)
+
+
+def test_ram_budget_takes_the_fastest_plan_that_fits(model):
+    whole = cglow.compile_model(model, options=WHOLE).arena_bytes
+    smallest = cglow.compile_model(model).arena_bytes
+    assert cglow.compile_model(model, options=Options(ram_budget=whole)).patches is None
+    fits = cglow.compile_model(model, options=Options(ram_budget=whole - 1))
+    assert fits.arena_bytes < whole and fits.patches is not None
+    with pytest.raises(CglowError, match=r"--ram-budget 64: no plan fits; the smallest arena reachable is \d+ "):
+        cglow.compile_model(model, options=Options(ram_budget=64))
+    assert smallest <= fits.arena_bytes
+
+
+def test_ram_budget_error_is_one_line(tmp_path):
+    path = save(mobile_block(), tmp_path / "m.onnx")
+    result = cglow_cmd("emit", str(path), "-o", str(tmp_path / "m.c"), "--ram-budget", "1K")
+    assert result.returncode == 2 and not (tmp_path / "m.c").exists()
+    assert result.stderr.count("\n") == 1 and "the smallest arena reachable is" in result.stderr
+
+
+def test_info_shows_the_plan(tmp_path):
+    result = cglow_cmd("info", str(save(mobile_block(), tmp_path / "m.onnx")))
+    lines = result.stdout.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("patches: "))
+    assert lines[at].startswith("patches: streamed rows (halo rows kept) over ") and "from 'stem'" in lines[at]
+    assert lines[at + 2] == "  extra MACs: 0 (0.0%)" and lines[at + 3].startswith("  arena without patches: ")
