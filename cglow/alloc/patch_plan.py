@@ -1,11 +1,13 @@
 """The planner of patch-based execution (instr/patches.py): which span of the program runs in tiles, how many,
 and whether tiles recompute their halos.
 
-Every span that qualifies (patches.Spans) is tried with a range of tile counts, streamed rows always and
+Every span that qualifies (patches.Spans) is tried with a range of tile sizes, streamed rows always and
 patches (halos recomputed) where the user allows extra multiply-accumulates (`--max-recompute PERCENT` of
 the model's). Each candidate is measured by the floor of its instruction list as the patch pass writes it
-(the most bytes alive at once: cheap, and what the scheduler and the allocator then reach or nearly); the
-best one is then compiled for its real arena, and kept only if that is smaller than the whole-tensor plan's.
+(the most bytes alive at once: cheap, and what the scheduler and the allocator then reach or nearly). By
+default, among the candidates whose added kernel calls cost at most a tenth of the model's time (CALL_CYCLES),
+the two of the least floors are compiled for their real arenas, and the smaller is kept if it is smaller
+than the whole-tensor plan's.
 
 With `--ram-budget BYTES` the planner looks for the fastest plan whose arena fits instead: the whole-tensor
 plan if it fits, else the candidates in order of extra MACs and then instructions (each tile's kernels are
@@ -20,11 +22,17 @@ from typing import Callable
 from ..errors import CglowError
 from ..instr.ir import Program
 from ..instr.liveness import floor, lifetimes
-from ..instr.patches import PatchPlan, Spans, patch, tiles_of
+from ..instr.patches import PatchPlan, Spans, patch, span_height, tiles_of
 from .arena import Plan
 
-TILES = (2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64)  # tile counts tried (those up to the output's rows)
+ROWS = (1, 2, 3, 4, 5, 6, 8, 12, 16, 24, 32, 48)  # rows of the span's output per tile, tried
 TRIES = 4  # with a budget: the most candidates compiled before giving up
+COMPILED = 2  # without: the candidates of the least floors compiled, the smallest arena kept
+# What a kernel call of a tile costs, measured on a Cortex-M4 (scripts/bench_mcu.py; int8 kws, vww, resnet8 in
+# tiles: 2500 to 5000 cycles per instruction added, the calls, their loops' set-up and remainders, the rows kept),
+# against what the model's multiply-accumulates cost (int8: about 1.7 cycles each). By default a plan may add
+# instructions worth at most OVERHEAD of the model's cycles.
+CALL_CYCLES, MAC_CYCLES, OVERHEAD = 5000, 1.7, 0.10
 
 
 @dataclass(frozen=True)
@@ -73,9 +81,8 @@ def candidates(fused: Program, max_recompute: float) -> list[Candidate]:
     macs = sum(i.macs() for i in fused.instrs)
     found = []
     for first, last in spans.all():
-        height = spans.forms[last].out.shape[2]
-        counts = sorted({min(t, height) for t in TILES})
-        for tiles in counts:
+        height = span_height(spans.forms[last])
+        for tiles in sorted({-(-height // rows) for rows in ROWS if rows < height}):
             for recompute in (False, True) if max_recompute > 0 else (False,):
                 plan = PatchPlan(first, last, tiles, recompute)
                 patched = patch(fused, plan, spans)
@@ -99,10 +106,12 @@ def _choose(fused: Program, finish: Finish, whole: tuple[Program, Plan], max_rec
         return None
     found = candidates(fused, max_recompute)
     if budget is None:
-        if not found:
-            return None
-        best = min(found, key=lambda c: (c.floor, c.extra_macs, c.instrs))
-        return best.plan if finish(best.plan)[1].size < whole[1].size else None
+        calls = OVERHEAD * MAC_CYCLES * sum(i.macs() for i in fused.instrs) / CALL_CYCLES
+        cheap = sorted((c for c in found if c.instrs - len(fused.instrs) <= calls),
+                       key=lambda c: (c.floor, c.extra_macs, c.instrs))
+        sizes = {c.plan: finish(c.plan)[1].size for c in cheap[:COMPILED]}
+        best = min(sizes, key=lambda p: (sizes[p], next(c.instrs for c in cheap if c.plan == p)), default=None)
+        return best if best is not None and sizes[best] < whole[1].size else None
     smallest = whole[1].size
     fitting = sorted((c for c in found if c.floor <= budget), key=lambda c: (c.extra_macs, c.instrs, c.floor))
     least = [min(found, key=lambda c: (c.floor, c.extra_macs, c.instrs))] if found else []

@@ -154,6 +154,13 @@ class Epilogue:
         return Epilogue(substitute(self.expr, acc=ACC + Input(self.init)), self.ins)
 
 
+def accumulator(values: np.dtype, out: np.dtype) -> np.dtype:
+    """The type a kernel accumulates in: 8- and 16-bit integers (quantized tensors) in int32, whatever they
+    are stored as, unless the output is wider (a sum of int16 squares); everything else in the output's type."""
+    values, out = np.dtype(values), np.dtype(out)
+    return np.dtype(np.int32) if values.kind in "iu" and values.itemsize <= 2 and out.itemsize <= 4 else out
+
+
 class Primitive:
     """What every primitive declares. `primitive`: its kernel's name ("map", "gemm"...). `roles`, Glow's operand
     roles: its view fields in the order its kernel takes them, with what it does to each: "in" read, "out" written

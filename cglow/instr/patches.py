@@ -22,10 +22,11 @@ lowered over regrouped pixel rows (lower/ops/nn.py) sees the image's rows again.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+import math
 
 from ..graph.geometry import Window
-from .expr import Input
-from .ir import Buffer, Conv, Instr, Map, Pool, Program, View, reads
+from .expr import ACC, Input, substitute
+from .ir import Buffer, Conv, Instr, Map, Pool, Program, Reduce, View, accumulator, reads
 
 
 @dataclass(frozen=True)
@@ -105,10 +106,50 @@ def _same_order(a: View, b: View) -> bool:
     return a.shape == b.shape and a.strides == b.strides
 
 
+def _same_layout(a: View, b: View) -> bool:
+    """One buffer, offset and shape, and one stride for every dim that is not a unit dim."""
+    return (a.buf, a.offset, a.shape) == (b.buf, b.offset, b.shape) and \
+        all(s == t for d, s, t in zip(a.shape, a.strides, b.strides) if d != 1)
+
+
+@dataclass(frozen=True)
+class _RowSum:
+    """A sum over the rows and columns of an image (a global average pool's), as a span's last instruction: each
+    tile sums its rows, the sums add up, and the reduction's post expression runs once at the end."""
+    reduce: Reduce
+    x: View      # the image it sums
+
+    @property
+    def out(self) -> View:
+        return self.reduce.out
+
+    @property
+    def node(self) -> str:
+        return self.reduce.node
+
+
+def _row_sum(r: Reduce, images: dict[int, View]) -> _RowSum | None:
+    image = images.get(r.ins[0].buf) if len(r.ins) == 1 and r.kind == "sum" else None
+    if image is None or r.out.shape[:2] != image.shape[:2] or any(d != 1 for d in r.out.shape[2:]):
+        return None
+    reduced = r.ins[0].shape[len(r.out.shape):]
+    if math.prod(reduced) != math.prod(image.shape[2:]) or len(reduced) not in (1, 2):
+        return None
+    whole = image.reshape(r.out.shape + reduced)
+    return _RowSum(r, image) if whole is not None and _same_layout(whole, r.ins[0]) else None
+
+
+def span_height(form) -> int:
+    """The rows a span ending with this instruction splits into tiles."""
+    return form.x.shape[2] if isinstance(form, _RowSum) else form.out.shape[2]
+
+
 def _tileable(prog: Program, instr: Instr, images: dict[int, View]) -> Instr | None:
     """The instruction in the image's shape, or None where it is not a row-tileable primitive: a convolution (no
     ring or panel yet), a max or average pool over 2 spatial dims, a map of rank 4, writing a whole arena
     buffer in its image view."""
+    if isinstance(instr, Reduce):
+        return _row_sum(instr, images)
     if isinstance(instr, Conv) and _pixelwise(instr) and instr.out != images.get(instr.out.buf):
         instr = _as_image(prog, instr, images)
     ok = instr is not None and len(instr.out.shape) == 4 and instr.out == images.get(instr.out.buf) and \
@@ -138,15 +179,16 @@ class Spans:
         self.read_until = [n] * n  # per instruction, the last one that reads its output (n: it may not end inside)
         for i, form in enumerate(self.forms):
             b = prog.instrs[i].out.buf
-            if form is None or writers[b] != [i] or b in prog.outputs:
+            if form is None or isinstance(form, _RowSum) or writers[b] != [i] or b in prog.outputs:
                 continue
             if all(self.forms[j] is not None and _reads_image(self.forms[j], form.out) for j in readers.get(b, ())):
                 self.read_until[i] = max(readers.get(b, ()), default=i)
 
     def qualifies(self, first: int, last: int) -> bool:
         form = self.forms[last]
-        return form is not None and form.out.shape[2] >= 2 and all(
-            self.forms[i] is not None and self.read_until[i] <= last for i in range(first, last))
+        return form is not None and span_height(form) >= 2 and all(
+            self.forms[i] is not None and not isinstance(self.forms[i], _RowSum) and self.read_until[i] <= last
+            for i in range(first, last))
 
     def all(self) -> list[tuple[int, int]]:
         """Every qualifying span that starts a run of tileable instructions (a span starting later leaves the
@@ -187,6 +229,8 @@ def _window_rows(win: Window, height: int, rows: _Rows) -> tuple[_Rows, int, int
 def _input_rows(instr: Instr, rows: _Rows) -> list[tuple[View, _Rows]]:
     """Each view the instruction reads with the rows of it that output rows `rows` need (all rows of a view
     broadcast along the rows: their stride is 0, so any slice of them is the same)."""
+    if isinstance(instr, _RowSum):
+        return [(instr.x, rows)]
     if isinstance(instr, (Conv, Pool)):
         found = [(instr.x, _window_rows(instr.win, instr.x.shape[2], rows)[0])]
         return found + ([(v, rows) for v in instr.epi.ins] if isinstance(instr, Conv) else [])
@@ -279,11 +323,12 @@ def patch(prog: Program, plan: PatchPlan, spans: Spans | None = None) -> Program
         return None
     span = spans.forms[plan.first:plan.last + 1]
     final = span[-1].out.buf
-    height = span[-1].out.shape[2]
+    height = span_height(span[-1])
     step = -(-height // max(1, min(plan.tiles, height)))
     tiles = _tile_rows(span, final, height, step, plan.recompute)
     buffers = list(prog.buffers)
     tile = _Tile({i.out.buf: i.out for i in span}, final)
+    sums = _Sums(buffers, span[-1]) if isinstance(span[-1], _RowSum) else None
     tiled: list[Instr] = []
     kept: dict[int, tuple[View, _Rows]] = {}  # per value, the rows the next tile takes over, in a buffer of their own
     for t, (computes, need) in enumerate(tiles):
@@ -295,11 +340,48 @@ def patch(prog: Program, plan: PatchPlan, spans: Spans | None = None) -> Program
             if b != final and b in need:
                 tiled += _tile_buffer(buffers, tile, b, need[b], kept.pop(b, None), instr.node)
             if k in computes:
-                tiled.append(_tiled(instr, computes[k], tile))
+                tiled += sums.add(tile, computes[k]) if instr is span[-1] and sums else \
+                    [_tiled(instr, computes[k], tile)]
             for r in [b] * (b not in readers) + [r for r, last in readers.items() if last == k]:
                 tiled += _keep(buffers, tile, r, need.get(r), after.get(r), kept)
+    tiled += sums.result() if sums else []
     instrs = prog.instrs[:plan.first] + tuple(tiled) + prog.instrs[plan.last + 1:]
     return replace(prog, buffers=tuple(buffers), instrs=instrs)
+
+
+class _Sums:
+    """A row sum's running total over the tiles (in the type its kernel accumulates in): the first tile sums into
+    it, each later one into a buffer of its own that a map adds; then the post expression, once."""
+
+    def __init__(self, buffers: list[Buffer], form: _RowSum):
+        self.buffers, self.form = buffers, form
+        r = form.reduce
+        self.dtype = accumulator(buffers[r.ins[0].buf].dtype, buffers[r.out.buf].dtype)
+        self.total: View | None = None
+
+    def _buffer(self, label: str) -> View:
+        r = self.form.reduce
+        self.buffers.append(Buffer(len(self.buffers), "arena", r.out.size, f"{self.buffers[r.out.buf].label} {label}",
+                                   dtype=self.dtype))
+        return View.of(len(self.buffers) - 1, r.out.shape)
+
+    def add(self, tile: _Tile, rows: _Rows) -> list[Instr]:
+        r = self.form.reduce
+        image = tile.at(self.form.x, rows)
+        reduced = r.ins[0].shape[len(r.out.shape):]
+        x = image.reshape(r.out.shape + ((image.shape[2], image.shape[3]) if len(reduced) == 2 else
+                                         (image.shape[2] * image.shape[3],)))
+        assert x is not None, rows
+        if self.total is None:
+            self.total = self._buffer("sum")
+            return [Reduce(self.total, (x,), "sum", r.pre, ACC, r.node)]
+        part = self._buffer(f"sum of rows {rows.lo}-{rows.hi}")
+        return [Reduce(part, (x,), "sum", r.pre, ACC, r.node), Map(self.total, (self.total, part),
+                                                                    Input(0) + Input(1), r.node)]
+
+    def result(self) -> list[Instr]:
+        r = self.form.reduce
+        return [Map(r.out, (self.total,), substitute(r.post, acc=Input(0)), r.node, r.value)]
 
 
 def _tile_buffer(buffers: list[Buffer], tile: _Tile, b: int, rows: _Rows, kept: tuple[View, _Rows] | None,
@@ -331,7 +413,7 @@ def tiles_of(prog: Program, plan: PatchPlan, spans: Spans | None = None) -> tupl
     most rows of one value that two neighbouring tiles both hold (kept for the next tile, or computed twice)."""
     spans = spans or Spans(prog)
     span = spans.forms[plan.first:plan.last + 1]
-    height = span[-1].out.shape[2]
+    height = span_height(span[-1])
     step = -(-height // max(1, min(plan.tiles, height)))
     tiles = _tile_rows(span, span[-1].out.buf, height, step, plan.recompute)
     halo = max((min(a[b].hi, later[b].hi) - later[b].lo for (_, a), (_, later) in zip(tiles, tiles[1:])

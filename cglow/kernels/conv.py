@@ -8,12 +8,12 @@ import numpy as np
 
 from ..c_text import c_literal, c_type
 from ..instr.expr import Input
-from ..instr.ir import Conv, Epilogue, View, channels_innermost
+from ..instr.ir import Conv, Epilogue, View, accumulator, channels_innermost
 from ..instr.passes import channels_contiguous, dot_operands, taps_contiguous
 from ..tiles import Tiles
 from .arm_steps import float_loop
 from .gemm import dot_asm, dot_macro_operands, panel_macros
-from .kernel import (TILE_LOOP, Kernel, accumulator, epilogue_at, from_template, index, join, linear, minus, oriented,
+from .kernel import (TILE_LOOP, Kernel, epilogue_at, from_template, index, join, linear, minus, oriented,
                      starting, steps)
 
 

@@ -131,13 +131,6 @@ def kernel_head(fn: str, instr: Instr, names: list[str], dtypes, scratch: int = 
             kept)
 
 
-def accumulator(values: np.dtype, out: np.dtype) -> np.dtype:
-    """The type a kernel accumulates in: 8- and 16-bit integers (quantized tensors) in int32, whatever they
-    are stored as, unless the output is wider (a sum of int16 squares); everything else in the output's type."""
-    values, out = np.dtype(values), np.dtype(out)
-    return np.dtype(np.int32) if values.kind in "iu" and values.itemsize <= 2 and out.itemsize <= 4 else out
-
-
 def minus(zero: int) -> str:
     """The subtraction of an integer zero point from a loaded value, or nothing."""
     return f" - {c_literal(zero, np.int32)}" if zero else ""

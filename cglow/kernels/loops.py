@@ -7,8 +7,8 @@ import numpy as np
 
 from ..c_text import c_highest, c_literal, c_lowest, c_type
 from ..instr.expr import to_c
-from ..instr.ir import Gather, Map, Pool, Reduce, View, contiguous_strides
-from .kernel import Kernel, accumulator, collapsed, from_template, index, join, linear, memory_order
+from ..instr.ir import Gather, Map, Pool, Reduce, View, accumulator, contiguous_strides
+from .kernel import Kernel, collapsed, from_template, index, join, linear, memory_order
 
 
 def map_kernel(fn: str, m: Map, dtypes) -> Kernel:
