@@ -57,7 +57,7 @@ def compile_program(prog: Program, name: str, inputs, outputs, source: str = "",
             done = watch.run(f"instr-{stage_name(rewrite)}", rewrite, done)
         return done, watch.run("alloc", allocate, done, options.align, options.io_in_arena)
     patched = stages.run("patch-plan", choose, instr_passes.fuse(prog), finish, options.max_recompute,
-                         options.ram_budget)
+                         options.ram_budget, options.align)
     prog, plan = finish(patched and patched.plan, stages)
     check_memory(prog, plan, options)
     prefix = c_identifier(name)

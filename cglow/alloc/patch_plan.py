@@ -75,8 +75,9 @@ def summary(fused: Program, plan: PatchPlan, whole_arena: int) -> Patched:
 Finish = Callable[[PatchPlan | None], tuple[Program, Plan]]  # the rest of the passes and the allocation
 
 
-def candidates(fused: Program, max_recompute: float) -> list[Candidate]:
-    """Every plan within the extra-MAC bound, measured; `fused`: the program after map and epilogue fusion."""
+def candidates(fused: Program, max_recompute: float, align: int = 16) -> list[Candidate]:
+    """Every plan within the extra-MAC bound, measured (buffers aligned to `align` bytes); `fused`: the program
+    after map and epilogue fusion."""
     spans = Spans(fused)
     macs = sum(i.macs() for i in fused.instrs)
     found = []
@@ -88,23 +89,23 @@ def candidates(fused: Program, max_recompute: float) -> list[Candidate]:
                 patched = patch(fused, plan, spans)
                 extra = sum(i.macs() for i in patched.instrs) - macs
                 if extra <= max_recompute / 100 * macs:
-                    found.append(Candidate(plan, floor(lifetimes(patched)), extra, len(patched.instrs)))
+                    found.append(Candidate(plan, floor(lifetimes(patched, align)), extra, len(patched.instrs)))
     return found
 
 
-def choose(fused: Program, finish: Finish, max_recompute: float = 0.0,
-           budget: int | None = None) -> Patched | None:
+def choose(fused: Program, finish: Finish, max_recompute: float = 0.0, budget: int | None = None,
+           align: int = 16) -> Patched | None:
     """The plan to compile with, described, or None for the whole-tensor plan."""
     whole = finish(None)
-    plan = _choose(fused, finish, whole, max_recompute, budget)
+    plan = _choose(fused, finish, whole, max_recompute, budget, align)
     return None if plan is None else summary(fused, plan, whole[1].size)
 
 
 def _choose(fused: Program, finish: Finish, whole: tuple[Program, Plan], max_recompute: float,
-            budget: int | None) -> PatchPlan | None:
+            budget: int | None, align: int) -> PatchPlan | None:
     if budget is not None and whole[1].size <= budget:
         return None
-    found = candidates(fused, max_recompute)
+    found = candidates(fused, max_recompute, align)
     if budget is None:
         calls = OVERHEAD * MAC_CYCLES * sum(i.macs() for i in fused.instrs) / CALL_CYCLES
         cheap = sorted((c for c in found if c.instrs - len(fused.instrs) <= calls),
