@@ -54,3 +54,12 @@ def test_operand_roles_give_reads_in_the_kernels_order():
     assert operands(gemm) == (("out", out), ("in", a), ("in", b), ("in", bias), ("scratch", panel))
     assert reads(gemm) == (a, b, bias, panel)
     assert reads(Map(out, (a, b), Input(0) + Input(1), "m")) == (a, b)
+
+
+def test_lowest_first_reaches_the_floor_where_greedy_orderings_do_not():
+    """Every greedy ordering (largest, longest-lived, first used, busiest first; first or best fit) stacks one
+    of these four buffers above the others (448 bytes or more); placing, each time, the buffer that fits
+    lowest packs them in the 384 bytes alive at the busiest instruction."""
+    prog = chain_program([(48, 5, 6), (64, 1, 1), (32, 3, 6), (32, 0, 4)])
+    assert floor(lifetimes(prog)) == 384
+    assert allocate(prog).size == 384
