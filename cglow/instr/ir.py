@@ -76,6 +76,11 @@ class View:
     def size(self) -> int:
         return int(np.prod(self.shape, dtype=np.int64))
 
+    def same_layout(self, other: "View") -> bool:
+        """One shape, and one stride for every dim that is not a unit dim (a unit dim's stride means nothing)."""
+        return self.shape == other.shape and all(s == t for d, s, t in zip(self.shape, self.strides, other.strides)
+                                                 if d != 1)
+
     def is_contiguous(self) -> bool:
         return all(s == c for d, s, c in zip(self.shape, self.strides, contiguous_strides(self.shape)) if d != 1)
 

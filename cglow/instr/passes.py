@@ -265,11 +265,6 @@ def drop_empty(prog: Program) -> Program:
     return replace(prog, instrs=tuple(i for i in prog.instrs if i.out.size))
 
 
-def _same_layout(a: View, b: View) -> bool:
-    """One shape, and one stride for every dim that is not a unit dim (a unit dim's stride means nothing)."""
-    return a.shape == b.shape and all(s == t for d, s, t in zip(a.shape, a.strides, b.strides) if d != 1)
-
-
 def convolve_in_place(prog: Program) -> Program:
     """A stride-1 convolution whose output has its input's shape and whose input dies there writes its
     output over the input, row by row, keeping (top pad + 1) pending output rows in a scratch ring: memory
@@ -287,7 +282,7 @@ def convolve_in_place(prog: Program) -> Program:
         last = max(i for i, x in enumerate(instrs) if t.id in {v.buf for v in (x.out,) + reads(x)})
         writers = [i for i, x in enumerate(instrs) if x.out.buf == u.id]
         if t.kind != "arena" or u.kind != "arena" or t.id == u.id or t.dtype != u.dtype or last != j \
-                or writers != [j] or not a.x.whole(t.size) or not a.out.whole(u.size) or not _same_layout(a.x, a.out) \
+                or writers != [j] or not a.x.whole(t.size) or not a.out.whole(u.size) or not a.x.same_layout(a.out) \
                 or any(v.buf in (t.id, u.id) for v in a.epi.ins) or rows * m * w >= u.size:
             continue
         ring = Buffer(len(buffers), "arena", rows * m * w, f"{a.node} rows", dtype=u.dtype)
@@ -442,7 +437,7 @@ def _conv_panel(c: Conv, buffers: list[Buffer]) -> int:
         return x.shape[1] if x.shape[1] % 4 == 0 and x.strides[1] == 1 and w.strides[0] == x.shape[1] and \
             buffers[w.buf].kind == "const" and not any(c.win.pads_begin + c.win.pads_end) else 0
     cg, k = w.shape[1], w.size // w.shape[0]
-    packed = _same_layout(w, View(w.buf, w.offset, w.shape, (k, 1, kw * cg, cg)))  # [M, KH, KW, C] (pack_weights)
+    packed = w.same_layout(View(w.buf, w.offset, w.shape, (k, 1, kw * cg, cg)))  # [M, KH, KW, C] (pack_weights)
     k4 = -(-k // 4) * 4
     return k4 if packed and buffers[w.buf].kind == "const" and not c.ring else 0
 

@@ -94,22 +94,12 @@ def _as_image(prog: Program, c: Conv, images: dict[int, View]) -> Conv | None:
     for v in c.epi.ins:
         if all(s == 0 or n == 1 for n, s in zip(v.shape[2:], v.strides[2:])):  # the same for every pixel
             ins.append(View(v.buf, v.offset, out.shape, v.strides[:2] + (0, 0)))
-        elif v.buf in images and v.whole(prog.buffer(v.buf).size) and _same_order(v, c.out):
+        elif v.buf in images and v.whole(prog.buffer(v.buf).size) and v.same_layout(c.out):
             ins.append(images[v.buf])
         else:
             return None
     win = Window((1, 1), (1, 1), (1, 1), (0, 0), (0, 0), out.shape[2:])
     return replace(c, x=x, out=out, win=win, epi=replace(c.epi, ins=tuple(ins)))
-
-
-def _same_order(a: View, b: View) -> bool:
-    return a.shape == b.shape and a.strides == b.strides
-
-
-def _same_layout(a: View, b: View) -> bool:
-    """One buffer, offset and shape, and one stride for every dim that is not a unit dim."""
-    return (a.buf, a.offset, a.shape) == (b.buf, b.offset, b.shape) and \
-        all(s == t for d, s, t in zip(a.shape, a.strides, b.strides) if d != 1)
 
 
 @dataclass(frozen=True)
@@ -136,7 +126,8 @@ def _row_sum(r: Reduce, images: dict[int, View]) -> _RowSum | None:
     if math.prod(reduced) != math.prod(image.shape[2:]) or len(reduced) not in (1, 2):
         return None
     whole = image.reshape(r.out.shape + reduced)
-    return _RowSum(r, image) if whole is not None and _same_layout(whole, r.ins[0]) else None
+    return _RowSum(r, image) if whole is not None and (whole.buf, whole.offset) == (r.ins[0].buf, r.ins[0].offset) \
+        and whole.same_layout(r.ins[0]) else None
 
 
 def span_height(form) -> int:
