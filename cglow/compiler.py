@@ -51,11 +51,16 @@ def compile_program(prog: Program, name: str, inputs, outputs, source: str = "",
     `header` (default: the prefix plus .h); `stages` runs each pass and step."""
     integer = tiles_for(options.target).for_integer
 
+    finished: dict[PatchPlan | None, tuple[Program, Plan]] = {}  # the planner's runs, unless observers watch
+
     def finish(patches: PatchPlan | None, watch: Stages = Stages()) -> tuple[Program, Plan]:
+        if patches in finished and not watch.observers:
+            return finished[patches]
         done = prog
         for rewrite in instr_passes.pipeline(integer.dual_mac, integer.for_panel.rows, patches):
             done = watch.run(f"instr-{stage_name(rewrite)}", rewrite, done)
-        return done, watch.run("alloc", allocate, done, options.align, options.io_in_arena)
+        finished[patches] = done, watch.run("alloc", allocate, done, options.align, options.io_in_arena)
+        return finished[patches]
     patched = stages.run("patch-plan", choose, instr_passes.fuse(prog), finish, options.max_recompute,
                          options.ram_budget, options.align)
     prog, plan = finish(patched and patched.plan, stages)

@@ -16,7 +16,7 @@ SLOW = {"test_cross_targets.py", "test_cross_int8.py", "test_cross_m4.py", "test
         "test_sanitizers.py", "test_fuzz_graphs.py", "test_fuzz_bytes.py", "test_wheel.py", "test_emitted_identity.py"}
 
 
-QUICK_CASES = 6  # of each parametrized test's cases in `make quick` (the others need a compiler once each, cold)
+QUICK_CASES = 4  # of each parametrized test's cases in `make quick` (the others need a compiler once each, cold)
 
 
 def pytest_collection_modifyitems(items):

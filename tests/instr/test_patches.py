@@ -50,16 +50,16 @@ def test_every_span_qualifies_from_the_stem():
 
 
 @pytest.mark.parametrize("recompute", [False, True], ids=["streamed", "patches"])
-@pytest.mark.parametrize("tiles", [2, 3, 7, 20])
+@pytest.mark.parametrize("tiles", [2, 7, 20])
 def test_tiles_compute_what_whole_tensors_do(model, tiles, recompute, monkeypatch):
-    """Every third qualifying span, in tiles, gives the whole-tensor plan's outputs: int8 to the bit, float within
+    """Every fourth qualifying span, in tiles, gives the whole-tensor plan's outputs: int8 to the bit, float within
     rounding (tiles of other shapes may take other kernel variants, a global pool sums its rows in tiles)."""
     x = np.random.default_rng(tiles).standard_normal((1, 3, 40, 36)).astype(np.float32)
     if model.graph.input[0].type.tensor_type.elem_type == onnx.TensorProto.INT8:
         x = np.random.default_rng(tiles).integers(-128, 128, (1, 3, 40, 36))
     _, want = run(model, WHOLE, x)
     count = len(Spans(fused(mobile_block())).all())
-    for k in range(0, count, 3):
+    for k in range(0, count, 4):
         def forced(fused, finish, *_):  # the k-th span of the program as compile_program fuses it
             first, last = Spans(fused).all()[k]
             return summary(fused, PatchPlan(first, last, tiles, recompute), finish(None)[1].size)
