@@ -62,7 +62,7 @@ def compile_program(prog: Program, name: str, inputs, outputs, source: str = "",
         finished[patches] = done, watch.run("alloc", allocate, done, options.align, options.io_in_arena)
         return finished[patches]
     patched = stages.run("patch-plan", choose, instr_passes.fuse(prog), finish, options.max_recompute,
-                         options.ram_budget, options.align)
+                         options.ram_budget, options.align, tiles_for(options.target))
     prog, plan = finish(patched and patched.plan, stages)
     check_memory(prog, plan, options)
     prefix = c_identifier(name)

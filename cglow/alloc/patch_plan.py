@@ -7,7 +7,7 @@ the model's). Each candidate is measured by the floor of its instruction list as
 (the most bytes alive at once: cheap, and what the scheduler and the allocator then reach or nearly). By
 default, among the candidates whose added kernel calls cost at most a tenth of the model's time (CALL_CYCLES),
 the two of the least floors are compiled for their real arenas, and the smaller is kept if it is smaller
-than the whole-tensor plan's.
+than the whole-tensor plan's and the RAM it saves is worth the code its tiles add (FLASH_PER_RAM).
 
 With `--ram-budget BYTES` the planner looks for the fastest plan whose arena fits instead: the whole-tensor
 plan if it fits, else the candidates in order of extra MACs and then instructions (each tile's kernels are
@@ -23,6 +23,8 @@ from ..errors import CglowError
 from ..instr.ir import Program
 from ..instr.liveness import floor, lifetimes
 from ..instr.patches import PatchPlan, Spans, patch, span_height, tiles_of
+from ..kernels.code_size import kernel_bytes
+from ..tiles import TILES, Tiles
 from .arena import Plan
 
 ROWS = (1, 2, 3, 4, 5, 6, 8, 12, 16, 24, 32, 48)  # rows of the span's output per tile, tried
@@ -33,6 +35,10 @@ COMPILED = 2  # without: the candidates of the least floors compiled, the smalle
 # against what the model's multiply-accumulates cost (int8: about 1.7 cycles each). By default a plan may add
 # instructions worth at most OVERHEAD of the model's cycles.
 CALL_CYCLES, MAC_CYCLES, OVERHEAD = 5000, 1.7, 0.10
+# A byte of RAM is worth FLASH_PER_RAM bytes of flash: microcontrollers carry 2 to 8 times more flash than RAM
+# (STM32L4R5 2 MB / 640 KB, STM32F446 512 / 128 KB, nRF52840 1 MB / 256 KB). By default a plan is kept only if
+# the RAM it saves is worth the machine code its tiles' kernels add (kernels/code_size.py).
+FLASH_PER_RAM = 4
 
 
 @dataclass(frozen=True)
@@ -94,15 +100,16 @@ def candidates(fused: Program, max_recompute: float, align: int = 16) -> list[Ca
 
 
 def choose(fused: Program, finish: Finish, max_recompute: float = 0.0, budget: int | None = None,
-           align: int = 16) -> Patched | None:
-    """The plan to compile with, described, or None for the whole-tensor plan."""
+           align: int = 16, tiles: Tiles = TILES["generic"]) -> Patched | None:
+    """The plan to compile with, described, or None for the whole-tensor plan; `tiles`, the target's register
+    tiles, which the kernels' code depends on."""
     whole = finish(None)
-    plan = _choose(fused, finish, whole, max_recompute, budget, align)
+    plan = _choose(fused, finish, whole, max_recompute, budget, align, tiles)
     return None if plan is None else summary(fused, plan, whole[1].size)
 
 
 def _choose(fused: Program, finish: Finish, whole: tuple[Program, Plan], max_recompute: float,
-            budget: int | None, align: int) -> PatchPlan | None:
+            budget: int | None, align: int, tiles: Tiles) -> PatchPlan | None:
     if budget is not None and whole[1].size <= budget:
         return None
     found = candidates(fused, max_recompute, align)
@@ -112,7 +119,10 @@ def _choose(fused: Program, finish: Finish, whole: tuple[Program, Plan], max_rec
                        key=lambda c: (c.floor, c.extra_macs, c.instrs))
         sizes = {c.plan: finish(c.plan)[1].size for c in cheap[:COMPILED]}
         best = min(sizes, key=lambda p: (sizes[p], next(c.instrs for c in cheap if c.plan == p)), default=None)
-        return best if best is not None and sizes[best] < whole[1].size else None
+        if best is None or sizes[best] >= whole[1].size:
+            return None
+        code = kernel_bytes(finish(best)[0], tiles) - kernel_bytes(whole[0], tiles)
+        return best if (whole[1].size - sizes[best]) * FLASH_PER_RAM >= code else None
     smallest = whole[1].size
     fitting = sorted((c for c in found if c.floor <= budget), key=lambda c: (c.extra_macs, c.instrs, c.floor))
     least = [min(found, key=lambda c: (c.floor, c.extra_macs, c.instrs))] if found else []

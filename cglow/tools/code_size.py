@@ -14,11 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 import re
 
+from ..kernels.code_size import BYTES_PER_STATEMENT, statements
 from ..tiles import tiles_for
 
-BYTES_PER_STATEMENT = {True: 9, False: 17}  # by Tiles.scalar
 FUNCTION_BODY = re.compile(r"^\{\n(.*?)^\}$", re.S | re.M)
-TRIP_COUNT = re.compile(r"^for \(.*; \w+ < (\d+); [^;]*\) \{$")
 
 
 @dataclass(frozen=True)
@@ -29,21 +28,6 @@ class CodeSize:
     @property
     def estimate(self) -> int:
         return self.statements * self.bytes_per_statement
-
-
-def statements(body: str, unrolled: bool) -> int:
-    """The statements of one function body; a register-tile loop's once per iteration when `unrolled`."""
-    count, weights, tile_loop = 0, [1], False
-    for line in body.splitlines():
-        text = line.strip()
-        if text.startswith("}") and len(weights) > 1:
-            weights.pop()
-        count += weights[-1] * (1 if text.startswith(("for ", "if ", "while ")) else text.count(";"))
-        if text.endswith("{"):
-            trips = TRIP_COUNT.match(text) if tile_loop and unrolled else None
-            weights.append(weights[-1] * (int(trips[1]) if trips else 1))
-        tile_loop = text == "CGLOW_TILE_LOOP"
-    return count
 
 
 def code_size(c_source: str, target: str) -> CodeSize:

@@ -11,15 +11,18 @@ import pytest
 
 import cglow
 from cglow import zoo
-from cglow.alloc.patch_plan import CALL_CYCLES, MAC_CYCLES, OVERHEAD, candidates, summary
+from cglow.alloc.patch_plan import CALL_CYCLES, FLASH_PER_RAM, MAC_CYCLES, OVERHEAD, candidates, summary
 from cglow.compiler import import_graph
 from cglow.errors import CglowError
 from cglow.graph import passes as graph_passes
 from cglow.instr.passes import fuse
+from cglow.kernels.code_size import kernel_bytes
 from cglow.instr.patches import PatchPlan, Spans, patch, tiles_of
 from cglow.lower.program import lower
 from cglow.options import Options
+from cglow.tiles import TILES
 from cglow.tools.macs import macs
+from cglow.tools.reference import ort_quantized
 
 from tests.mobile_block import int8, mobile_block
 from tests.util import cglow_cmd, save
@@ -100,6 +103,16 @@ def test_the_default_plan_lowers_the_arena_without_recomputing(name):
     assert not compiled.patches.plan.recompute and compiled.patches.extra_macs == 0
     added = len(compiled.program.instrs) - len(whole.program.instrs)  # kernel calls, each worth CALL_CYCLES
     assert added * CALL_CYCLES <= OVERHEAD * MAC_CYCLES * macs(whole.program)
+    code = kernel_bytes(compiled.program, TILES["generic"]) - kernel_bytes(whole.program, TILES["generic"])
+    assert 0 < code <= (whole.arena_bytes - compiled.arena_bytes) * FLASH_PER_RAM  # the RAM saved is worth it
+
+
+def test_ram_saved_must_be_worth_the_code():
+    """kws quantized by onnxruntime: tiles would save 1664 bytes of arena for some 46 KiB of code; by default it
+    keeps whole tensors, and takes tiles when a budget asks for them."""
+    model = ort_quantized(zoo.build("kws"))
+    assert cglow.compile_model(model, options=Options(align=4)).patches is None
+    assert cglow.compile_model(model, options=Options(align=4, ram_budget=6144)).arena_bytes <= 6144
 
 
 def test_a_small_model_takes_only_cheap_tiles():
