@@ -4,15 +4,18 @@ are alive at one time, never the whole tensors that set the arena's floor in a C
 layers.
 
 A span is a run of instructions (in program order, after fusion) with one output, the last one's: every other
-value it writes is read only inside it. Its output is split into `tiles` runs of rows; walking the span
+value it writes is read only inside it. It may end with a global pool's sum over the rows and columns: each
+tile then sums its rows, and the sums add up (_RowSum, _Sums). Its output (or the image that sum reads) is split
+into `tiles` runs of rows; walking the span
 backwards, each value gets the rows its readers need for the tile (a window's rows: out rows [lo, hi) read
 input rows [lo s - pad, (hi - 1) s - pad + (k - 1) d + 1), clipped to the image, the rest padding). Each tile
 computes each value's rows into a buffer of its own, so the allocator reuses those bytes tile after tile.
 
 Two ways to treat the rows two tiles share (the halo):
 - patches (`recompute`): each tile computes every row it needs, its halo again (extra multiply-accumulates);
-- streamed rows: each tile computes only the rows no tile computed before and copies the halo rows from the
-  tile before's buffer, which then dies: no recomputation, a copy of a few rows per value and tile.
+- streamed rows: each tile computes only the rows no tile computed before; once it has last read a value, the
+  rows of it the next tile needs are copied into a small buffer (so that the tile's buffer dies), and from
+  there into the next tile's buffer: no recomputation, two copies of a few rows per value and tile.
 
 Every instruction of a tile is an ordinary primitive over views (a tile's own window pads: the image's at its
 top and bottom edges, none inside), so every kernel variant runs unchanged; tiles of equal shapes share one C
