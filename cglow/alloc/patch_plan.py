@@ -70,12 +70,12 @@ class Patched:
                 f"arena without patches: {self.whole_arena} bytes ({self.whole_arena / 1024:.1f} KiB)"]
 
 
-def summary(fused: Program, plan: PatchPlan, whole_arena: int) -> Patched:
+def summary(fused: Program, chosen: Candidate, whole_arena: int) -> Patched:
+    plan = chosen.plan
     height, rows, halo = tiles_of(fused, plan)
-    macs = sum(i.macs() for i in fused.instrs)
-    extra = sum(i.macs() for i in patch(fused, plan).instrs) - macs
     nodes = tuple(i.node for i in fused.instrs[plan.first:plan.last + 1])
-    return Patched(plan, nodes, height, rows, halo, extra, macs, whole_arena)
+    return Patched(plan, nodes, height, rows, halo, chosen.extra_macs, sum(i.macs() for i in fused.instrs),
+                   whole_arena)
 
 
 Finish = Callable[[PatchPlan | None], tuple[Program, Plan]]  # the rest of the passes and the allocation
@@ -104,12 +104,12 @@ def choose(fused: Program, finish: Finish, max_recompute: float = 0.0, budget: i
     """The plan to compile with, described, or None for the whole-tensor plan; `tiles`, the target's register
     tiles, which the kernels' code depends on."""
     whole = finish(None)
-    plan = _choose(fused, finish, whole, max_recompute, budget, align, tiles)
-    return None if plan is None else summary(fused, plan, whole[1].size)
+    chosen = _choose(fused, finish, whole, max_recompute, budget, align, tiles)
+    return None if chosen is None else summary(fused, chosen, whole[1].size)
 
 
 def _choose(fused: Program, finish: Finish, whole: tuple[Program, Plan], max_recompute: float,
-            budget: int | None, align: int, tiles: Tiles) -> PatchPlan | None:
+            budget: int | None, align: int, tiles: Tiles) -> Candidate | None:
     if budget is not None and whole[1].size <= budget:
         return None
     found = candidates(fused, max_recompute, align)
@@ -117,11 +117,11 @@ def _choose(fused: Program, finish: Finish, whole: tuple[Program, Plan], max_rec
         calls = OVERHEAD * MAC_CYCLES * sum(i.macs() for i in fused.instrs) / CALL_CYCLES
         cheap = sorted((c for c in found if c.instrs - len(fused.instrs) <= calls),
                        key=lambda c: (c.floor, c.extra_macs, c.instrs))
-        sizes = {c.plan: finish(c.plan)[1].size for c in cheap[:COMPILED]}
-        best = min(sizes, key=lambda p: (sizes[p], next(c.instrs for c in cheap if c.plan == p)), default=None)
+        sizes = {c: finish(c.plan)[1].size for c in cheap[:COMPILED]}
+        best = min(sizes, key=lambda c: (sizes[c], c.instrs), default=None)
         if best is None or sizes[best] >= whole[1].size:
             return None
-        code = kernel_bytes(finish(best)[0], tiles) - kernel_bytes(whole[0], tiles)
+        code = kernel_bytes(finish(best.plan)[0], tiles) - kernel_bytes(whole[0], tiles)
         return best if (whole[1].size - sizes[best]) * FLASH_PER_RAM >= code else None
     smallest = whole[1].size
     fitting = sorted((c for c in found if c.floor <= budget), key=lambda c: (c.extra_macs, c.instrs, c.floor))
@@ -129,7 +129,7 @@ def _choose(fused: Program, finish: Finish, whole: tuple[Program, Plan], max_rec
     for c in fitting[:TRIES] + least:  # the fastest that may fit, then the one of the least floor
         size = finish(c.plan)[1].size
         if size <= budget:
-            return c.plan
+            return c
         smallest = min(smallest, size)
     raise CglowError(f"--ram-budget {budget}: no plan fits; the smallest arena reachable is {smallest} bytes"
                      + ("" if max_recompute else " without recomputation (--max-recompute allows more)"))

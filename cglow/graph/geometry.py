@@ -35,6 +35,11 @@ class Window:
     pads_end: tuple[int, ...]
     out: tuple[int, ...]
 
+    @property
+    def pointwise(self) -> bool:
+        """A 1x1..., stride-1, unpadded window: each output element reads its own input element only."""
+        return all(k == 1 for k in self.kernel + self.strides) and not any(self.pads_begin + self.pads_end)
+
 
 def reduced_as_window(shape: tuple[int, ...], axes: list[int]) -> tuple[tuple[int, ...] | None, tuple[int, ...]]:
     """A reduction over `axes` (sorted) as a pooling window: the permutation that puts the kept axes first (None

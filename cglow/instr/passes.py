@@ -297,8 +297,7 @@ def pointwise_as_gemm(prog: Program) -> Program:
     out [N, M, pixels] = w [M, C] x [N, C, pixels]: the register-tiled Gemm kernel computes it faster."""
     instrs = list(prog.instrs)
     for j, c in enumerate(instrs):
-        if not isinstance(c, Conv) or c.ring or c.group != 1 or c.win.kernel != (1, 1) or \
-                c.win.strides != (1, 1) or c.win.pads_begin + c.win.pads_end != (0, 0, 0, 0):
+        if not isinstance(c, Conv) or c.ring or c.group != 1 or not c.win.pointwise:
             continue
         (n, m), k = c.out.shape[:2], c.x.shape[1]
         pixels = c.out.shape[2] * c.out.shape[3]

@@ -40,13 +40,6 @@ class PatchPlan:
     recompute: bool   # patches (each tile computes its halo again), else streamed rows (halo rows copied)
 
 
-def _pixelwise(c: Conv) -> bool:
-    """A 1x1, stride-1, unpadded convolution: each output pixel reads its own input pixel only."""
-    w = c.win
-    return w.kernel == (1, 1) and w.strides == (1, 1) and w.dilations == (1, 1) and \
-        w.pads_begin + w.pads_end == (0, 0, 0, 0)
-
-
 def _images(prog: Program) -> dict[int, View]:
     """Each buffer's view in the image's shape [N, C, H, W]: where a convolution's or a pool's window reads or
     writes it whole (none where two such views differ); then across the pointwise convolutions, whose output
@@ -54,7 +47,7 @@ def _images(prog: Program) -> dict[int, View]:
     maps, whose operands of the output's shape are images where one of them is."""
     found: dict[int, View | None] = {}
     for instr in prog.instrs:
-        if isinstance(instr, (Conv, Pool)) and not (isinstance(instr, Conv) and _pixelwise(instr)):
+        if isinstance(instr, (Conv, Pool)) and not (isinstance(instr, Conv) and instr.win.pointwise):
             for v in (instr.out, instr.x):
                 if len(v.shape) == 4 and v.whole(prog.buffer(v.buf).size):
                     found[v.buf] = v if found.get(v.buf, v) == v else None
@@ -72,7 +65,7 @@ def _images(prog: Program) -> dict[int, View]:
 def _same_rows(prog: Program, instr: Instr, found: dict[int, View | None]):
     """The operands of a pointwise convolution or a map that the image of another operand places: each with
     its image view."""
-    if isinstance(instr, Conv) and _pixelwise(instr):
+    if isinstance(instr, Conv) and instr.win.pointwise:
         pairs = ((instr.x, instr.out), (instr.out, instr.x))
         for known, other in pairs:
             if found.get(known.buf) is not None and other.whole(prog.buffer(other.buf).size):
@@ -144,7 +137,7 @@ def _tileable(prog: Program, instr: Instr, images: dict[int, View]) -> Instr | N
     buffer in its image view."""
     if isinstance(instr, Reduce):
         return _row_sum(instr, images)
-    if isinstance(instr, Conv) and _pixelwise(instr) and instr.out != images.get(instr.out.buf):
+    if isinstance(instr, Conv) and instr.win.pointwise and instr.out != images.get(instr.out.buf):
         instr = _as_image(prog, instr, images)
     ok = instr is not None and len(instr.out.shape) == 4 and instr.out == images.get(instr.out.buf) and \
         prog.buffer(instr.out.buf).kind == "arena" and (
@@ -231,9 +224,10 @@ def _input_rows(instr: Instr, rows: _Rows) -> list[tuple[View, _Rows]]:
     return [(v, rows) for v in instr.ins]
 
 
-def _needs(span: list[Instr], final: int, out: _Rows, streamed: dict[int, int] | None) -> tuple[dict, dict]:
+def _needs(span: list[Instr], written: set[int], final: int, out: _Rows,
+           streamed: dict[int, int] | None) -> tuple[dict, dict]:
     """For one tile: the rows each instruction computes (by index in the span) and the rows each buffer the
-    span writes must hold. With `streamed` (each buffer's first row not yet computed by an earlier tile), an
+    span writes (`written`) must hold. With `streamed` (each buffer's first row not yet computed by an earlier tile), an
     instruction computes only rows from there on."""
     need: dict[int, _Rows] = {final: out}
     computes: dict[int, _Rows] = {}
@@ -248,7 +242,7 @@ def _needs(span: list[Instr], final: int, out: _Rows, streamed: dict[int, int] |
             continue
         computes[k] = rows
         for v, r in _input_rows(instr, rows):
-            if v.buf in {i.out.buf for i in span} and v.shape[2] > 1 and v.strides[2]:
+            if v.buf in written and v.shape[2] > 1 and v.strides[2]:
                 need[v.buf] = r.hull(need.get(v.buf))
     return computes, need
 
@@ -266,7 +260,7 @@ class _Tile:
         image = self.images[b]
         shape = image.shape[:2] + (rows.hi - rows.lo,) + image.shape[3:]
         old = buffers[b]
-        buffers.append(Buffer(len(buffers), "arena", shape[0] * shape[1] * shape[2] * shape[3],
+        buffers.append(Buffer(len(buffers), "arena", math.prod(shape),
                               f"{old.label} {label} {rows.lo}-{rows.hi}", dtype=old.dtype))
         return View.laid_out(len(buffers) - 1, shape, image.order())
 
@@ -298,16 +292,21 @@ def _tiled(instr: Instr, rows: _Rows, tile: _Tile) -> Instr:
     return replace(instr, out=out, x=tile.at(instr.x, inputs), win=win, value=None, **more)
 
 
-def _tile_rows(span: list[Instr], final: int, height: int, step: int, recompute: bool) -> list[tuple[dict, dict]]:
-    """Per tile, what _needs gives: the rows each instruction computes and the rows each buffer holds."""
-    streamed: dict[int, int] | None = None if recompute else {}
+def _tiling(spans: Spans, plan: PatchPlan) -> tuple[list[Instr], int, int, list[tuple[dict, dict]]]:
+    """The plan's span, its output's rows, the rows each tile computes of them, and per tile what _needs gives:
+    the rows each instruction computes and the rows each buffer holds."""
+    span = spans.forms[plan.first:plan.last + 1]
+    height = span_height(span[-1])
+    step = -(-height // max(1, min(plan.tiles, height)))
+    written = {i.out.buf for i in span}
+    streamed: dict[int, int] | None = None if plan.recompute else {}
     tiles = []
     for lo in range(0, height, step):
-        computes, need = _needs(span, final, _Rows(lo, min(height, lo + step)), streamed)
+        computes, need = _needs(span, written, span[-1].out.buf, _Rows(lo, min(height, lo + step)), streamed)
         tiles.append((computes, need))
         if streamed is not None:
             streamed.update((span[k].out.buf, rows.hi) for k, rows in computes.items())
-    return tiles
+    return span, height, step, tiles
 
 
 def patch(prog: Program, plan: PatchPlan, spans: Spans | None = None) -> Program | None:
@@ -315,11 +314,8 @@ def patch(prog: Program, plan: PatchPlan, spans: Spans | None = None) -> Program
     spans = spans or Spans(prog)
     if not spans.qualifies(plan.first, plan.last):
         return None
-    span = spans.forms[plan.first:plan.last + 1]
+    span, _, _, tiles = _tiling(spans, plan)
     final = span[-1].out.buf
-    height = span_height(span[-1])
-    step = -(-height // max(1, min(plan.tiles, height)))
-    tiles = _tile_rows(span, final, height, step, plan.recompute)
     buffers = list(prog.buffers)
     tile = _Tile({i.out.buf: i.out for i in span}, final)
     sums = _Sums(buffers, span[-1]) if isinstance(span[-1], _RowSum) else None
@@ -401,15 +397,10 @@ def _keep(buffers: list[Buffer], tile: _Tile, b: int, rows: _Rows | None, then: 
     return [Map(view, (tile.at(tile.images[b], held),), Input(0), f"{buffers[b].label} (rows kept)")]
 
 
-
 def tiles_of(prog: Program, plan: PatchPlan, spans: Spans | None = None) -> tuple[int, int, int]:
     """The span output's rows, the rows of it each tile computes (the last one: what remains) and the halo: the
     most rows of one value that two neighbouring tiles both hold (kept for the next tile, or computed twice)."""
-    spans = spans or Spans(prog)
-    span = spans.forms[plan.first:plan.last + 1]
-    height = span_height(span[-1])
-    step = -(-height // max(1, min(plan.tiles, height)))
-    tiles = _tile_rows(span, span[-1].out.buf, height, step, plan.recompute)
+    _, height, step, tiles = _tiling(spans or Spans(prog), plan)
     halo = max((min(a[b].hi, later[b].hi) - later[b].lo for (_, a), (_, later) in zip(tiles, tiles[1:])
                 for b in a if b in later), default=0)
     return height, step, max(0, halo)

@@ -11,13 +11,15 @@ import pytest
 
 import cglow
 from cglow import zoo
-from cglow.alloc.patch_plan import CALL_CYCLES, FLASH_PER_RAM, MAC_CYCLES, OVERHEAD, candidates, summary
+from cglow.alloc.patch_plan import (CALL_CYCLES, FLASH_PER_RAM, MAC_CYCLES, OVERHEAD, Candidate, candidates,
+                                    summary)
 from cglow.compiler import import_graph
 from cglow.errors import CglowError
 from cglow.graph import passes as graph_passes
+from cglow.instr.liveness import floor, lifetimes
 from cglow.instr.passes import fuse
-from cglow.kernels.code_size import kernel_bytes
 from cglow.instr.patches import PatchPlan, Spans, patch, tiles_of
+from cglow.kernels.code_size import kernel_bytes
 from cglow.lower.program import lower
 from cglow.options import Options
 from cglow.tiles import TILES
@@ -65,7 +67,10 @@ def test_tiles_compute_what_whole_tensors_do(model, tiles, recompute, monkeypatc
     for k in range(0, count, 4):
         def forced(fused, finish, *_):  # the k-th span of the program as compile_program fuses it
             first, last = Spans(fused).all()[k]
-            return summary(fused, PatchPlan(first, last, tiles, recompute), finish(None)[1].size)
+            plan = PatchPlan(first, last, tiles, recompute)
+            patched = patch(fused, plan)
+            chosen = Candidate(plan, floor(lifetimes(patched)), macs(patched) - macs(fused), len(patched.instrs))
+            return summary(fused, chosen, finish(None)[1].size)
         monkeypatch.setattr("cglow.compiler.choose", forced)
         compiled, got = run(model, Options(), x)
         assert compiled.patches.plan.tiles == tiles

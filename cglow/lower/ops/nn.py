@@ -31,7 +31,7 @@ def _pixel_rows(x: View, out: View, win: Window) -> tuple[View, View, Window]:
     """A 1x1, stride-1, unpadded convolution sees each pixel alone, so its H x W pixels may be regrouped
     into rows of any width T dividing H * W: the longest T up to ROW (if longer than a row of the image)
     makes the kernel's innermost loop longer, and keeps in-place rows short."""
-    if win.kernel != (1, 1) or win.strides != (1, 1) or win.pads_begin + win.pads_end != (0,) * 4:
+    if not win.pointwise:
         return x, out, win
     pixels = x.shape[2] * x.shape[3]
     width = max(t for t in range(1, min(pixels, ROW) + 1) if pixels % t == 0)
