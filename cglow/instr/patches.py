@@ -32,6 +32,9 @@ from .expr import ACC, Input, substitute
 from .ir import Buffer, Conv, Instr, Map, Pool, Program, Reduce, View, accumulator, reads
 
 
+KEPT = " (rows kept)"  # ends the node name of a copy of rows one tile keeps for the next
+
+
 @dataclass(frozen=True)
 class PatchPlan:
     first: int        # the span: instructions first..last of the program as fused
@@ -316,6 +319,7 @@ def patch(prog: Program, plan: PatchPlan, spans: Spans | None = None) -> Program
         return None
     span, _, _, tiles = _tiling(spans, plan)
     final = span[-1].out.buf
+    producers = {i.out.buf: i.node for i in span}
     buffers = list(prog.buffers)
     tile = _Tile({i.out.buf: i.out for i in span}, final)
     sums = _Sums(buffers, span[-1]) if isinstance(span[-1], _RowSum) else None
@@ -333,7 +337,7 @@ def patch(prog: Program, plan: PatchPlan, spans: Spans | None = None) -> Program
                 tiled += sums.add(tile, computes[k]) if instr is span[-1] and sums else \
                     [_tiled(instr, computes[k], tile)]
             for r in [b] * (b not in readers) + [r for r, last in readers.items() if last == k]:
-                tiled += _keep(buffers, tile, r, need.get(r), after.get(r), kept)
+                tiled += _keep(buffers, tile, r, need.get(r), after.get(r), kept, producers.get(r, ""))
     tiled += sums.result() if sums else []
     instrs = prog.instrs[:plan.first] + tuple(tiled) + prog.instrs[plan.last + 1:]
     return replace(prog, buffers=tuple(buffers), instrs=instrs)
@@ -382,11 +386,11 @@ def _tile_buffer(buffers: list[Buffer], tile: _Tile, b: int, rows: _Rows, kept: 
     if kept is None:
         return []
     view, held = kept
-    return [Map(tile.at(tile.images[b], held), (view,), Input(0), f"{node} (rows kept)")]
+    return [Map(tile.at(tile.images[b], held), (view,), Input(0), node + KEPT)]
 
 
 def _keep(buffers: list[Buffer], tile: _Tile, b: int, rows: _Rows | None, then: _Rows | None,
-          kept: dict[int, tuple[View, _Rows]]) -> list[Instr]:
+          kept: dict[int, tuple[View, _Rows]], node: str) -> list[Instr]:
     """Streamed rows: once the tile has last read value b, the rows of it the next tile needs too are copied
     into a buffer of their own, so that the tile's buffer dies now."""
     if rows is None or then is None or b == tile.final or then.lo >= rows.hi:
@@ -394,7 +398,7 @@ def _keep(buffers: list[Buffer], tile: _Tile, b: int, rows: _Rows | None, then: 
     held = _Rows(then.lo, min(then.hi, rows.hi))
     view = tile.fresh(buffers, b, held, "kept rows")
     kept[b] = (view, held)
-    return [Map(view, (tile.at(tile.images[b], held),), Input(0), f"{buffers[b].label} (rows kept)")]
+    return [Map(view, (tile.at(tile.images[b], held),), Input(0), node + KEPT)]
 
 
 def tiles_of(prog: Program, plan: PatchPlan, spans: Spans | None = None) -> tuple[int, int, int]:

@@ -9,6 +9,7 @@ import jinja2
 from ..compiler import CompiledModel
 from ..graph.ir import shape_text
 from ..instr.ir import operands
+from ..instr.patches import KEPT
 from .graph_svg import BOX_H, BOX_W, draw_graph
 from .memory import MemoryReport
 
@@ -69,7 +70,7 @@ def patched_band(compiled: CompiledModel, report: MemoryReport) -> dict | None:
         return None
     nodes = set(compiled.patches.nodes)
     steps = [i for i, instr in enumerate(compiled.program.instrs)
-             if instr.node in nodes or instr.node.endswith(" (rows kept)")]
+             if instr.node.removesuffix(KEPT) in nodes]
     sx = SVG_WIDTH / max(len(report.steps), 1)
     lines = compiled.patches.lines()
     return dict(x=f"{MARGIN + steps[0] * sx:.1f}", w=f"{(steps[-1] - steps[0] + 1) * sx:.1f}",
