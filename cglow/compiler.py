@@ -50,19 +50,21 @@ def compile_program(prog: Program, name: str, inputs, outputs, source: str = "",
     `inputs` and `outputs` are TensorInfo in the order of prog.inputs and prog.outputs; the C file includes
     `header` (default: the prefix plus .h); `stages` runs each pass and step."""
     integer = tiles_for(options.target).for_integer
-
+    for rewrite in instr_passes.FUSING:
+        prog = stages.run(f"instr-{stage_name(rewrite)}", rewrite, prog)
     finished: dict[PatchPlan | None, tuple[Program, Plan]] = {}  # the planner's runs, unless observers watch
 
     def finish(patches: PatchPlan | None, watch: Stages = Stages()) -> tuple[Program, Plan]:
+        """The passes after fusion, with the span run in tiles, and the allocation."""
         if patches in finished and not watch.observers:
             return finished[patches]
         done = prog
-        for rewrite in instr_passes.pipeline(integer.dual_mac, integer.for_panel.rows, patches):
+        for rewrite in instr_passes.after_fusing(integer.dual_mac, integer.for_panel.rows, patches):
             done = watch.run(f"instr-{stage_name(rewrite)}", rewrite, done)
         finished[patches] = done, watch.run("alloc", allocate, done, options.align, options.io_in_arena)
         return finished[patches]
-    patched = stages.run("patch-plan", choose, instr_passes.fuse(prog), finish, options.max_recompute,
-                         options.ram_budget, options.align, tiles_for(options.target))
+    patched = stages.run("patch-plan", choose, prog, finish, options.max_recompute, options.ram_budget,
+                         options.align, tiles_for(options.target))
     prog, plan = finish(patched and patched.plan, stages)
     check_memory(prog, plan, options)
     prefix = c_identifier(name)

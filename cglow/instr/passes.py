@@ -490,9 +490,7 @@ def widen_inputs(prog: Program, rows: int) -> Program:
     return replace(prog, buffers=tuple(buffers), instrs=tuple(instrs))
 
 
-def fuse(prog: Program) -> Program:
-    """The fusing passes that come first in the pipeline: the program a patch plan's span indexes."""
-    return fuse_epilogues(fuse_maps(drop_empty(prog)))
+FUSING = (drop_empty, fuse_maps, fuse_epilogues)  # the pipeline's first passes: a patch plan indexes their program
 
 
 def run_in_patches(prog: Program, plan: PatchPlan) -> Program:
@@ -502,14 +500,18 @@ def run_in_patches(prog: Program, plan: PatchPlan) -> Program:
     return patched
 
 
-def pipeline(dot_products: bool = False, panel_rows: int = 0, patches: PatchPlan | None = None) -> tuple:
-    """The passes in order; `dot_products` as pack_weights takes it, and with it `panel_rows` (a register
-    tile's rows) as widen_inputs does; `patches`, a span to run in tiles."""
+def after_fusing(dot_products: bool = False, panel_rows: int = 0, patches: PatchPlan | None = None) -> tuple:
+    """The passes after FUSING, in order; `dot_products` as pack_weights takes it, and with it `panel_rows` (a
+    register tile's rows) as widen_inputs does; `patches`, a span to run in tiles."""
     widen = (partial(widen_inputs, rows=panel_rows),) if dot_products and panel_rows else ()
     tiled = (partial(run_in_patches, plan=patches),) if patches else ()
-    return (drop_empty, fuse_maps, fuse_epilogues) + tiled + (schedule, forward_copies, elide_copies, reuse_dying_inputs,
-            convolve_in_place, pointwise_as_gemm, partial(pack_weights, dot_products=dot_products),
-            copy_run_time_operands) + widen
+    return tiled + (schedule, forward_copies, elide_copies, reuse_dying_inputs, convolve_in_place, pointwise_as_gemm,
+                    partial(pack_weights, dot_products=dot_products), copy_run_time_operands) + widen
+
+
+def pipeline(dot_products: bool = False, panel_rows: int = 0, patches: PatchPlan | None = None) -> tuple:
+    """Every pass in order (after_fusing's arguments)."""
+    return FUSING + after_fusing(dot_products, panel_rows, patches)
 
 
 PIPELINE = pipeline()

@@ -1,9 +1,10 @@
 """`cglow emit --dump-ir DIR`: the IR after each stage as text, for debugging the compiler.
 
-One file per stage, numbered in the order they ran: 00-import.txt, then the graph passes, lower, the
-instruction passes (instr-NAME, instr-run_in_patches the program with a span in tiles), patch-plan (the
-span, tiles, halo and extra MACs, when there are patches), alloc. Names from the model are data: they appear quoted, control
-characters escaped, so that every node, buffer and instruction takes one line."""
+One file per stage, numbered in the order they ran: 00-import.txt, then the graph passes, lower, the fusing
+instruction passes (instr-NAME), patch-plan (the span, tiles, halo and extra MACs, when there are patches),
+the other instruction passes (instr-run_in_patches: the program with a span in tiles), alloc. Names from the
+model are data: they appear quoted, control characters escaped, so that every node, buffer and instruction
+takes one line."""
 from __future__ import annotations
 
 from dataclasses import fields

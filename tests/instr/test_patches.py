@@ -17,7 +17,7 @@ from cglow.compiler import import_graph
 from cglow.errors import CglowError
 from cglow.graph import passes as graph_passes
 from cglow.instr.liveness import floor, lifetimes
-from cglow.instr.passes import fuse
+from cglow.instr.passes import FUSING
 from cglow.instr.patches import PatchPlan, Spans, patch, tiles_of
 from cglow.kernels.code_size import kernel_bytes
 from cglow.lower.program import lower
@@ -36,7 +36,10 @@ def fused(model: onnx.ModelProto):
     graph = import_graph(model)
     for rewrite in graph_passes.PIPELINE:
         graph = rewrite(graph)
-    return fuse(lower(graph))
+    prog = lower(graph)
+    for rewrite in FUSING:
+        prog = rewrite(prog)
+    return prog
 
 
 def run(model: onnx.ModelProto, options: Options, x: np.ndarray) -> tuple[cglow.CompiledModel, np.ndarray]:
