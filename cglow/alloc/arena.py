@@ -11,7 +11,7 @@ import heapq
 from dataclasses import dataclass
 
 from ..instr.ir import Program, extent, reads
-from ..instr.liveness import Interval, floor, lifetimes, slot
+from ..instr.liveness import Interval, alive, floor, lifetimes, slot
 
 
 @dataclass(frozen=True)
@@ -56,15 +56,7 @@ def _conflicts(intervals: list[Interval]) -> list[list[int]]:
 
 def _peaks(intervals: list[Interval]) -> list[int]:
     """For each interval, the most bytes alive at once during its life."""
-    steps = max((v.last for v in intervals), default=0) + 2
-    change = [0] * steps
-    for v in intervals:
-        change[v.first] += v.size
-        change[v.last + 1] -= v.size
-    live, total = [], 0
-    for c in change:
-        total += c
-        live.append(total)
+    live = alive(intervals)
     return [max(live[v.first:v.last + 1]) for v in intervals]
 
 

@@ -4,6 +4,7 @@ allocator (cglow/alloc) all read them."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import accumulate
 
 from .ir import Program, reads
 
@@ -38,11 +39,16 @@ def slot(nbytes: int, align: int = 16) -> int:
     return max(1, -(-nbytes // align)) * align
 
 
+def alive(intervals, steps: int = 0) -> list[int]:
+    """The bytes alive at each instruction, over at least `steps` instructions (intervals: anything with first,
+    last and size, as Interval)."""
+    change = [0] * (max([steps - 1] + [v.last for v in intervals]) + 2)
+    for v in intervals:
+        change[v.first] += v.size
+        change[v.last + 1] -= v.size
+    return list(accumulate(change))[:-1]
+
+
 def floor(intervals: list[Interval]) -> int:
     """The most bytes alive at one time: no placement can do better."""
-    events = sorted([(v.first, v.size) for v in intervals] + [(v.last + 1, -v.size) for v in intervals])
-    live = peak = 0
-    for _, change in events:
-        live += change
-        peak = max(peak, live)
-    return peak
+    return max(alive(intervals), default=0)

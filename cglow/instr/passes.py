@@ -12,7 +12,7 @@ from functools import partial
 
 import numpy as np
 
-from .liveness import floor, lifetimes, slot
+from .liveness import alive, floor, lifetimes, slot
 from .patches import PatchPlan, patch
 from .schedule import schedule
 from .expr import Expr, Input, cast, cost, substitute, uses
@@ -456,10 +456,7 @@ def widen_inputs(prog: Program, rows: int) -> Program:
     of output rows for it. The weights, constant, are laid out in channel pairs to match the panel's words
     (pair_weights)."""
     instrs, buffers = list(prog.instrs), list(prog.buffers)
-    live = [0] * len(instrs)
-    for v in lifetimes(prog):
-        for i in range(v.first, v.last + 1):
-            live[i] += v.size
+    live = alive(lifetimes(prog), len(instrs))
     peak = max(live, default=0)
     for j, g in enumerate(instrs):
         if isinstance(g, Conv):

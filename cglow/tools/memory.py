@@ -16,7 +16,7 @@ import onnx
 from ..compiler import CompiledModel, compile_model
 from ..graph import passes as graph_passes
 from ..graph.ir import Graph
-from ..instr.liveness import floor, lifetimes
+from ..instr.liveness import alive, floor, lifetimes
 from ..options import Options
 from ..stages import Stages
 
@@ -55,10 +55,6 @@ class MemoryReport:
         return self.arena_bytes + self.io_bytes
 
 
-def alive_per_step(spans, steps: int) -> list[int]:
-    return [sum(s.size for s in spans if s.first <= t <= s.last) for t in range(max(steps, 1))]
-
-
 def naive_spans(graph: Graph) -> list[Span]:
     """Graph inputs from the start, node outputs from their node, each until its last consumer (graph
     outputs until the end); constants excluded."""
@@ -85,12 +81,12 @@ def schedule_spans(compiled: CompiledModel) -> list[Span]:
 def analyze(compiled: CompiledModel) -> MemoryReport:
     """The floors and the arena of a model compile_model compiled (it keeps the graph it imported)."""
     spans = schedule_spans(compiled)
-    alive = alive_per_step(spans, len(compiled.program.instrs))
-    steps = tuple(Step(i, instr.primitive, instr.node, alive[i])
+    live = alive(spans, max(len(compiled.program.instrs), 1))
+    steps = tuple(Step(i, instr.primitive, instr.node, live[i])
                   for i, instr in enumerate(compiled.program.instrs))
     io_bytes = sum(s.size for s in spans if s.offset is None)
-    return MemoryReport(floor(naive_spans(model_graph(compiled.imported))), max(alive), compiled.plan.size,
-                        io_bytes, alive.index(max(alive)), tuple(spans), steps)
+    return MemoryReport(floor(naive_spans(model_graph(compiled.imported))), max(live), compiled.plan.size,
+                        io_bytes, live.index(max(live)), tuple(spans), steps)
 
 
 def model_graph(imported: Graph) -> Graph:
