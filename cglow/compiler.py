@@ -49,7 +49,8 @@ def compile_program(prog: Program, name: str, inputs, outputs, source: str = "",
 
     `inputs` and `outputs` are TensorInfo in the order of prog.inputs and prog.outputs; the C file includes
     `header` (default: the prefix plus .h); `stages` runs each pass and step."""
-    integer = tiles_for(options.target).for_integer
+    tiles = tiles_for(options.target)
+    integer = tiles.for_integer
     for rewrite in instr_passes.FUSING:
         prog = stages.run(f"instr-{stage_name(rewrite)}", rewrite, prog)
     finished: dict[PatchPlan | None, tuple[Program, Plan]] = {}  # the planner's runs, unless observers watch
@@ -64,7 +65,7 @@ def compile_program(prog: Program, name: str, inputs, outputs, source: str = "",
         finished[patches] = done, watch.run("alloc", allocate, done, options.align, options.io_in_arena)
         return finished[patches]
     patched = stages.run("patch-plan", choose, prog, finish, options.max_recompute, options.ram_budget,
-                         options.align, tiles_for(options.target))
+                         options.align, tiles)
     prog, plan = finish(patched and patched.plan, stages)
     check_memory(prog, plan, options)
     prefix = c_identifier(name)

@@ -10,6 +10,7 @@ onnxruntime (quant_pre_process, then QDQ per-channel), compiled with --align 4 a
 Run with `make bench-memory`."""
 from __future__ import annotations
 
+from dataclasses import replace
 import sys
 
 import numpy as np
@@ -35,10 +36,9 @@ def int8(name: str, model):
 
 
 def row(label: str, model, options: Options) -> str:
-    whole, report = analyze_model(model, options=Options(**{**options.__dict__, "ram_budget": WHOLE}))
+    whole, report = analyze_model(model, options=replace(options, ram_budget=WHOLE))
     default = analyze_model(model, options=options)[0]
-    recompute = [analyze_model(model, options=Options(**{**options.__dict__, "max_recompute": p}))[0]
-                 for p in (10, 15)]
+    recompute = [analyze_model(model, options=replace(options, max_recompute=p))[0] for p in (10, 15)]
     naive = report.naive_floor
     extra = ["-" if c.patches is None else f"{100 * c.patches.extra_macs / c.patches.macs:.1f}%" for c in recompute]
     plan = "whole tensors" if default.patches is None else default.patches.lines()[0].split(" over ")[0] + \
