@@ -7,7 +7,8 @@ the model's). Each candidate is measured by the floor of its instruction list as
 (the most bytes alive at once: cheap, and what the scheduler and the allocator then reach or nearly). By
 default, among the candidates whose added kernel calls cost at most a tenth of the model's time (CALL_CYCLES),
 the two of the least floors are compiled for their real arenas, and the smaller is kept if it is smaller
-than the whole-tensor plan's and the RAM it saves is worth the code its tiles add (FLASH_PER_RAM).
+than the whole-tensor plan's and the RAM it saves is worth the flash its tiles add, code and weights laid out
+for their kernels (FLASH_PER_RAM).
 
 With `--ram-budget BYTES` the planner looks for the fastest plan whose arena fits instead: the whole-tensor
 plan if it fits, else the candidates in order of extra MACs and then instructions (each tile's kernels are
@@ -23,7 +24,7 @@ from ..errors import CglowError
 from ..instr.ir import Program
 from ..instr.liveness import floor, lifetimes
 from ..instr.patches import PatchPlan, Spans, patch, span_height, tiles_of
-from ..kernels.code_size import kernel_bytes
+from ..kernels.code_size import flash_bytes
 from ..tiles import TILES, Tiles
 from .arena import Plan
 
@@ -37,7 +38,7 @@ COMPILED = 2  # without: the candidates of the least floors compiled, the smalle
 CALL_CYCLES, MAC_CYCLES, OVERHEAD = 5000, 1.7, 0.10
 # A byte of RAM is worth FLASH_PER_RAM bytes of flash: microcontrollers carry 2 to 8 times more flash than RAM
 # (STM32L4R5 2 MB / 640 KB, STM32F446 512 / 128 KB, nRF52840 1 MB / 256 KB). By default a plan is kept only if
-# the RAM it saves is worth the machine code its tiles' kernels add (kernels/code_size.py).
+# the RAM it saves is worth the flash its tiles' kernels add, their machine code and weights (kernels/code_size.py).
 FLASH_PER_RAM = 4
 
 
@@ -121,8 +122,8 @@ def _choose(fused: Program, finish: Finish, whole: tuple[Program, Plan], max_rec
         best = min(sizes, key=lambda c: (sizes[c], c.instrs), default=None)
         if best is None or sizes[best] >= whole[1].size:
             return None
-        code = kernel_bytes(finish(best.plan)[0], tiles) - kernel_bytes(whole[0], tiles)
-        return best if (whole[1].size - sizes[best]) * FLASH_PER_RAM >= code else None
+        flash = flash_bytes(finish(best.plan)[0], tiles) - flash_bytes(whole[0], tiles)
+        return best if (whole[1].size - sizes[best]) * FLASH_PER_RAM >= flash else None
     smallest = whole[1].size
     fitting = sorted((c for c in found if c.floor <= budget), key=lambda c: (c.extra_macs, c.instrs, c.floor))
     least = [min(found, key=lambda c: (c.floor, c.extra_macs, c.instrs))] if found else []

@@ -13,7 +13,7 @@ import numpy as np
 from ..alloc.arena import Plan
 from ..c_text import c_array_lines, c_float, c_literal, c_type
 from ..instr.expr import helpers
-from ..instr.ir import Buffer, Program, View, reads
+from ..instr.ir import Buffer, Program, View
 from ..kernels.kernel import comment
 from ..kernels.render import render
 from ..options import Options
@@ -131,12 +131,7 @@ def emit(prog: Program, plan: Plan, prefix: str, source: str, opset: int,
     """net.c, which includes `header` (default: the prefix plus .h), and the header's text. With `trace`,
     net_run passes every graph value that a kernel writes whole, once written, to <prefix>_trace (declared,
     not defined: cglow check --all-tensors links it from its harness)."""
-    consts: dict[int, Buffer] = {}  # the weights, in order of first use
-    for instr in prog.instrs:
-        for v in (instr.out,) + reads(instr):
-            buf = prog.buffer(v.buf)
-            if buf.kind == "const":
-                consts.setdefault(buf.id, buf)
+    consts = {b.id: b for b in prog.weights()}
     weight_names = {buf_id: f"{prefix}_w{n}" for n, buf_id in enumerate(consts)}
     blob = weights_blob(list(consts.values()), options.align) if options.external_weights else None
     weights = [] if blob else [

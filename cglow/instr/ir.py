@@ -369,3 +369,12 @@ class Program:
 
     def buffer(self, id_: int) -> Buffer:
         return self.buffers[id_]
+
+    def weights(self) -> list[Buffer]:
+        """The constant buffers its instructions read, in order of first use (what the C file stores)."""
+        found: dict[int, Buffer] = {}
+        for instr in self.instrs:
+            for v in (instr.out,) + reads(instr):
+                if self.buffers[v.buf].kind == "const":
+                    found.setdefault(v.buf, self.buffers[v.buf])
+        return list(found.values())

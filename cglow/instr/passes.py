@@ -408,21 +408,26 @@ def taps_contiguous(c: Conv) -> bool:
     return c.win.dilations[1] == 1 and (kw == 1 or c.x.strides[3] == c.w.strides[3] == cg)
 
 
-def pair_weights(buffers: list[Buffer], w: View, rows: int, k: int, k4: int) -> int:
+def pair_weights(buffers: list[Buffer], paired: dict, w: View, rows: int, k: int, k4: int) -> int:
     """The buffer of a panel kernel's weights (`rows` output channels of k values, row r at w.offset + r * k),
     each row padded with zeros to k4 values, a multiple of 4 (a panel's sums run over whole words), in channel
     pairs as kernels/arm_steps.py pair_step reads them: pair p (channels 2p and 2p + 1, the second zero where
     rows is odd) is k4 / 2 words from 2p * k4, its word 2g + a the weights of the values 4g + a and 4g + 2 + a,
     which the panel's word 2g + a holds (runtime_c/widen4.c): the first channel's in bytes 0 and 2, the
     second's in 1 and 3. One SXTB16 of the word, and one of it rotated by a byte, make each channel's 16-bit
-    pair."""
+    pair. One buffer per weights and layout (`paired`), however many instructions read it: the tiles of a
+    patched span share their weights."""
+    key = (w.buf, w.offset, rows, k, k4)
+    if key in paired:
+        return paired[key]
     old = buffers[w.buf]
     data = np.zeros((rows + rows % 2, k4), old.dtype)
     data[:rows, :k] = old.data[w.offset:w.offset + rows * k].reshape(rows, k)
-    paired = data.reshape(-1, 2, k4 // 4, 2, 2).transpose(0, 2, 4, 3, 1)  # [p, c, g, half, a] -> [p, g, a, half, c]
+    pairs = data.reshape(-1, 2, k4 // 4, 2, 2).transpose(0, 2, 4, 3, 1)  # [p, c, g, half, a] -> [p, g, a, half, c]
     label = f"{old.label}{' padded' if k4 != k else ''} in channel pairs"
-    buffers.append(Buffer(len(buffers), "const", data.size, label, data=paired.reshape(-1), dtype=old.dtype))
-    return len(buffers) - 1
+    buffers.append(Buffer(len(buffers), "const", data.size, label, data=pairs.reshape(-1), dtype=old.dtype))
+    paired[key] = len(buffers) - 1
+    return paired[key]
 
 
 def _conv_panel(c: Conv, buffers: list[Buffer]) -> int:
@@ -455,7 +460,7 @@ def widen_inputs(prog: Program, rows: int) -> Program:
     RAM. A 1x1 convolution running in place (convolve_in_place) drops its ring
     of output rows for it. The weights, constant, are laid out in channel pairs to match the panel's words
     (pair_weights)."""
-    instrs, buffers = list(prog.instrs), list(prog.buffers)
+    instrs, buffers, paired = list(prog.instrs), list(prog.buffers), {}
     live = alive(lifetimes(prog), len(instrs))
     peak = max(live, default=0)
     for j, g in enumerate(instrs):
@@ -479,10 +484,10 @@ def widen_inputs(prog: Program, rows: int) -> Program:
         buffers.append(panel)
         more = {"ring": None} if ring else {}
         if isinstance(g, Conv):  # a channel pair every 2 k values
-            paired = pair_weights(buffers, g.w, g.w.shape[0], g.w.size // g.w.shape[0], k)
-            more["w"] = View(paired, 0, g.w.shape, (k,) + g.w.strides[1:])
+            pairs = pair_weights(buffers, paired, g.w, g.w.shape[0], g.w.size // g.w.shape[0], k)
+            more["w"] = View(pairs, 0, g.w.shape, (k,) + g.w.strides[1:])
         else:
-            more["b"] = View(pair_weights(buffers, g.b, g.b.shape[-1], k, k), 0, g.b.shape, g.b.strides)
+            more["b"] = View(pair_weights(buffers, paired, g.b, g.b.shape[-1], k, k), 0, g.b.shape, g.b.strides)
         instrs[j] = replace(g, panel=View.of(panel.id, (tile, k // 2)), **more)
     return replace(prog, buffers=tuple(buffers), instrs=tuple(instrs))
 

@@ -1,5 +1,6 @@
 """The C statements of a program's kernels, which estimate its machine code (tools/code_size.py measured the bytes
-a statement takes): what the patch planner weighs against the RAM that tiles save."""
+a statement takes), and with its weights its flash: what the patch planner weighs against the RAM that tiles
+save."""
 from __future__ import annotations
 
 import re
@@ -32,3 +33,8 @@ def kernel_bytes(prog: Program, tiles: Tiles) -> int:
     dtypes = {b.id: b.dtype for b in prog.buffers}
     bodies = {render("KERNEL", instr, dtypes, tiles).text.strip().split("\n", 1)[1] for instr in prog.instrs}
     return sum(statements(body, tiles.scalar) for body in bodies) * BYTES_PER_STATEMENT[tiles.scalar]
+
+
+def flash_bytes(prog: Program, tiles: Tiles) -> int:
+    """The estimated flash of the program: its kernels' machine code and its weights."""
+    return kernel_bytes(prog, tiles) + sum(b.nbytes for b in prog.weights())
