@@ -12,6 +12,7 @@ from functools import partial
 
 import numpy as np
 
+from ..graph.geometry import Window
 from .liveness import alive, floor, lifetimes, slot
 from .patches import PatchPlan, patch
 from .schedule import schedule
@@ -292,6 +293,30 @@ def convolve_in_place(prog: Program) -> Program:
     return replace(prog, buffers=tuple(buffers), instrs=tuple(instrs))
 
 
+ROW = 64  # the longest pixel row a pointwise convolution is regrouped into
+
+
+def regroup_pixels(prog: Program) -> Program:
+    """A 1x1, stride-1, unpadded convolution sees each pixel alone, so its H x W pixels may be regrouped into
+    rows of any width T dividing H * W: the longest T up to ROW (if longer than a row of the image) makes the
+    kernel's innermost loop longer, and keeps in-place rows short. After the patch pass, so that the tiles of a
+    span (a few rows of the image each) are regrouped too."""
+    instrs = list(prog.instrs)
+    for j, c in enumerate(instrs):
+        if not isinstance(c, Conv) or not c.win.pointwise or len(c.out.shape) != 4:
+            continue
+        pixels = c.out.shape[2] * c.out.shape[3]
+        width = max(t for t in range(1, min(pixels, ROW) + 1) if pixels % t == 0)
+        if width <= c.out.shape[3]:
+            continue
+        shape = (pixels // width, width)
+        views = [v.reshape(v.shape[:2] + shape) for v in (c.out, c.x) + c.epi.ins]
+        if all(v is not None for v in views):
+            win = Window((1, 1), (1, 1), c.win.dilations, (0, 0), (0, 0), shape)
+            instrs[j] = replace(c, out=views[0], x=views[1], win=win, epi=replace(c.epi, ins=tuple(views[2:])))
+    return replace(prog, instrs=tuple(instrs))
+
+
 def pointwise_as_gemm(prog: Program) -> Program:
     """A 1x1, stride-1, unpadded, ungrouped convolution not running in place is the matrix product
     out [N, M, pixels] = w [M, C] x [N, C, pixels]: the register-tiled Gemm kernel computes it faster."""
@@ -507,8 +532,8 @@ def after_fusing(dot_products: bool = False, panel_rows: int = 0, patches: Patch
     register tile's rows) as widen_inputs does; `patches`, a span to run in tiles."""
     widen = (partial(widen_inputs, rows=panel_rows),) if dot_products and panel_rows else ()
     tiled = (partial(run_in_patches, plan=patches),) if patches else ()
-    return tiled + (schedule, forward_copies, elide_copies, reuse_dying_inputs, convolve_in_place, pointwise_as_gemm,
-                    partial(pack_weights, dot_products=dot_products), copy_run_time_operands) + widen
+    return tiled + (regroup_pixels, schedule, forward_copies, elide_copies, reuse_dying_inputs, convolve_in_place,
+                    pointwise_as_gemm, partial(pack_weights, dot_products=dot_products), copy_run_time_operands) + widen
 
 
 def pipeline(dot_products: bool = False, panel_rows: int = 0, patches: PatchPlan | None = None) -> tuple:

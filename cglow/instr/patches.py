@@ -19,8 +19,8 @@ Two ways to treat the rows two tiles share (the halo):
 
 Every instruction of a tile is an ordinary primitive over views (a tile's own window pads: the image's at its
 top and bottom edges, none inside), so every kernel variant runs unchanged; tiles of equal shapes share one C
-function. A span's instructions are rewritten in the image's shape [N, C, H, W] first: a pointwise convolution
-lowered over regrouped pixel rows (lower/ops/nn.py) sees the image's rows again.
+function. The pass runs before the pointwise convolutions' pixels are regrouped (instr/passes.py
+regroup_pixels), which then regroups each tile's.
 """
 from __future__ import annotations
 
@@ -45,12 +45,11 @@ class PatchPlan:
 
 def _images(prog: Program) -> dict[int, View]:
     """Each buffer's view in the image's shape [N, C, H, W]: where a convolution's or a pool's window reads or
-    writes it whole (none where two such views differ); then across the pointwise convolutions, whose output
-    has its input's rows and columns (the lowering may have regrouped their pixels into other rows), and the
-    maps, whose operands of the output's shape are images where one of them is."""
+    writes it whole (none where two such views differ); then across the maps, whose operands of the output's
+    shape are images where one of them is."""
     found: dict[int, View | None] = {}
     for instr in prog.instrs:
-        if isinstance(instr, (Conv, Pool)) and not (isinstance(instr, Conv) and instr.win.pointwise):
+        if isinstance(instr, (Conv, Pool)):
             for v in (instr.out, instr.x):
                 if len(v.shape) == 4 and v.whole(prog.buffer(v.buf).size):
                     found[v.buf] = v if found.get(v.buf, v) == v else None
@@ -58,47 +57,19 @@ def _images(prog: Program) -> dict[int, View]:
     while changed:
         changed = False
         for instr in prog.instrs:
-            for other, image in _same_rows(prog, instr, found):
-                if other.buf not in found:
-                    found[other.buf] = image
+            for v in _same_rows(prog, instr, found):
+                if v.buf not in found:
+                    found[v.buf] = v
                     changed = True
     return {b: v for b, v in found.items() if v is not None}
 
 
 def _same_rows(prog: Program, instr: Instr, found: dict[int, View | None]):
-    """The operands of a pointwise convolution or a map that the image of another operand places: each with
-    its image view."""
-    if isinstance(instr, Conv) and instr.win.pointwise:
-        pairs = ((instr.x, instr.out), (instr.out, instr.x))
-        for known, other in pairs:
-            if found.get(known.buf) is not None and other.whole(prog.buffer(other.buf).size):
-                shape = other.shape[:2] + found[known.buf].shape[2:]
-                yield other, View.laid_out(other.buf, shape, other.order())
-    elif isinstance(instr, Map) and len(instr.out.shape) == 4:
+    """The operands of a map that the image of another operand places: those whole in the output's shape."""
+    if isinstance(instr, Map) and len(instr.out.shape) == 4:
         views = (instr.out,) + instr.ins
         if any(found.get(v.buf) == v for v in views):
-            for v in views:
-                if v.whole(prog.buffer(v.buf).size):
-                    yield v, v
-
-
-def _as_image(prog: Program, c: Conv, images: dict[int, View]) -> Conv | None:
-    """A pointwise convolution over regrouped pixel rows, rewritten over its operands' image views."""
-    x, out = images.get(c.x.buf), images.get(c.out.buf)
-    if x is None or out is None or not c.out.whole(prog.buffer(c.out.buf).size) or \
-            not c.x.whole(prog.buffer(c.x.buf).size) or x.shape[:2] != c.x.shape[:2] or \
-            out.shape[:2] != c.out.shape[:2] or x.shape[2:] != out.shape[2:]:
-        return None
-    ins = []
-    for v in c.epi.ins:
-        if all(s == 0 or n == 1 for n, s in zip(v.shape[2:], v.strides[2:])):  # the same for every pixel
-            ins.append(View(v.buf, v.offset, out.shape, v.strides[:2] + (0, 0)))
-        elif v.buf in images and v.whole(prog.buffer(v.buf).size) and v.same_layout(c.out):
-            ins.append(images[v.buf])
-        else:
-            return None
-    win = Window((1, 1), (1, 1), (1, 1), (0, 0), (0, 0), out.shape[2:])
-    return replace(c, x=x, out=out, win=win, epi=replace(c.epi, ins=tuple(ins)))
+            yield from (v for v in views if v.whole(prog.buffer(v.buf).size))
 
 
 @dataclass(frozen=True)
@@ -135,14 +106,12 @@ def span_height(form) -> int:
 
 
 def _tileable(prog: Program, instr: Instr, images: dict[int, View]) -> Instr | None:
-    """The instruction in the image's shape, or None where it is not a row-tileable primitive: a convolution (no
-    ring or panel yet), a max or average pool over 2 spatial dims, a map of rank 4, writing a whole arena
-    buffer in its image view."""
+    """The instruction (a global pool's sum as a _RowSum), or None where it is not a row-tileable primitive: a
+    convolution (no ring or panel yet), a max or average pool over 2 spatial dims, a map of rank 4, writing a
+    whole arena buffer in its image view."""
     if isinstance(instr, Reduce):
         return _row_sum(instr, images)
-    if isinstance(instr, Conv) and instr.win.pointwise and instr.out != images.get(instr.out.buf):
-        instr = _as_image(prog, instr, images)
-    ok = instr is not None and len(instr.out.shape) == 4 and instr.out == images.get(instr.out.buf) and \
+    ok = len(instr.out.shape) == 4 and instr.out == images.get(instr.out.buf) and \
         prog.buffer(instr.out.buf).kind == "arena" and (
             isinstance(instr, Map) or
             isinstance(instr, Conv) and not instr.ring and not instr.panel and len(instr.win.kernel) == 2 or

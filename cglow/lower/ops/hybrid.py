@@ -19,7 +19,7 @@ from ...graph.registry import OpSpec, declare
 from ...instr.expr import ACC, Expr, Input, call, cast, eq, gt, inputs, lit, lt, select
 from ...instr.ir import Conv, Epilogue, Gemm, Map, Reduce, View
 from ..context import Context
-from .nn import CHANNELS_LAST, _pixel_rows
+from .nn import CHANNELS_LAST
 
 F32, I32 = np.dtype(np.float32), np.dtype(np.int32)
 X, Y, Z = inputs(3)
@@ -122,7 +122,7 @@ def _hybrid_conv(ctx: Context, node: Node) -> None:
     else:
         q = xq = ctx.temp(x.shape, label, np.int8, x.order())
     _quantize(ctx, node, x, q, inverse, zero)
-    xq, out, win = _pixel_rows(xq, ctx.new(node.outputs[0], CHANNELS_LAST[4]), win)
+    out = ctx.new(node.outputs[0], CHANNELS_LAST[4])
     epi = _scaled_back(ctx, node, out, scale, zero, weights)
     ctx.emit(Conv(out, xq, ctx.view(node.inputs[1]), win, node.attr("group", 1), epi, node.name))
 

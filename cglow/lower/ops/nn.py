@@ -24,24 +24,6 @@ def _window_2d(win: Window) -> Window:
                   (0,) + win.pads_end, (1,) + win.out)
 
 
-ROW = 64  # the longest pixel row a pointwise convolution is regrouped into
-
-
-def _pixel_rows(x: View, out: View, win: Window) -> tuple[View, View, Window]:
-    """A 1x1, stride-1, unpadded convolution sees each pixel alone, so its H x W pixels may be regrouped
-    into rows of any width T dividing H * W: the longest T up to ROW (if longer than a row of the image)
-    makes the kernel's innermost loop longer, and keeps in-place rows short."""
-    if not win.pointwise:
-        return x, out, win
-    pixels = x.shape[2] * x.shape[3]
-    width = max(t for t in range(1, min(pixels, ROW) + 1) if pixels % t == 0)
-    shape = (pixels // width, width)
-    xs, outs = x.reshape(x.shape[:2] + shape), out.reshape(out.shape[:2] + shape)
-    if width <= x.shape[3] or xs is None or outs is None:
-        return x, out, win
-    return xs, outs, Window((1, 1), (1, 1), win.dilations, (0, 0), (0, 0), shape)
-
-
 CHANNELS_LAST = {3: (0, 2, 1), 4: (0, 2, 3, 1)}  # by rank: a convolution's output keeps channels innermost
 
 
@@ -49,7 +31,7 @@ def _conv(ctx: Context, node: Node) -> None:
     w = ctx.shape(node.inputs[1])
     win = window(node, ctx.shape(node.inputs[0])[2:], tuple(node.attr("kernel_shape", w[2:])))
     out = ctx.new(node.outputs[0], CHANNELS_LAST.get(len(w)))
-    x, out, win = _pixel_rows(as_2d(ctx.view(node.inputs[0])), as_2d(out), _window_2d(win))
+    x, out, win = as_2d(ctx.view(node.inputs[0])), as_2d(out), _window_2d(win)
     epi = Epilogue()
     if len(node.inputs) > 2 and node.inputs[2]:
         bias = ctx.view(node.inputs[2]).reshape((w[0], 1, 1)).broadcast_to(out.shape)

@@ -20,7 +20,7 @@ from ...graph.rules import quant as rules
 from ...instr.expr import ACC, F32, Expr, Input, call, cast, clamp, gt, inputs, lit, select
 from ...instr.ir import Conv, Epilogue, Gather, Gemm, Map, Pool, Reduce, View
 from ..context import Context
-from .nn import CHANNELS_LAST, _pixel_rows, _window_2d, as_2d
+from .nn import CHANNELS_LAST, _window_2d, as_2d
 
 # made by graph passes or the TFLite import only (IntSoftmax and IntSoftmaxTable are lowered in int_softmax.py,
 # HybridGemm and HybridConv in hybrid.py, IntLogistic, IntTanh, IntLstmCell, IntPeephole and IntLayerNorm in
@@ -148,7 +148,7 @@ def _conv(ctx: Context, node: Node, x_name: str, w: View, w_values, bias: np.nda
         bias = bias - x_zero * w_values.reshape(w_shape[0], -1).sum(axis=1, dtype=np.int64)
         x_zero = 0
     out = ctx.new(node.outputs[0], CHANNELS_LAST.get(len(w_shape)))
-    x, out, win = _pixel_rows(as_2d(ctx.view(x_name)), as_2d(out), _window_2d(win))
+    x, out, win = as_2d(ctx.view(x_name)), as_2d(out), _window_2d(win)
     c = _Operands(ctx, out.shape, 1)
     acc, init = _with_bias(bias, c, f"{node.name} bias")
     bound = None if raw or w_values is None else np.abs(bias) + _reach(ctx.dtype(x_name), x_zero) * \
