@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..c_text import c_highest, c_literal, c_lowest, c_type
-from ..instr.expr import to_c
+from ..instr.expr import Input, to_c
 from ..instr.ir import Gather, Map, Pool, Reduce, View, accumulator, contiguous_strides
 from .kernel import Kernel, collapsed, from_template, index, join, linear, memory_order
 
@@ -20,7 +20,17 @@ def map_kernel(fn: str, m: Map, dtypes) -> Kernel:
     names = ["y"] + [f"x{i}" for i in range(len(ins))]
     return from_template(
         "map.c.j2", fn, m, names, dtypes, loops=loops,
-        out=index(out, variables), expr=expr)
+        out=index(out, variables), expr=expr, words=_copied_words(m, loops, (out, *ins), dtypes))
+
+
+def _copied_words(m: Map, loops, views: tuple[View, ...], dtypes) -> int:
+    """The 32-bit words a map copies, where it copies one run of memory to another (a tile's kept rows), a
+    whole number of words; else 0."""
+    if m.expr != Input(0) or len(loops) != 1 or dtypes[m.out.buf] != dtypes[m.ins[0].buf] or \
+            any(v.strides != (1,) for v in views):
+        return 0
+    size = loops[0][1] * np.dtype(dtypes[m.out.buf]).itemsize
+    return size // 4 if size % 4 == 0 else 0
 
 
 def reduce_kernel(fn: str, r: Reduce, dtypes) -> Kernel:
