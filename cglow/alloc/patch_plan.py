@@ -7,8 +7,8 @@ the model's). Each candidate is measured by the floor of its instruction list as
 (the most bytes alive at once: cheap, and what the scheduler and the allocator then reach or nearly). By
 default, among the candidates whose added kernel calls cost at most a tenth of the model's time (CALL_CYCLES),
 the two of the least floors are compiled for their real arenas, and the smaller is kept if it is smaller
-than the whole-tensor plan's and the RAM it saves is worth the flash its tiles add, code and weights laid out
-for their kernels (FLASH_PER_RAM).
+than the whole-tensor plan's: RAM first, as microcontroller users choose their chip by it. The flash its tiles
+add (their kernels' code) is reported with the plan; `--ram-budget` with room for whole tensors keeps them.
 
 With `--ram-budget BYTES` the planner looks for the fastest plan whose arena fits instead: the whole-tensor
 plan if it fits, else the candidates in order of extra MACs and then instructions (each tile's kernels are
@@ -31,15 +31,11 @@ from .arena import Plan
 ROWS = (1, 2, 3, 4, 5, 6, 8, 12, 16, 24, 32, 48)  # rows of the span's output per tile, tried
 TRIES = 4  # with a budget: the most candidates compiled before giving up
 COMPILED = 2  # without: the candidates of the least floors compiled, the smallest arena kept
-# What a kernel call of a tile costs, measured on a Cortex-M4 (scripts/bench_mcu.py; int8 kws, vww, resnet8 in
-# tiles: 2500 to 5000 cycles per instruction added, the calls, their loops' set-up and remainders, the rows kept),
-# against what the model's multiply-accumulates cost (int8: about 1.7 cycles each). By default a plan may add
-# instructions worth at most OVERHEAD of the model's cycles.
-CALL_CYCLES, MAC_CYCLES, OVERHEAD = 5000, 1.7, 0.10
-# A byte of RAM is worth FLASH_PER_RAM bytes of flash: microcontrollers carry 2 to 8 times more flash than RAM
-# (STM32L4R5 2 MB / 640 KB, STM32F446 512 / 128 KB, nRF52840 1 MB / 256 KB). By default a plan is kept only if
-# the RAM it saves is worth the flash its tiles' kernels add, their machine code and weights (kernels/code_size.py).
-FLASH_PER_RAM = 4
+# What a kernel call of a tile costs, measured on a Cortex-M4 (the QEMU profile and timing model; int8 kws in 7
+# tiles, vww in 6, resnet8 in 16: 2100, 1800 and 1700 cycles per instruction added, the calls, their loops' set-up
+# and remainders, the rows kept), against what the model's multiply-accumulates cost (int8: about 1.7 cycles
+# each). By default a plan may add instructions worth at most OVERHEAD of the model's cycles.
+CALL_CYCLES, MAC_CYCLES, OVERHEAD = 2500, 1.7, 0.10
 
 
 @dataclass(frozen=True)
@@ -61,6 +57,7 @@ class Patched:
     extra_macs: int
     macs: int                # the model's, without patches
     whole_arena: int         # bytes: the arena without patches
+    flash_added: int         # bytes of code and weights the tiles' kernels add, estimated (kernels/code_size.py)
 
     def lines(self) -> list[str]:
         kind = "patches (halos recomputed)" if self.plan.recompute else "streamed rows (halo rows kept)"
@@ -68,15 +65,19 @@ class Patched:
         return [f"{kind} over {len(self.nodes)} kernels, from '{self.nodes[0]}' to '{self.nodes[-1]}'",
                 f"{self.plan.tiles} tiles of {self.tile_rows} of its {self.height} output rows, halo up to "
                 f"{self.halo} rows", f"extra MACs: {self.extra_macs} ({share:.1f}%)",
-                f"arena without patches: {self.whole_arena} bytes ({self.whole_arena / 1024:.1f} KiB)"]
+                f"arena without patches: {self.whole_arena} bytes ({self.whole_arena / 1024:.1f} KiB)",
+                f"flash added (code and weights, estimated): {self.flash_added} bytes "
+                f"({self.flash_added / 1024:.1f} KiB)"]
 
 
-def summary(fused: Program, chosen: Candidate, whole_arena: int) -> Patched:
+def summary(fused: Program, chosen: Candidate, whole: tuple[Program, Plan], patched: Program,
+            tiles: Tiles = TILES["generic"]) -> Patched:
+    """The chosen plan described, from the programs compiled with whole tensors and with it."""
     plan = chosen.plan
     height, rows, halo = tiles_of(fused, plan)
     nodes = tuple(i.node for i in fused.instrs[plan.first:plan.last + 1])
     return Patched(plan, nodes, height, rows, halo, chosen.extra_macs, sum(i.macs() for i in fused.instrs),
-                   whole_arena)
+                   whole[1].size, flash_bytes(patched, tiles) - flash_bytes(whole[0], tiles))
 
 
 Finish = Callable[[PatchPlan | None], tuple[Program, Plan]]  # the rest of the passes and the allocation
@@ -105,12 +106,12 @@ def choose(fused: Program, finish: Finish, max_recompute: float = 0.0, budget: i
     """The plan to compile with, described, or None for the whole-tensor plan; `tiles`, the target's register
     tiles, which the kernels' code depends on."""
     whole = finish(None)
-    chosen = _choose(fused, finish, whole, max_recompute, budget, align, tiles)
-    return None if chosen is None else summary(fused, chosen, whole[1].size)
+    chosen = _choose(fused, finish, whole, max_recompute, budget, align)
+    return None if chosen is None else summary(fused, chosen, whole, finish(chosen.plan)[0], tiles)
 
 
 def _choose(fused: Program, finish: Finish, whole: tuple[Program, Plan], max_recompute: float,
-            budget: int | None, align: int, tiles: Tiles) -> Candidate | None:
+            budget: int | None, align: int) -> Candidate | None:
     if budget is not None and whole[1].size <= budget:
         return None
     found = candidates(fused, max_recompute, align)
@@ -120,10 +121,7 @@ def _choose(fused: Program, finish: Finish, whole: tuple[Program, Plan], max_rec
                        key=lambda c: (c.floor, c.extra_macs, c.instrs))
         sizes = {c: finish(c.plan)[1].size for c in cheap[:COMPILED]}
         best = min(sizes, key=lambda c: (sizes[c], c.instrs), default=None)
-        if best is None or sizes[best] >= whole[1].size:
-            return None
-        flash = flash_bytes(finish(best.plan)[0], tiles) - flash_bytes(whole[0], tiles)
-        return best if (whole[1].size - sizes[best]) * FLASH_PER_RAM >= flash else None
+        return None if best is None or sizes[best] >= whole[1].size else best
     smallest = whole[1].size
     fitting = sorted((c for c in found if c.floor <= budget), key=lambda c: (c.extra_macs, c.instrs, c.floor))
     least = [min(found, key=lambda c: (c.floor, c.extra_macs, c.instrs))] if found else []

@@ -96,7 +96,7 @@ def _patches(patched) -> dict | None:
     return dict(recompute=p.recompute, first_node=patched.nodes[0], last_node=patched.nodes[-1],
                 kernels=len(patched.nodes), tiles=p.tiles, tile_rows=patched.tile_rows, rows=patched.height,
                 halo_rows=patched.halo, extra_macs=patched.extra_macs, arena_without=patched.whole_arena,
-                lines=patched.lines())
+                flash_added=patched.flash_added, lines=patched.lines())
 
 
 def _declared(model: onnx.ModelProto | TFLiteFile, shapes: dict[str, tuple[int, ...]]) -> dict:

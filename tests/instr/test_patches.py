@@ -11,8 +11,7 @@ import pytest
 
 import cglow
 from cglow import zoo
-from cglow.alloc.patch_plan import (CALL_CYCLES, FLASH_PER_RAM, MAC_CYCLES, OVERHEAD, Candidate, candidates,
-                                    summary)
+from cglow.alloc.patch_plan import CALL_CYCLES, MAC_CYCLES, OVERHEAD, Candidate, candidates, summary
 from cglow.compiler import import_graph
 from cglow.errors import CglowError
 from cglow.graph import passes as graph_passes
@@ -73,7 +72,7 @@ def test_tiles_compute_what_whole_tensors_do(model, tiles, recompute, monkeypatc
             plan = PatchPlan(first, last, tiles, recompute)
             patched = patch(fused, plan)
             chosen = Candidate(plan, floor(lifetimes(patched)), macs(patched) - macs(fused), len(patched.instrs))
-            return summary(fused, chosen, finish(None)[1].size)
+            return summary(fused, chosen, finish(None), finish(plan)[0])
         monkeypatch.setattr("cglow.compiler.choose", forced)
         compiled, got = run(model, Options(), x)
         assert compiled.patches.plan.tiles == tiles
@@ -112,17 +111,18 @@ def test_the_default_plan_lowers_the_arena_without_recomputing(name):
     added = len(compiled.program.instrs) - len(whole.program.instrs)  # kernel calls, each worth CALL_CYCLES
     assert added * CALL_CYCLES <= OVERHEAD * MAC_CYCLES * macs(whole.program)
     flash = flash_bytes(compiled.program, TILES["generic"]) - flash_bytes(whole.program, TILES["generic"])
-    assert 0 < flash <= (whole.arena_bytes - compiled.arena_bytes) * FLASH_PER_RAM  # the RAM saved is worth it
+    assert compiled.patches.flash_added == flash > 0 and f"{flash} bytes" in compiled.patches.lines()[-1]
     weights = compiled.program.weights()  # the tiles share them: each stored once
     assert len({(b.dtype.str, b.data.tobytes()) for b in weights}) == len(weights)
 
 
-def test_ram_saved_must_be_worth_the_code():
-    """kws quantized by onnxruntime: tiles would save 1664 bytes of arena for some 46 KiB of code; by default it
-    keeps whole tensors, and takes tiles when a budget asks for them."""
+def test_kws_in_tiles_fits_6_kib():
+    """kws quantized by onnxruntime (the issue's case): the default plan takes tiles below 6 KiB with no MAC done
+    twice; a budget with room for whole tensors keeps them, the fastest plan."""
     model = ort_quantized(zoo.build("kws"))
-    assert cglow.compile_model(model, options=Options(align=4)).patches is None
-    assert cglow.compile_model(model, options=Options(align=4, ram_budget=6144)).arena_bytes <= 6144
+    compiled = cglow.compile_model(model, options=Options(align=4))
+    assert compiled.arena_bytes <= 6144 < compiled.patches.whole_arena and compiled.patches.extra_macs == 0
+    assert cglow.compile_model(model, options=Options(align=4, ram_budget=1 << 20)).patches is None
 
 
 def test_a_small_model_takes_only_cheap_tiles():
@@ -131,7 +131,7 @@ def test_a_small_model_takes_only_cheap_tiles():
     compiled = cglow.compile_model(mobile_block())
     added = len(compiled.program.instrs) - len(whole.program.instrs)
     assert added * CALL_CYCLES <= OVERHEAD * MAC_CYCLES * macs(whole.program)
-    assert compiled.patches is None or compiled.patches.plan.tiles <= 2
+    assert compiled.patches is None or compiled.patches.plan.tiles <= 3
 
 
 def test_max_recompute_bounds_the_extra_macs():
