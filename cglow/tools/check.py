@@ -191,8 +191,11 @@ def check_tensors(model: onnx.ModelProto, compiled: CompiledModel, inputs: list[
     _, values = reference_outputs(extended, feeds)
     want = {o.name: v for o, v in zip(extended.graph.output, values)}
     compared = [compare(t, np.asarray(want[t.name]), made_by[t.name], tolerance, max_steps) for t in traced]
+    tiled = compiled.patches and f", or computed in tiles from '{compiled.patches.nodes[0]}' to " \
+        f"'{compiled.patches.nodes[-1]}' (--ram-budget with room for whole tensors traces them)"
     print(f"every tensor a kernel writes whole, in the order the kernels run ({len({t.name for t in traced})} of the "
-          f"{len(made_by)} tensors that the model's nodes compute; the others are fused into kernels or are views):")
+          f"{len(made_by)} tensors that the model's nodes compute; the others are fused into kernels or are views"
+          f"{tiled or ''}):")
     for c in compared:
         print(f"  {describe_traced(c)}")
     at = next((i for i, c in enumerate(compared) if c.departs), None)

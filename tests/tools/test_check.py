@@ -244,6 +244,16 @@ def test_all_tensors_lists_every_tensor_a_kernel_writes(tmp_path, capsys):
     assert out.splitlines()[-1] == "check: passed: every tensor and output within 0.0001 of its scale"
 
 
+def test_all_tensors_names_the_span_in_tiles(tmp_path, capsys):
+    """Values computed in tiles are never whole: the listing says which span holds them, and how to trace them."""
+    need_tool("cc")
+    path = save(zoo.build("vww"), tmp_path / "m.onnx")
+    status, out, err = run(capsys, path, "--all-tensors")
+    assert status == 0 and "or computed in tiles from 'stem/conv' to " in out.splitlines()[1], out
+    status, out, err = run(capsys, path, "--all-tensors", "--ram-budget", "1G")
+    assert status == 0 and "in tiles" not in out and len(TENSORS.findall(out)) > 0
+
+
 def wrong_tanh():
     return call("tanhf", 1.01 * Input(0))
 
