@@ -9,6 +9,7 @@ from pathlib import Path
 import shutil
 import subprocess
 import tempfile
+import time
 
 import cffi
 import numpy as np
@@ -56,13 +57,27 @@ def build_cached(sources: dict[str, str], cc: str, flags, name: str, salt: str =
     with tempfile.TemporaryDirectory() as tmp:
         c_files = _written(sources, tmp)
         out = Path(tmp, "out")
+        start = time.perf_counter()
         result = subprocess.run([cc, *flags, "-o", str(out), *c_files, "-lm"], capture_output=True, text=True)
         if result.returncode or quiet and result.stderr:
             raise RuntimeError(f"{cc} {' '.join(flags)} failed on generated code:\n{result.stderr[:4000]}")
+        _seconds(target).write_text(f"{time.perf_counter() - start:.3f}\n")
         partial = target.with_suffix(f".{os.getpid()}.tmp")
         os.replace(out, partial)
         os.replace(partial, target)
     return target
+
+
+def _seconds(built: Path) -> Path:
+    return built.with_name(built.name + ".seconds")
+
+
+def build_seconds(built: Path) -> float | None:
+    """How long the compiler took to build a file of the cache (build_cached), when it was built; None if unknown."""
+    try:
+        return float(_seconds(built).read_text())
+    except (OSError, ValueError):
+        return None
 
 
 def build_shared(sources: dict[str, str], cc: str = "cc", cflags=HOST_FLAGS) -> Path:

@@ -44,16 +44,19 @@ def test_macs_count_gemm_and_conv():
 
 
 def test_bench_script_on_the_autoencoder(capsys):
+    """float and int8 (onnxruntime's quantization), with gcc: a table each, a row and the geometric mean."""
     need_tool("gcc")
     bench = load_bench()
-    status = bench.main(["autoencoder", "--samples", "3", "--sample-ms", "1", "--warmup-ms", "0", "--jobs", "1"])
+    status = bench.main(["autoencoder", "--samples", "3", "--sample-ms", "1", "--warmup-ms", "0", "--cc", "gcc"])
     lines = capsys.readouterr().out.splitlines()
     assert status == 0, "\n".join(lines)
-    assert len(lines) == 4  # the flags line, the header, one model, the geometric mean
-    assert lines[1].split() == ["model", "MMACs", "cglow", "ms", "ort", "ms", "cglow/ort", "GFLOP/s", "err", "check"]
-    row = lines[2].split()
+    assert len(lines) == 8  # the flags line; header, model and geometric mean, float then int8 after a blank line
+    header = ["model", "MMACs", "ort", "ms", "gcc", "ms", "gcc/ort", "build", "s", "err", "check"]
+    assert lines[1].split() == header and lines[5].split() == header and not lines[4]
+    row, int8 = lines[2].split(), lines[6].split()
     assert row[0] == "autoencoder" and row[-1] == "ok" and len(row) == 8
     assert float(row[1]) == 0.26 and float(row[6]) <= bench.TOLERANCE
+    assert int8[:2] == ["autoencoder", "int8"] and int8[-1] == "ok" and float(int8[-2]) <= bench.MAX_STEPS
     assert lines[3].split()[0] == "geomean" and len(lines[3].split()) == 2
     assert lines[1].rindex("  check") == lines[2].rindex("  ok")  # aligned columns
 
