@@ -48,11 +48,12 @@ DEPTHWISE_CHAIN = [dict(m=6, kernel=(3, 3), pads=[1, 1, 1, 1], y_dtype=UINT8, y_
 def check_uint8_chain(target_name: str, layers, shape, seed: int, x_zero: int, opts=(cross.OPT_FLAGS,)) -> str:
     """A chain of uint8 convolutions (conv_chain) compiled for a cross target: the image under QEMU (built with
     each of `opts`) and the host build of the same C (the helpers' portable code) give the NumPy integer
-    reference's outputs on an extreme and a random input. Returns the C."""
+    reference's outputs on an extreme and a random input. Returns the C. Whole tensors (a budget with room for
+    them): a kernel per layer, the variants under test (the patch tests run chains in tiles)."""
     target = need_target(target_name)
     rng = np.random.default_rng(seed)
     model, reference = conv_chain(rng, layers, shape, x_dtype=UINT8, x_zero=x_zero)
-    compiled = cglow.compile_model(model, options=Options(target=target.tiles))
+    compiled = cglow.compile_model(model, options=Options(target=target.tiles, ram_budget=1 << 30))
     host = cglow.build(compiled)
     for x in (extreme_q(rng, shape, UINT8), rand_q(rng, shape, UINT8)):
         for opt in opts:
