@@ -76,14 +76,16 @@ PICOLIBC_ARM_INCLUDE = "/usr/lib/picolibc/arm-none-eabi/include"
 def with_clang(gcc: Target, name: str) -> Target:
     """A bare-metal Arm preset's image with its C compiled by clang (as armclang and the LLVM embedded toolchain
     users build it): the same CPU flags for the arm-none-eabi triple, picolibc's headers, gcc's enum ABI (the
-    size of the smallest type that holds the values; the linker warns when objects disagree) and gcc's unaligned
-    word accesses, which every Armv7-M core makes (clang's default from 19 on; clang 14 reads a 4-byte memcpy a
-    byte at a time: 2.49 estimated Cortex-M4 cycles per MAC on int8 kws where gcc takes 1.77); the preset's
+    size of the smallest type that holds the values; the linker warns when objects disagree), and two defaults
+    that gcc and clang from 20 on share for bare-metal Arm, which clang 14 lacks: unaligned word accesses,
+    which every Armv7-M core makes (clang 19 on; without, a 4-byte memcpy is read a byte at a time: 2.49
+    estimated Cortex-M4 cycles per MAC on int8 kws where gcc takes 1.77), and no frame pointer (clang 20 on;
+    r7 kept as one costs the kernels' 13-register steps a spill per loop iteration); the preset's
     gcc links the objects with its flags (they pick picolibc's multilib) and picolibc. clang marks no object's
     stack as non-executable, which the linker would warn about: -z noexecstack says so for the image."""
     return replace(gcc, name=name, board=f"{gcc.board}, built with clang", cc="clang",
                    cflags=("--target=arm-none-eabi", *gcc.cflags, "-fshort-enums", "-munaligned-access",
-                           "-isystem", PICOLIBC_ARM_INCLUDE),
+                           "-fomit-frame-pointer", "-isystem", PICOLIBC_ARM_INCLUDE),
                    linker=gcc.cc, ldflags=(*gcc.cflags, *gcc.ldflags, "-Wl,-z,noexecstack"))
 
 
