@@ -31,6 +31,10 @@ per-channel QDQ int8, cglow.tools.reference.ort_quantized) and compiled with flo
 (--float-io). err is then the largest difference from onnxruntime running the same QDQ model, in output
 quantization steps (above 2 the row says MISMATCH).
 
+With --against TARGET (--target cortex-m4-clang --against cortex-m4: clang against gcc), every model is
+measured on that target too, and a last table gives the two targets' estimated cycles per MAC, their ratio and
+whether the two images' outputs have the same bits.
+
 Run with `make bench-mcu`; `python scripts/bench_mcu.py kws resnet8` measures a subset."""
 from __future__ import annotations
 
