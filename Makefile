@@ -27,6 +27,8 @@ bench-mcu: install-test
 	$(PYTHON) scripts/bench_mcu.py --int8
 	$(PYTHON) scripts/bench_mcu.py --int8 onnxruntime
 	$(PYTHON) scripts/bench_mcu.py --int8 --target cortex-m7 kws vww resnet8 autoencoder
+	$(PYTHON) scripts/bench_mcu.py --target cortex-m4-clang --against cortex-m4 kws vww resnet8 autoencoder
+	$(PYTHON) scripts/bench_mcu.py --int8 --target cortex-m4-clang --against cortex-m4 kws vww resnet8 autoencoder
 
 bench-memory: install-test
 	$(PYTHON) scripts/bench_memory.py

@@ -6,7 +6,9 @@
  * extension on a little-endian core, x and w are unpacked to 16-bit pairs (SXTAB16 adding the offset, SXTB16;
  * bytes 0 and 2, or 1 and 3 through a rotation) and each lane is one 16 x 16 multiply-accumulate of a half
  * (SMLABB, SMLATT): four instructions for two MACs, the unpacks shared by a register tile. Elsewhere it is
- * plain C. */
+ * plain C. clang sinks each accumulator's multiply-accumulates to where the tile's sums are stored, so that
+ * every row's unpacked words are live at once, and spills them; as volatile asm they stay in the kernel's
+ * order, as gcc keeps them (int8 kws under clang 14, estimated Cortex-M4 cycles per MAC: 1.92 -> 1.79). */
 static void cglow_mac2(int32_t *acc, uint32_t x, uint32_t w, int32_t offset, int32_t half)
 {
 #if CGLOW_DSP
@@ -19,8 +21,13 @@ static void cglow_mac2(int32_t *acc, uint32_t x, uint32_t w, int32_t offset, int
         xh = __sxtab16(pairs, x);
         wh = __sxtb16(w);
     }
+#if defined(__clang__)
+    __asm__ volatile("smlabb %0, %1, %2, %0" : "+r"(acc[0]) : "r"(xh), "r"(wh));
+    __asm__ volatile("smlatt %0, %1, %2, %0" : "+r"(acc[1]) : "r"(xh), "r"(wh));
+#else
     acc[0] = __smlabb((int32_t)xh, (int32_t)wh, acc[0]);
     acc[1] = __smlatt((int32_t)xh, (int32_t)wh, acc[1]);
+#endif
 #else
     int8_t a[4], b[4];
     memcpy(a, &x, 4);

@@ -31,6 +31,10 @@ per-channel QDQ int8, cglow.tools.reference.ort_quantized) and compiled with flo
 (--float-io). err is then the largest difference from onnxruntime running the same QDQ model, in output
 quantization steps (above 2 the row says MISMATCH).
 
+With --against TARGET (--target cortex-m4-clang --against cortex-m4: clang against gcc), every model is
+measured on that target too, and a last table gives the two targets' estimated cycles per MAC, their ratio and
+whether the two images' outputs have the same bits.
+
 Run with `make bench-mcu`; `python scripts/bench_mcu.py kws resnet8` measures a subset."""
 from __future__ import annotations
 
@@ -88,6 +92,7 @@ class Row:
     inputs: list = field(default_factory=list)
     scales: list = field(default_factory=list)  # of the outputs, for an error in quantization steps
     int8: bool = False
+    outputs: list = field(default_factory=list)  # the emulated ones
 
     @property
     def ok(self) -> bool:
@@ -123,8 +128,8 @@ def measure(row: Row, target: Target, timeout: float) -> None:
         row.flash, row.ram = text + data, data + bss
         stage = "run"
         run = cross.run_image(image, row.compiled, target, timeout=timeout)
-        row.instructions = run.instructions
-        if target.name == "cortex-m4":
+        row.instructions, row.outputs = run.instructions, run.outputs
+        if target.tiles == "cortex-m4":
             stage = "cycle estimate"
             row.estimate = m4_cycles.estimate(image, target, run.profile)
         stage = "onnxruntime"
@@ -158,10 +163,9 @@ def compile_row(row: Row, target: Target, int8: str | None) -> None:
                   if t.scale is not None else x for t, x in zip(row.compiled.inputs, seeded_inputs(row.compiled))]
 
 
-def prepare(names, target: Target, args) -> tuple[list[Row], list[Future]]:
+def prepare(names, target: Target, args, pool: ThreadPoolExecutor) -> tuple[list[Row], list[Future]]:
     """Compile every model here; build and run each one that fits in the pool, while the next compiles."""
     rows, jobs = [], []
-    pool = ThreadPoolExecutor(max_workers=max(args.jobs, 1))
     for name in names:
         row = Row(name)
         rows.append(row)
@@ -177,7 +181,6 @@ def prepare(names, target: Target, args) -> tuple[list[Row], list[Future]]:
             continue
         log(f"bench-mcu: compiled {name}; building and running")
         jobs.append(pool.submit(measure, row, target, args.timeout))
-    pool.shutdown(wait=False)
     return rows, jobs
 
 
@@ -216,6 +219,18 @@ def class_table(rows: list[Row]) -> list[str]:
     return lines
 
 
+def versus_table(rows: list[Row], others: list[Row], target: Target, against: Target) -> list[str]:
+    """Each model's estimated cycles per MAC on two targets (one compiler against another) and their ratio, and
+    whether the two images' outputs have the same bits."""
+    lines = [f"{'model':12} {'c/MAC ' + target.name:>22} {'c/MAC ' + against.name:>22} {'ratio':>6}  outputs"]
+    for r, o in zip(rows, others):
+        mine, theirs = r.cycles / r.macs if r.macs else math.nan, o.cycles / o.macs if o.macs else math.nan
+        same = all(a.tobytes() == b.tobytes() for a, b in zip(r.outputs, o.outputs))
+        outputs = r.note or o.note or ("same bits" if same else f"differ (err {r.error:.1e} and {o.error:.1e})")
+        lines.append(f"{r.name:12} {fmt(mine, '22.3f')} {fmt(theirs, '22.3f')} {fmt(mine / theirs, '6.3f')}  {outputs}")
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("models", nargs="*", help=f"zoo models (default: {' '.join(MODELS)})")
@@ -224,6 +239,8 @@ def main(argv: list[str] | None = None) -> int:
                         "(default: cores)")
     parser.add_argument("--int8", nargs="?", const="cglow", choices=("cglow", "onnxruntime"),
                         help="quantize each model first, with cglow (the default) or with onnxruntime")
+    parser.add_argument("--against", choices=sorted(TARGETS), help="also measure each model on this target and "
+                        "print the cycles per MAC of both side by side (--target cortex-m4-clang --against cortex-m4)")
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds one emulation may take "
                         "before it counts as failed (default 1800)")
     args = parser.parse_args(argv)
@@ -231,30 +248,36 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(f"unknown models {', '.join(unknown)}; the zoo has {', '.join(zoo.MODELS)}")
     target = TARGETS[args.target]
-    missing = [tool for tool in (target.cc, target.run[0], f"{target.binutils}size", f"{target.binutils}objdump", "cc")
-               if shutil.which(tool) is None]
+    against = TARGETS[args.against] if args.against else None
+    missing = [tool for t in (target, *([against] if against else ())) for tool in (*t.tools, f"{t.binutils}objdump")
+               if shutil.which(tool) is None] + ([] if shutil.which("cc") else ["cc"])
     if missing:
         print(f"bench-mcu: error: {', '.join(missing)} not found (scripts/install-tools.sh installs them)",
               file=sys.stderr)
         return 2
 
-    rows, jobs = prepare(args.models or MODELS, target, args)
-    for job in jobs:
+    pool = ThreadPoolExecutor(max_workers=max(args.jobs, 1))
+    rows, jobs = prepare(args.models or MODELS, target, args, pool)
+    others, more = prepare(args.models or MODELS, against, args, pool) if against else ([], [])
+    for job in jobs + more:
         job.result()
+    pool.shutdown()
     version = re.search(r"version (\S+)", subprocess.run([target.run[0], "--version"], capture_output=True,
                                                          text=True, check=False).stdout)
     what = {None: "float32 models", "cglow": "int8 models quantized by cglow (int8 inputs and outputs)",
             "onnxruntime": "int8 models quantized by onnxruntime (QDQ, per-channel; --float-io)"}[args.int8]
     print(f"{what}; cglow: {' '.join((target.cc, *cross.OPT_FLAGS, *target.cflags))} and the strict flags; "
           f"{target.board}, QEMU {version[1] if version else '?'}; instructions counted by a TCG plugin"
-          + ("; cycles estimated by cglow.tools.m4_cycles (Cortex-M4 TRM, zero wait states)" if target.name == "cortex-m4"
-             else ""))
+          + ("; cycles estimated by cglow.tools.m4_cycles (Cortex-M4 TRM, zero wait states)"
+             if target.tiles == "cortex-m4" else ""))
     print("\n".join(table(rows, "int8" if args.int8 else "float")))
     if args.int8:
         print("err in output quantization steps (relative for a float output)")
     print("best: " + "; ".join(f"{name} {ms:g} ms ({who})" for name, (ms, who) in PUBLISHED.items()))
     print("\n".join(class_table(rows)))
-    return 0 if all(r.ok for r in rows) else 1
+    if against:
+        print("\n".join(versus_table(rows, others, target, against)))
+    return 0 if all(r.ok for r in rows + others) else 1
 
 
 if __name__ == "__main__":

@@ -59,8 +59,11 @@ def build_image(compiled: CompiledModel, inputs: list[np.ndarray], target: Targe
     files = {**sources(compiled), f"{compiled.name}_main.c": main}
     if traced:
         files[f"{compiled.name}.c"] = traced
-    flags = (*opt, *STRICT_FLAGS, *target.cflags, *target.ldflags)
-    return build_cached(files, target.cc, flags, f"{target.name}-{{}}.elf", quiet=True)
+    flags = (*opt, *STRICT_FLAGS, *target.cflags)
+    if target.linker:
+        return build_cached(files, target.cc, flags, f"{target.name}-{{}}.elf", quiet=True,
+                            link=(target.linker, *opt, *target.ldflags))
+    return build_cached(files, target.cc, (*flags, *target.ldflags), f"{target.name}-{{}}.elf", quiet=True)
 
 
 def _nm(image: Path, target: Target) -> list[tuple[int, str, str]]:

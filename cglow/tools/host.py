@@ -44,28 +44,43 @@ def _written(sources: dict[str, str], folder: str) -> list[str]:
     return [str(Path(folder, f)) for f in sorted(sources) if f.endswith((".c", ".S"))]
 
 
-def build_cached(sources: dict[str, str], cc: str, flags, name: str, salt: str = "", quiet: bool = False) -> Path:
+def build_cached(sources: dict[str, str], cc: str, flags, name: str, salt: str = "", quiet: bool = False,
+                 link: tuple[str, ...] = ()) -> Path:
     """Compile the .c and .S files among `sources` (file name -> text) with cc and flags into the cache, keyed by a
-    hash of the sources, the compiler's version, the flags and `salt`; return the file's path. Any compiler
-    message fails the build when `quiet`."""
+    hash of the sources, the compilers' versions, the flags and `salt`; return the file's path. With `link` (a
+    driver and its flags), cc compiles each file apart (-c) and that command links the objects: one compiler's
+    code with another's C library and start-up code. Any compiler message fails the build when `quiet`."""
     flags = list(flags)
-    digest = hashlib.sha256(repr((compiler_version(cc), salt, flags, sorted(sources.items()))).encode()).hexdigest()
+    key = (compiler_version(cc), salt, flags, sorted(sources.items()))
+    if link:
+        key += (compiler_version(link[0]), link)
+    digest = hashlib.sha256(repr(key).encode()).hexdigest()
     target = cache_dir() / name.format(digest)
     if target.exists():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         c_files = _written(sources, tmp)
-        out = Path(tmp, "out")
+        out = str(Path(tmp, "out"))
         start = time.perf_counter()
-        result = subprocess.run([cc, *flags, "-o", str(out), *c_files, "-lm"], capture_output=True, text=True)
-        if result.returncode or quiet and result.stderr:
-            raise RuntimeError(f"{cc} {' '.join(flags)} failed on generated code:\n{result.stderr[:4000]}")
+        if link:
+            for c in c_files:
+                _run([cc, *flags, "-c", "-o", f"{c}.o", c], quiet)
+            _run([*link, "-o", out, *(f"{c}.o" for c in c_files), "-lm"], quiet)
+        else:
+            _run([cc, *flags, "-o", out, *c_files, "-lm"], quiet)
         _seconds(target).write_text(f"{time.perf_counter() - start:.3f}\n")
         partial = target.with_suffix(f".{os.getpid()}.tmp")
         os.replace(out, partial)
         os.replace(partial, target)
     return target
+
+
+def _run(command: list[str], quiet: bool) -> None:
+    """Run a compiler or linker; its failure (or any message, when `quiet`) raises with what it said."""
+    result = subprocess.run(command, capture_output=True, text=True)
+    if result.returncode or quiet and result.stderr:
+        raise RuntimeError(f"{' '.join(command)} failed on generated code:\n{result.stderr[:4000]}")
 
 
 def _seconds(built: Path) -> Path:

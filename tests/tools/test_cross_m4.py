@@ -1,7 +1,8 @@
 """Cross builds for the cortex-m4 target (cglow.tools.cross, cglow.tools.targets): the keyword-spotting model built with
 arm-none-eabi-gcc and run under qemu-system-arm (mps2-an386) against onnxruntime, the instruction count of
 the QEMU plugin, the image's symbols; the bare-metal harness itself, built for the host (one invocation, and
-a streaming model's sequence with a reset); and a small model on every other preset."""
+a streaming model's sequence with a reset); a small model on every other preset; the cortex-m4-clang preset's
+image against the gcc one's."""
 from __future__ import annotations
 
 import dataclasses
@@ -24,7 +25,7 @@ from cglow.options import Options
 from cglow.tools.targets import TARGETS
 
 from tests.tflite_stream import Stream, frames
-from tests.util import need_tool, ort_run, random_feeds, rel_error
+from tests.util import need_target, need_tool, ort_run, random_feeds, rel_error
 
 M4 = TARGETS["cortex-m4"]
 
@@ -174,3 +175,26 @@ def test_the_cortex_m4_c_builds_with_clang(tmp_path, opt):
                               "-c", str(tmp_path / "net.c"), "-o", str(tmp_path / "net.o")],
                              capture_output=True, text=True)
         assert run.returncode == 0 and not run.stderr, (name, run.stderr[:2000])
+
+
+@pytest.mark.parametrize("int8", [False, True], ids=["float", "int8"])
+def test_the_clang_image_gives_the_gcc_images_outputs(int8):
+    """kws, float and quantized by cglow, built by the cortex-m4-clang preset (clang compiles, gcc links picolibc)
+    gives the outputs of the cortex-m4 image (gcc): an int8 model's to the bit."""
+    targets = need_target("cortex-m4"), need_target("cortex-m4-clang")
+    from cglow.quantize import quantize_model
+    model = zoo.build("kws")
+    if int8:
+        rng = np.random.default_rng(0)
+        model = quantize_model(model, {model.graph.input[0].name: rng.standard_normal((4, 1, 1, 49, 10),
+                                                                                      dtype=np.float32)})
+    compiled = cglow.compile_model(model, options=Options(target=M4.tiles))
+    feeds = random_feeds(model)
+    inputs = [np.random.default_rng(1).integers(-128, 128, t.shape).astype(t.dtype) if int8 else feeds[t.name]
+              for t in compiled.inputs]
+    gcc, clang = (cross.run_image(cross.build_image(compiled, inputs, t), compiled, t, count=False).outputs
+                  for t in targets)
+    if int8:
+        assert same_bits(clang, gcc)
+    else:
+        assert max(rel_error(c, g) for c, g in zip(clang, gcc)) <= 1e-4
