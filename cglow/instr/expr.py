@@ -29,7 +29,8 @@ HELPERS = {
     "cglow_ipow": 2, "cglow_leading_zeros": 1, "cglow_logistic16": 2, "cglow_normalize_tfl": 6,
     "cglow_quantize": 4, "cglow_quantize_tfl": 4, "cglow_reciprocal_tfl": 1, "cglow_requant": 6,
     "cglow_requant_high": 6, "cglow_requant_tfl": 6, "cglow_requant_tfl_high": 6, "cglow_requant_up": 6,
-    "cglow_scale_tfl": 3, "cglow_scale_up_tfl": 3, "cglow_tanh16": 2, "cglow_variance_tfl": 4, "cglow_wrap16": 1,
+    "cglow_scale_tfl": 3, "cglow_scale_up_tfl": 3, "cglow_tanh": 1, "cglow_tanh16": 2, "cglow_variance_tfl": 4,
+    "cglow_wrap16": 1,
 }
 # C99 <math.h> functions (float ones: a float model computes in float only) and macros, with their arity
 MATH = {

@@ -1,12 +1,14 @@
 """Seeded float32 ONNX builders for the MLPerf Tiny reference models, a small transformer, MobileNetV2,
-a U-Net, GRU and LSTM keyword spotters, an Inception-style classifier, a MobileViT-class network and a
-scaled-down Inception-v1 (GoogLeNet, with its LRNs)."""
+a U-Net, GRU (one way and bidirectional) and LSTM keyword spotters, an Inception-style classifier, a
+MobileViT-class network, a scaled-down Inception-v1 (GoogLeNet, with its LRNs) and an EfficientNet-style network
+(squeeze-and-excitation, SiLU)."""
 
 from collections.abc import Callable
 
 import onnx
 
-from . import autoencoder, googlenet, gru_kws, inception, kws, lstm_kws, mobilenetv2, mobilevit, resnet8, transformer, unet, vww
+from . import (autoencoder, bigru_kws, efficientnet, googlenet, gru_kws, inception, kws, lstm_kws, mobilenetv2,
+               mobilevit, resnet8, transformer, unet, vww)
 
 MODELS: dict[str, Callable[[int], onnx.ModelProto]] = {
     "kws": kws.build,
@@ -18,9 +20,11 @@ MODELS: dict[str, Callable[[int], onnx.ModelProto]] = {
     "unet": unet.build,
     "gru_kws": gru_kws.build,
     "lstm_kws": lstm_kws.build,
+    "bigru_kws": bigru_kws.build,
     "inception": inception.build,
     "mobilevit": mobilevit.build,
     "googlenet": googlenet.build,
+    "efficientnet": efficientnet.build,
 }
 
 

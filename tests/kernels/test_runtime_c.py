@@ -1,4 +1,4 @@
-"""The runtime_c helpers on their own: cglow_exp and cglow_erf against NumPy in double precision over
+"""The runtime_c helpers on their own: cglow_exp, cglow_tanh and cglow_erf against NumPy in double precision over
 their whole float range, edges and NaN included, with the strict flags and with -ffast-math; the
 requantizations and TFLite's fixed-point primitives against exact rational arithmetic; the quantization of a
 float against NumPy's rint. Each helper runs in a program of its own (floats in on stdin, out on stdout): a
@@ -34,8 +34,9 @@ int main(void)
 """
 
 
-def helper(name: str, flags) -> callable:
-    source = DRIVER.format(helper=(HELPERS / f"{name}.c").read_text(), name=name)
+def helper(name: str, flags, needs: tuple[str, ...] = ()) -> callable:
+    """cglow_NAME as a NumPy function, with the helpers it calls (`needs`) before it."""
+    source = DRIVER.format(helper="\n".join((HELPERS / f"{n}.c").read_text() for n in (*needs, name)), name=name)
     program = build_cached({f"{name}.c": source}, "cc", flags, f"runtime-{name}-{{}}")
 
     def apply(x: np.ndarray) -> np.ndarray:
@@ -65,6 +66,16 @@ def test_exp_edges():
     got = exp(x)
     assert list(got[:3]) == [0.0, 0.0, 0.0] and list(got[3:5]) == [1.0, 1.0]
     assert np.all(np.isposinf(got[5:8])) and np.isnan(got[8])
+
+
+def test_tanh_is_within_a_few_ulp():
+    tanh = helper("tanh", HOST_FLAGS, needs=("exp",))
+    x = spread(-12.0, 12.0)
+    x = x[x != 0]
+    want = np.tanh(x.astype(np.float64))
+    assert np.max(np.abs(tanh(x) - want) / np.abs(want)) <= 2e-7
+    edges = tanh(np.array([-np.inf, -1e30, 0.0, 1e30, np.inf, np.nan], np.float32))
+    assert list(edges[:5]) == [-1.0, -1.0, 0.0, 1.0, 1.0] and np.isnan(edges[5])
 
 
 def test_erf_is_within_its_fit():

@@ -1,5 +1,6 @@
-"""The larger and recurrent zoo models (MobileNetV2, U-Net, GRU and LSTM keyword spotters, Inception, GoogLeNet)
-are valid, deterministic ONNX, and cglow's C matches onnxruntime on them."""
+"""The larger and recurrent zoo models (MobileNetV2, U-Net, GRU, bidirectional GRU and LSTM keyword spotters,
+Inception, GoogLeNet, the EfficientNet-style network) are valid, deterministic ONNX, and cglow's C matches
+onnxruntime on them."""
 from __future__ import annotations
 
 import onnx
@@ -13,7 +14,7 @@ TOLERANCE = 1e-4  # of the output's scale
 
 # MobileNetV2's C is 55 MB (3.5M weights): emitting and building it takes ~25 s with a cold cache, so its run
 # against onnxruntime is marked slow: `make test` runs it, `make quick` does not.
-MODELS = ["mobilenetv2", "unet", "gru_kws", "lstm_kws", "inception", "googlenet"]
+MODELS = ["mobilenetv2", "unet", "gru_kws", "bigru_kws", "lstm_kws", "inception", "googlenet", "efficientnet"]
 
 
 @pytest.mark.parametrize("name", MODELS)
