@@ -1,5 +1,5 @@
 """Speed per benchmark model (the ones named on the command line, or the MLPerf Tiny four, MobileNetV2, the
-transformer and the U-Net): cglow's C built with each compiler (gcc and clang) against onnxruntime on one thread,
+transformer, the U-Net, an EfficientNet-style network and three recurrent keyword spotters): cglow's C built with each compiler (gcc and clang) against onnxruntime on one thread,
 on the same seeded input; and for the MLPerf Tiny four, int8: the model as onnxruntime's quantizer makes it (QDQ,
 per-channel, after quant_pre_process), cglow's C against onnxruntime's int8 kernels on that same file.
 
@@ -39,7 +39,8 @@ from cglow.tools.macs import macs
 from cglow.options import Options
 from cglow.tools.reference import MAX_STEPS, TOLERANCE, difference, ort_quantized, rel_error, seeded_inputs
 
-MODELS = ("kws", "vww", "resnet8", "autoencoder", "mobilenetv2", "transformer", "unet")
+MODELS = ("kws", "vww", "resnet8", "autoencoder", "mobilenetv2", "transformer", "unet", "efficientnet", "gru_kws",
+          "bigru_kws", "lstm_kws")
 INT8 = ("kws", "vww", "resnet8", "autoencoder")  # MLPerf Tiny's four, in int8 too
 COMPILERS = ("gcc", "clang")
 
