@@ -1,7 +1,8 @@
 """Speed per benchmark model (the ones named on the command line, or the MLPerf Tiny four, MobileNetV2, the
-transformer, the U-Net, an EfficientNet-style network and three recurrent keyword spotters): cglow's C built with each compiler (gcc and clang) against onnxruntime on one thread,
-on the same seeded input; and for the MLPerf Tiny four, int8: the model as onnxruntime's quantizer makes it (QDQ,
-per-channel, after quant_pre_process), cglow's C against onnxruntime's int8 kernels on that same file.
+transformer, the U-Net, an EfficientNet-style network and three recurrent keyword spotters): cglow's C built
+with each compiler (gcc and clang) against onnxruntime on one thread, on the same seeded input; and for the MLPerf
+Tiny four, int8: the model as onnxruntime's quantizer makes it (QDQ, per-channel, after quant_pre_process),
+cglow's C against onnxruntime's int8 kernels on that same file.
 
 cglow and onnxruntime are timed as cglow.tools.bench does for `cglow bench` (the generated C and a benchmark
 `main` built with `-O3 -march=native` and the strict flags, run as a plain program; onnxruntime on one thread
