@@ -9,8 +9,9 @@ loop): the kernel's assembly must have packed multiply-adds, and at most one sca
 tile at the image's edge keeps a few: 8 of 108 here; a tile that does not vectorize has one per accumulator). Each
 case is a way it went wrong (x86-64 AVX-512, clang 14 -O3): a kernel whose restrict clang had dropped with the
 arena's addresses (runtime_c/kernel.c; the int8 matrix product here, resnet8's residual convolutions); a matrix
-product of two tiles per row, whose stores clang did not see as runs (kernels/gemm.py out). The whole model is
-compiled, so that clang sees the kernel's call as it does in net_run.
+product of two tiles per row, whose stores clang did not see as runs (kernels/gemm.py out); a ReLU6 epilogue, which
+clang turned into branches (runtime_c/clip.c). The whole model is compiled, so that clang sees the kernel's call as
+it does in net_run.
 """
 from __future__ import annotations
 
@@ -32,9 +33,10 @@ GCC_REPORT = ("-fopt-info-vec-optimized",)
 
 
 def _conv(c: int, m: int, h: int, w: int, kernel: int, group: int = 1, residual: bool = False,
-          relu: bool = True) -> onnx.ModelProto:
-    """x, channels last as a TensorFlow export has it -> Conv (bias, pads keeping the size) [-> + x] -> Relu ->
-    channels last again, seeded weights: the channels-last kernel of the zoo's convolutions (conv_nhwc.c.j2)."""
+          relu: float | None = 0.0) -> onnx.ModelProto:
+    """x, channels last as a TensorFlow export has it -> Conv (bias, pads keeping the size) [-> + x] -> Relu (a Clip
+    to [0, relu] where relu > 0, none where None) -> channels last again, seeded weights: the channels-last kernel
+    of the zoo's convolutions (conv_nhwc.c.j2)."""
     rng = np.random.default_rng(0)
     weights = [helper.make_tensor("w", TensorProto.FLOAT, (m, c // group, kernel, kernel),
                                   rng.standard_normal((m, c // group, kernel, kernel)).astype(np.float32).ravel()),
@@ -46,8 +48,11 @@ def _conv(c: int, m: int, h: int, w: int, kernel: int, group: int = 1, residual:
     if residual:
         nodes.append(helper.make_node("Add", ["conv", "x"], ["sum"]))
         last = "sum"
-    if relu:
-        nodes.append(helper.make_node("Relu", [last], ["relu"]))
+    if relu is not None:
+        bounds = [helper.make_tensor(n, TensorProto.FLOAT, (), [v]) for n, v in (("lo", 0.0), ("hi", relu))]
+        weights += bounds if relu else []
+        nodes.append(helper.make_node("Clip", [last, "lo", "hi"], ["relu"]) if relu else
+                     helper.make_node("Relu", [last], ["relu"]))
         last = "relu"
     nodes.append(helper.make_node("Transpose", [last], ["y"], perm=[0, 2, 3, 1]))
     graph = helper.make_graph(nodes, "conv", [helper.make_tensor_value_info("input", TensorProto.FLOAT, (1, h, w, c))],
@@ -62,7 +67,8 @@ CASES = {
     "conv 3x3": (lambda: _conv(16, 32, 6, 20, 3), "x86-avx2", True),
     "conv 3x3 residual": (lambda: _conv(16, 16, 6, 20, 3, residual=True), "x86-avx2", True),
     "depthwise 3x3": (lambda: _conv(32, 32, 6, 20, 3, group=32), "x86-avx2", True),
-    "pointwise": (lambda: _conv(64, 64, 6, 10, 1, relu=False), "x86-avx512", True),
+    "depthwise 3x3 relu6": (lambda: _conv(32, 32, 6, 20, 3, group=32, relu=6.0), "x86-avx2", True),
+    "pointwise": (lambda: _conv(64, 64, 6, 10, 1, relu=None), "x86-avx512", True),
     "int8 gemm": (lambda: gemm_case(np.random.default_rng(0), m=12, k=64, n=64)[0], "x86-avx2", False),
 }
 
