@@ -7,11 +7,17 @@
  * kernels of the int8 transformer at -O2 -fno-inline). What that specialization taught gcc (which pointers
  * do not alias, and how far apart the views of one buffer lie) the kernels now say themselves (one restrict
  * parameter per buffer, kernels/kernel.py kernel_head), so nothing that makes them fast is lost with it.
- * Older gcc (before 8) has no noipa: noinline and noclone forbid the same inlining and specialization. */
+ * Older gcc (before 8) has no noipa: noinline and noclone forbid the same inlining and specialization.
+ * clang has no noipa either, and its interprocedural constant propagation put the arena's addresses in place of
+ * a kernel's parameters, their restrict with them: a convolution with a residual input, whose output might then
+ * alias it, lost its vectorized tile (x86-64 AVX-512 resnet8 net_2_conv took 14x gcc's time). `used` says that
+ * something outside may call the kernel, so that clang keeps its parameters (and then leaves it out of line). */
 #if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 8
 #define CGLOW_KERNEL static __attribute__((noipa))
 #elif defined(__GNUC__) && !defined(__clang__)
 #define CGLOW_KERNEL static __attribute__((noinline, noclone))
+#elif defined(__clang__)
+#define CGLOW_KERNEL static __attribute__((used))
 #else
 #define CGLOW_KERNEL static
 #endif

@@ -101,7 +101,7 @@ def _gemm_nests(g: Gemm, tiles: Tiles, b_itemsize: int, operands: dict, where: _
         """Tiles of mr rows and tiles.columns columns; with scalar accumulators, a tile of fewer rows (a
         matrix-vector product) takes proportionally more columns, up to the tile's number of registers."""
         nr = min(tile_n * max(1, tile_m // mr), -(-n // tile_n) * tile_n) if tiles.scalar else tile_n
-        return steps(n, nr)
+        return steps(n, nr) if tiles.scalar else _halved(steps(n, nr))
 
     row_runs = steps(m, tile_m)
 
@@ -120,6 +120,20 @@ def _gemm_nests(g: Gemm, tiles: Tiles, b_itemsize: int, operands: dict, where: _
                       widen=panel and panel["widen"](mr))
                  for lo, hi, mr in row_runs]
     return panel, nests
+
+
+def _halved(runs: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
+    """Column runs with their last tile, of a width above 8 that is no power of two (24), split into powers of two
+    (16, 8): clang vectorized a 24-wide tile's rows as 16-wide vectors across rows, gathered and shuffled (x86-64
+    AVX-512, mobilenetv2's 24-channel projections)."""
+    out = []
+    for lo, hi, nr in runs:
+        while hi - lo == nr and nr & (nr - 1) and nr > 8:
+            half = 1 << (nr.bit_length() - 1)
+            out.append((lo, lo + half, half))
+            lo, nr = lo + half, nr - half
+        out.append((lo, hi, nr))
+    return out
 
 
 def _gemm_sums(g: Gemm, dtypes, tiles: Tiles, acc_t: np.dtype, operands: dict, where: _Where) -> dict:
@@ -165,7 +179,15 @@ def _gemm_epilogue(g: Gemm, tiles: Tiles, acc_t: np.dtype, where: _Where) -> dic
     def init(i: int) -> str:
         """Row i's first value of its accumulators (Epilogue.init: a bias per column), else zero."""
         return c_literal(0, acc_t) if epi.init is None else inputs(i)[epi.init]
-    return dict(init=init, epilogue=epilogue, out=lambda i: where.at(0, (_row(i), _COLUMN)))
+
+    def out(i: int) -> str:
+        """Row i, column j of the tile, from `out` (its first element). clang vectorizes a tile's sums only where
+        it sees its stores as runs (a pointer plus literals): indexed from y at (m0 + i, n0 + j), they were not
+        when a row had more than one tile (clang 14 -O3 AVX-512: scalar multiply-adds in mobilenetv2)."""
+        rows, columns = g.out.shape[-2:]
+        row_step, column_step = g.out.strides[-2] if rows > 1 else 0, g.out.strides[-1] if columns > 1 else 0
+        return linear([("j", column_step)], i * row_step)
+    return dict(init=init, epilogue=epilogue, out=out, out_tile=where.at(0, ("m0", "n0")))
 
 
 def dot_macro_operands(left: np.dtype, right: np.dtype, zero: int) -> dict:

@@ -36,6 +36,9 @@ X, Y, Z = inputs(3)
     (select(X + Y, 1, 2), "({0} + {1}) ? 1 : 2"),        # clang: ?: below + in the condition
     (call("fmaxf", X + Y, select(X, Y, Z)), "fmaxf({0} + {1}, {0} ? {1} : {2})"),
     (ACC / 7.0 + X, "{acc} / 7.0f + {0}"),
+    (select(lt(X + Y, 0.0), 0.0, select(gt(X + Y, 6.0), 6.0, X + Y)), "CGLOW_CLIP({0} + {1}, 0.0f, 6.0f)"),
+    (select(lt(X, 6.0), 6.0, select(gt(X, 0.0), 0.0, X)), "{0} < 6.0f ? 6.0f : {0} > 0.0f ? 0.0f : {0}"),  # lo > hi
+    (select(lt(X, Y), Y, select(gt(X, Z), Z, X)), "{0} < {1} ? {1} : {0} > {2} ? {2} : {0}"),  # bounds not literals
 ])
 def test_printing_takes_the_parentheses_precedence_needs(expr, text):
     assert to_c(expr) == text

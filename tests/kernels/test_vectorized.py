@@ -1,0 +1,124 @@
+"""The hot kernels' register tiles vectorize under gcc and clang: a few one-kernel models compiled for
+--target x86-avx2 (one for x86-avx512's tiles) with explicit -mavx2 -mfma (any x86-64 CI machine compiles that; the
+test runs nothing).
+
+gcc vectorizes a tile's innermost loop itself (runtime_c/tile_loop.c keeps it from unrolling it first): its report
+(-fopt-info-vec-optimized) must name the line of each loop that multiplies and adds into the accumulators. clang
+unrolls that loop completely and then vectorizes the straight-line tile (its SLP remarks name the stores, not the
+loop): the kernel's assembly must have packed multiply-adds, and at most one scalar one for 8 of them (a depthwise
+tile at the image's edge keeps a few: 8 of 108 here; a tile that does not vectorize has one per accumulator). Each
+case is a way it went wrong (x86-64 AVX-512, clang 14 -O3): a kernel whose restrict clang had dropped with the
+arena's addresses (runtime_c/kernel.c; the int8 matrix product here, resnet8's residual convolutions); a matrix
+product of two tiles per row, whose stores clang did not see as runs (kernels/gemm.py out); a ReLU6 epilogue, which
+clang turned into branches (runtime_c/clip.c). The whole model is compiled, so that clang sees the kernel's call as
+it does in net_run.
+"""
+from __future__ import annotations
+
+import re
+import subprocess
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper
+import pytest
+
+import cglow
+from cglow.options import Options
+from tests.kernels.test_quant_kernels_gemm import gemm_case
+from tests.util import checked_model, need_tool
+
+FLAGS = ("-std=c99", "-O3", "-mavx2", "-mfma", "-S")
+GCC_REPORT = ("-fopt-info-vec-optimized",)
+
+
+def _conv(c: int, m: int, h: int, w: int, kernel: int, group: int = 1, residual: bool = False,
+          relu: float | None = 0.0) -> onnx.ModelProto:
+    """x, channels last as a TensorFlow export has it -> Conv (bias, pads keeping the size) [-> + x] -> Relu (a Clip
+    to [0, relu] where relu > 0, none where None) -> channels last again, seeded weights: the channels-last kernel
+    of the zoo's convolutions (conv_nhwc.c.j2)."""
+    rng = np.random.default_rng(0)
+    weights = [helper.make_tensor("w", TensorProto.FLOAT, (m, c // group, kernel, kernel),
+                                  rng.standard_normal((m, c // group, kernel, kernel)).astype(np.float32).ravel()),
+               helper.make_tensor("b", TensorProto.FLOAT, (m,), rng.standard_normal(m).astype(np.float32))]
+    pad = kernel // 2
+    nodes = [helper.make_node("Transpose", ["input"], ["x"], perm=[0, 3, 1, 2]),
+             helper.make_node("Conv", ["x", "w", "b"], ["conv"], group=group, pads=[pad] * 4)]
+    last = "conv"
+    if residual:
+        nodes.append(helper.make_node("Add", ["conv", "x"], ["sum"]))
+        last = "sum"
+    if relu is not None:
+        bounds = [helper.make_tensor(n, TensorProto.FLOAT, (), [v]) for n, v in (("lo", 0.0), ("hi", relu))]
+        weights += bounds if relu else []
+        nodes.append(helper.make_node("Clip", [last, "lo", "hi"], ["relu"]) if relu else
+                     helper.make_node("Relu", [last], ["relu"]))
+        last = "relu"
+    nodes.append(helper.make_node("Transpose", [last], ["y"], perm=[0, 2, 3, 1]))
+    graph = helper.make_graph(nodes, "conv", [helper.make_tensor_value_info("input", TensorProto.FLOAT, (1, h, w, c))],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], initializer=weights)
+    return checked_model(graph)
+
+
+# name -> (model, --target, whether its multiply-adds are float); each has one convolution or matrix product. The
+# pointwise one (a matrix product) takes the 8 x 32 tiles of AVX-512, two per row, and no activation (MobileNetV2's
+# projections): clang left it scalar before kernels/gemm.py's `out`, which the AVX2 tiles did not show.
+CASES = {
+    "conv 3x3": (lambda: _conv(16, 32, 6, 20, 3), "x86-avx2", True),
+    "conv 3x3 residual": (lambda: _conv(16, 16, 6, 20, 3, residual=True), "x86-avx2", True),
+    "depthwise 3x3": (lambda: _conv(32, 32, 6, 20, 3, group=32), "x86-avx2", True),
+    "depthwise 3x3 relu6": (lambda: _conv(32, 32, 6, 20, 3, group=32, relu=6.0), "x86-avx2", True),
+    "pointwise": (lambda: _conv(64, 64, 6, 10, 1, relu=None), "x86-avx512", True),
+    "int8 gemm": (lambda: gemm_case(np.random.default_rng(0), m=12, k=64, n=64)[0], "x86-avx2", False),
+}
+
+
+def _kernel(case: str, tmp_path):
+    build, target, _ = CASES[case]
+    compiled = cglow.compile_model(build(), name="net", options=Options(target=target))
+    (tmp_path / "net.h").write_text(compiled.h_source)
+    source = tmp_path / "net.c"
+    source.write_text(compiled.c_source)
+    hot = re.findall(r"CGLOW_KERNEL void (net_\d+_(?:conv|gemm))\(", compiled.c_source)
+    assert len(hot) == 1, hot
+    return source, compiled.c_source.splitlines(), hot[0]
+
+
+def _mac_loops(lines: list[str], fn: str) -> set[int]:
+    """The line numbers of the loops in fn whose body multiplies and adds into an accumulator."""
+    start = next(i for i, line in enumerate(lines) if re.search(rf"\b{fn}\(", line) and "CGLOW_KERNEL" in line)
+    end = next(i for i in range(start, len(lines)) if lines[i] == "}")
+    mac = re.compile(r"\s*acc\[\d+\]\[\w\] (\+= .* \*|= cglow_fma\()")  # a depthwise tile loads its value first
+    return {i for i in range(start, end) if lines[i].lstrip().startswith("for (") and
+            any(mac.match(line) for line in lines[i + 1:i + 3])}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_gcc_vectorizes_the_tile_loops(case, tmp_path):
+    source, lines, fn = _kernel(case, tmp_path)
+    run = subprocess.run([need_tool("gcc"), *FLAGS, *GCC_REPORT, str(source), "-o", str(tmp_path / "net.s")],
+                         capture_output=True, text=True, check=True)
+    vectorized = {int(m) for m in re.findall(r"net\.c:(\d+):\d+: optimized: loop vectorized", run.stderr)}
+    loops = _mac_loops(lines, fn)
+    assert loops, f"{fn} has no multiply-accumulate loop"
+    assert {i + 1 for i in loops} <= vectorized, f"{fn}: lines {sorted(i + 1 for i in loops)} not all vectorized"
+
+
+def _function_asm(asm: str, fn: str) -> str:
+    """fn's assembly, or net_run's where clang inlined fn there."""
+    name = fn if f"\n{fn}:" in asm else "net_run"
+    return asm.split(f"\n{name}:", 1)[1].split(".Lfunc_end", 1)[0]
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_clang_vectorizes_the_tiles(case, tmp_path):
+    source, _, fn = _kernel(case, tmp_path)
+    out = tmp_path / "net.s"
+    subprocess.run([need_tool("clang"), *FLAGS, str(source), "-o", str(out)], capture_output=True, text=True,
+                   check=True)
+    body = _function_asm(out.read_text(), fn)
+    if CASES[case][2]:
+        packed, scalar = len(re.findall(r"vfmadd\d+ps", body)), len(re.findall(r"vfmadd\d+ss", body))
+        assert packed and packed >= 8 * scalar, f"{fn}: {scalar} scalar multiply-adds, {packed} packed"
+    else:
+        assert re.search(r"vpmulld|vpmaddwd", body) and not re.search(r"\timul", body), f"{fn}: scalar tile"
