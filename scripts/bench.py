@@ -44,6 +44,7 @@ MODELS = ("kws", "vww", "resnet8", "autoencoder", "mobilenetv2", "transformer", 
           "bigru_kws", "lstm_kws")
 INT8 = ("kws", "vww", "resnet8", "autoencoder")  # MLPerf Tiny's four, in int8 too
 COMPILERS = ("gcc", "clang")
+SEED = 0  # the seed of scripts/bench_mcu.py's inputs and calibration
 
 
 @dataclass
