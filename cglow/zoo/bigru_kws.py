@@ -1,26 +1,10 @@
 """Recurrent keyword spotter: MFCC frames [1,49,10] -> one bidirectional GRU layer (hidden 64 per direction)
 -> final hidden states of both directions [1,128] -> 12-class softmax."""
 
-import numpy as np
 import onnx
 
-from ._helpers import Builder
-
-FRAMES, FEATURES, HIDDEN, CLASSES = 49, 10, 64, 12
+from . import gru_kws
 
 
 def build(seed: int = 0) -> onnx.ModelProto:
-    b = Builder(seed)
-    x = b.node("Transpose", ["input"], "to_time_major", perm=[1, 0, 2])  # -> [49,1,10]
-    w, r, bias = b.rnn_weights("gru", 3, 2, FEATURES, HIDDEN)
-    # Y omitted; Y_h [2,1,64] (forward after the last frame, backward after the first). linear_before_reset=1
-    # as PyTorch exports nn.GRU.
-    _, h = b.nodes_out("GRU", [x, w, r, bias], "gru", [None, "Y_h"], hidden_size=HIDDEN,
-                       direction="bidirectional", linear_before_reset=1)
-    h = b.node("Transpose", [h], "batch_major", perm=[1, 0, 2])  # -> [1,2,64]
-    h = b.node("Reshape", [h, b.const("const/flat_shape", [1, 2 * HIDDEN], np.int64)], "flatten")
-    # The hidden state is bounded and small; the classifier's gain brings the logits to O(1) so the softmax
-    # is peaked but not one-hot.
-    x = b.dense(h, "fc", 2 * HIDDEN, CLASSES, gain=16.0, form="gemm_transb")
-    b.node("Softmax", [x], "softmax", axis=-1)
-    return b.model("bigru_kws", [1, FRAMES, FEATURES], [1, CLASSES])
+    return gru_kws.build(seed, directions=2, name="bigru_kws")
