@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import fields, replace
 from functools import partial
+from typing import Callable
 
 import numpy as np
 
@@ -343,21 +344,29 @@ def pointwise_as_gemm(prog: Program) -> Program:
     return replace(prog, instrs=tuple(instrs))
 
 
+def _laid_out(buffers: list[Buffer], stored: dict, key: tuple, lay_out: Callable[[], tuple[np.ndarray, str]]) -> int:
+    """The id of a constant buffer laid out anew from another's data (`lay_out`: the new data and label, run once
+    per `key`), stored once per content, however many instructions read it: a 1x1 filter packed for Conv and for
+    Gemm, the tiles of a patched span."""
+    if key not in stored:
+        data, label = lay_out()
+        same = (data.dtype, data.tobytes())
+        if same not in stored:
+            stored[same] = len(buffers)
+            buffers.append(Buffer(len(buffers), "const", data.size, label, data=data.reshape(-1), dtype=data.dtype))
+        stored[key] = stored[same]
+    return stored[key]
+
+
 def _packed(buffers: list[Buffer], packed: dict, v: View, order: tuple[int, ...]) -> View:
-    """A constant view re-laid out with its dims in memory in `order` (outermost first): one packed copy per
-    view and order, and per content, however many instructions read it."""
+    """A constant view re-laid out with its dims in memory in `order` (outermost first)."""
     old = buffers[v.buf]
-    key = (old.id, v.offset, v.shape, v.strides, order)
-    if key not in packed:
+
+    def lay_out() -> tuple[np.ndarray, str]:
         data = np.lib.stride_tricks.as_strided(old.data[v.offset:], v.shape, [s * old.data.itemsize for s in v.strides])
-        data = np.ascontiguousarray(data.transpose(order))
-        same = (old.dtype, data.tobytes())  # one copy of the same bytes (a 1x1 filter packed for Conv and Gemm)
-        if same not in packed:
-            packed[same] = len(buffers)
-            buffers.append(Buffer(len(buffers), "const", data.size, f"{old.label} packed", data=data.reshape(-1),
-                                  dtype=old.dtype))
-        packed[key] = packed[same]
-    return View.laid_out(packed[key], v.shape, order)
+        return np.ascontiguousarray(data.transpose(order)), f"{old.label} packed"
+    return View.laid_out(_laid_out(buffers, packed, (old.id, v.offset, v.shape, v.strides, order), lay_out),
+                         v.shape, order)
 
 
 TRANSPOSE_ROWS = 4  # a run-time right operand read across rows is copied first when this many rows reuse it
@@ -440,19 +449,15 @@ def pair_weights(buffers: list[Buffer], paired: dict, w: View, rows: int, k: int
     rows is odd) is k4 / 2 words from 2p * k4, its word 2g + a the weights of the values 4g + a and 4g + 2 + a,
     which the panel's word 2g + a holds (runtime_c/widen4.c): the first channel's in bytes 0 and 2, the
     second's in 1 and 3. One SXTB16 of the word, and one of it rotated by a byte, make each channel's 16-bit
-    pair. One buffer per weights and layout (`paired`), however many instructions read it: the tiles of a
-    patched span share their weights."""
-    key = (w.buf, w.offset, rows, k, k4)
-    if key in paired:
-        return paired[key]
+    pair. Stored once (_laid_out, `paired`)."""
     old = buffers[w.buf]
-    data = np.zeros((rows + rows % 2, k4), old.dtype)
-    data[:rows, :k] = old.data[w.offset:w.offset + rows * k].reshape(rows, k)
-    pairs = data.reshape(-1, 2, k4 // 4, 2, 2).transpose(0, 2, 4, 3, 1)  # [p, c, g, half, a] -> [p, g, a, half, c]
-    label = f"{old.label}{' padded' if k4 != k else ''} in channel pairs"
-    buffers.append(Buffer(len(buffers), "const", data.size, label, data=pairs.reshape(-1), dtype=old.dtype))
-    paired[key] = len(buffers) - 1
-    return paired[key]
+
+    def lay_out() -> tuple[np.ndarray, str]:
+        data = np.zeros((rows + rows % 2, k4), old.dtype)
+        data[:rows, :k] = old.data[w.offset:w.offset + rows * k].reshape(rows, k)
+        pairs = data.reshape(-1, 2, k4 // 4, 2, 2).transpose(0, 2, 4, 3, 1)  # [p, c, g, half, a] -> [p, g, a, half, c]
+        return np.ascontiguousarray(pairs), f"{old.label}{' padded' if k4 != k else ''} in channel pairs"
+    return _laid_out(buffers, paired, (w.buf, w.offset, rows, k, k4), lay_out)
 
 
 def _conv_panel(c: Conv, buffers: list[Buffer]) -> int:
