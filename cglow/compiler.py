@@ -60,7 +60,8 @@ def compile_program(prog: Program, name: str, inputs, outputs, source: str = "",
         if patches in finished and not watch.observers:
             return finished[patches]
         done = prog
-        for rewrite in instr_passes.after_fusing(integer.dual_mac, integer.for_panel.rows, patches):
+        for rewrite in instr_passes.after_fusing(integer.dual_mac, integer.for_panel.rows, patches,
+                                                 unsigned=tiles.vector_dot is not None):
             done = watch.run(f"instr-{stage_name(rewrite)}", rewrite, done)
         finished[patches] = done, watch.run("alloc", allocate, done, options.align, options.io_in_arena)
         return finished[patches]

@@ -33,6 +33,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 import cglow
+from cglow.options import Options
 from cglow.graph import passes as graph_passes
 from cglow.graph.onnx_import import import_model
 from cglow.graph.quant.params import float32_multipliers, multipliers
@@ -104,8 +105,9 @@ def folded_ops(model: onnx.ModelProto) -> list[str]:
     return [n.op for n in graph.nodes]
 
 
-def run(model: onnx.ModelProto, *inputs: np.ndarray) -> list[np.ndarray]:
-    net = cglow.build(cglow.compile_model(model, name="net"))
+def run(model: onnx.ModelProto, *inputs: np.ndarray, target: str = "generic") -> list[np.ndarray]:
+    """The model compiled for `target`'s tiles (built for the host, as every target's C is portable), on inputs."""
+    net = cglow.build(cglow.compile_model(model, name="net", options=Options(target=target)))
     return net(*inputs)
 
 
@@ -301,9 +303,9 @@ def conv_chain(rng, layers, x_shape, x_dtype=INT8, x_zero=5):
     return g.model([name]), reference
 
 
-def check_outputs(model, reference, shapes_dtypes, rng, count: int = 2):
+def check_outputs(model, reference, shapes_dtypes, rng, count: int = 2, target: str = "generic"):
     for inputs in input_sets(rng, shapes_dtypes, count):
-        got = run(model, *inputs)
+        got = run(model, *inputs, target=target)
         want = reference(*inputs)
         want = want if isinstance(want, (list, tuple)) else [want]
         assert len(got) == len(want)

@@ -363,8 +363,7 @@ def _packed(buffers: list[Buffer], packed: dict, v: View, order: tuple[int, ...]
     old = buffers[v.buf]
 
     def lay_out() -> tuple[np.ndarray, str]:
-        data = np.lib.stride_tricks.as_strided(old.data[v.offset:], v.shape, [s * old.data.itemsize for s in v.strides])
-        return np.ascontiguousarray(data.transpose(order)), f"{old.label} packed"
+        return np.ascontiguousarray(_values(old, v).transpose(order)), f"{old.label} packed"
     return View.laid_out(_laid_out(buffers, packed, (old.id, v.offset, v.shape, v.strides, order), lay_out),
                          v.shape, order)
 
@@ -394,28 +393,112 @@ def dot_operands(values: np.dtype, weights: np.dtype) -> bool:
     return np.dtype(values) in (np.dtype(np.int8), np.dtype(np.uint8)) and np.dtype(weights) == np.int8
 
 
+def unsigned_zero(values: np.dtype) -> int:
+    """The zero point under which an 8-bit input's values, less it, are the input read as unsigned (an int8 byte
+    with its top bit flipped): -128 for int8, 0 for uint8."""
+    return -128 if np.dtype(values) == np.int8 else 0
+
+
+def unsigned_dots(values: np.dtype, weights: np.dtype, zero: int) -> bool:
+    """Whether an 8-bit kernel of these operand types and input zero point sums as dot products of unsigned
+    inputs by int8 weights (Tiles.vector_dot): no correction for the zero point left to add."""
+    return dot_operands(values, weights) and zero == unsigned_zero(values)
+
+
+# The shortest run a vector dot product takes: each output's sum ends in a horizontal reduction of its vector, which a
+# short run does not pay for (vww, whose first matrix products sum 8 and 16 channels: int8 gcc 12 -O3 AVX-512 us,
+# runs of 16 or more / 32 / 48 / 64: 236 / 240 / 258 / 285; resnet8, whose kernel rows are 48 values and more at
+# its borders' taps 16: 311 / 302 / 299 / 494; single runs, +-10%).
+VECTOR_DOT_LENGTH = 32
+
+
+def vector_dots(g: Instr, buffers: list[Buffer]) -> bool:
+    """Whether g is an 8-bit matrix product or dense channels-last convolution by constant int8 weights (no zero
+    point on them) that sums as dot products on a target with Tiles.vector_dot, given an unsigned input: its input
+    contiguous along the reduced dim (the weights are, once pack_weights has laid them out), in runs of at least
+    VECTOR_DOT_LENGTH values (a matrix product's k; a kernel row's taps and channels, or a tap's channels)."""
+    if isinstance(g, Gemm):
+        return dot_operands(buffers[g.a.buf].dtype, buffers[g.b.buf].dtype) and not g.zeros[1] and \
+            buffers[g.b.buf].kind == "const" and g.a.strides[-1] == 1 and not any(g.b.strides[:-2]) and \
+            g.a.shape[-1] >= VECTOR_DOT_LENGTH
+    if not (isinstance(g, Conv) and channels_innermost(g) and g.group == 1 and buffers[g.w.buf].kind == "const" and
+            dot_operands(buffers[g.x.buf].dtype, buffers[g.w.buf].dtype)):
+        return False
+    cg, kw = g.w.shape[1], g.win.kernel[1]
+    row = g.win.dilations[1] == 1 and (kw == 1 or g.x.strides[3] == cg)  # a kernel row's taps are one run
+    return (cg == 1 or g.x.strides[1] == 1) and cg * (kw if row else 1) >= VECTOR_DOT_LENGTH
+
+
+def unsigned_inputs(prog: Program) -> Program:
+    """On a target that sums 8-bit products as dot products of unsigned inputs (Tiles.vector_dot), the matrix
+    products and convolutions that can (vector_dots) and read no padding (a padded value, the zero point, would
+    take part in the folded correction), whose input zero point z is another one's, take the
+    unsigned one u (unsigned_zero) and start their accumulators at the bias less (z - u) times the sum of each
+    output channel's weights: sum (x - z) w + b = sum (x - u) w + b - (z - u) sum w."""
+    instrs, buffers, stored = list(prog.instrs), list(prog.buffers), {}
+    for j, g in enumerate(instrs):
+        if not vector_dots(g, buffers) or isinstance(g, Conv) and any(g.win.pads_begin + g.win.pads_end):
+            continue
+        gemm = isinstance(g, Gemm)
+        x, w, zero = (g.a, g.b, g.zeros[0]) if gemm else (g.x, g.w, g.x_zero)
+        to = unsigned_zero(buffers[x.buf].dtype)
+        channel = len(g.out.shape) - 1 if gemm else 1
+        bias = g.epi.ins[g.epi.init] if g.epi.init is not None else None
+        if zero == to or bias is not None and any(s and n > 1 for d, (s, n) in enumerate(zip(bias.strides, bias.shape))
+                                                  if d != channel):  # a bias per channel
+            continue
+        if gemm:
+            w = View(w.buf, w.offset, w.shape[-2:], w.strides[-2:])
+        reduced = (0,) if gemm else (1, 2, 3)
+
+        def lay_out(w=w, bias=bias, zero=zero, to=to, reduced=reduced, channel=channel, n=g.out.shape[channel]):
+            weights = _values(buffers[w.buf], w).astype(np.int64).sum(axis=reduced)
+            start = np.zeros(n, np.int64) if bias is None else \
+                _values(buffers[bias.buf], View(bias.buf, bias.offset, (n,), (bias.strides[channel],)))
+            return (start - (zero - to) * weights).astype(np.int32), f"{g.node} bias for unsigned inputs"
+        key = (w.buf, w.offset, w.shape, w.strides, zero, to, bias and (bias.buf, bias.offset, bias.strides[channel]))
+        strides = tuple(int(d == channel) for d in range(len(g.out.shape)))
+        start = View(_laid_out(buffers, stored, key, lay_out), 0, g.out.shape, strides)
+        ins = g.epi.ins + (start,) if bias is None else tuple(start if i == g.epi.init else v
+                                                              for i, v in enumerate(g.epi.ins))
+        epi = Epilogue(g.epi.expr, ins, len(ins) - 1 if bias is None else g.epi.init)
+        instrs[j] = replace(g, epi=epi, zeros=(to, 0)) if gemm else replace(g, epi=epi, x_zero=to)
+    return replace(prog, buffers=tuple(buffers), instrs=tuple(instrs))
+
+
+def _values(buffer: Buffer, v: View) -> np.ndarray:
+    """A constant view's values."""
+    return np.lib.stride_tricks.as_strided(buffer.data[v.offset:], v.shape,
+                                           [s * buffer.data.itemsize for s in v.strides])
+
+
 def gemm_dot_products(g: Gemm, a: np.dtype, b: np.dtype) -> bool:
     """Whether a Gemm of these element types runs as 4-lane dot products on a target with them (kernels/
     gemm.py): 8-bit values by int8 weights, no zero point on b, and k contiguous in both operands."""
     return dot_operands(a, b) and not g.zeros[1] and g.a.strides[-1] == 1 and g.b.strides[-2] == 1
 
 
-def pack_weights(prog: Program, dot_products: bool = False) -> Program:
+def pack_weights(prog: Program, dot_products: bool = False, unsigned: bool = False) -> Program:
     """Constant matrices that a Gemm reads across rows (a transposed weight, as Gemm transB=1 gives) are
     re-laid out at compile time so that the kernel's innermost loop reads them contiguously; so are the
     filters of the convolutions that vectorize over output channels, [KH, KW, C/group, M]. With
     `dot_products` (a target with dual 16-bit multiply-accumulates), the weights of 8-bit convolutions and
-    matrix products are laid out with the reduced dim innermost instead: [M, KH, KW, C/group] and [N, K]."""
+    matrix products are laid out with the reduced dim innermost instead: [M, KH, KW, C/group] and [N, K]; with
+    `unsigned` (Tiles.vector_dot), those that sum as dot products of unsigned inputs (unsigned_dots)."""
     instrs, buffers = list(prog.instrs), list(prog.buffers)
     packed: dict[tuple, int] = {}  # buffer ids of the packed copies
     for j, g in enumerate(instrs):
         if isinstance(g, Conv) and channels_innermost(g) and buffers[g.w.buf].kind == "const":
-            dot = dot_products and dot_operands(buffers[g.x.buf].dtype, buffers[g.w.buf].dtype) and g.group == 1
+            x_t, w_t = buffers[g.x.buf].dtype, buffers[g.w.buf].dtype
+            dot = g.group == 1 and dot_products and dot_operands(x_t, w_t) or \
+                unsigned and unsigned_dots(x_t, w_t, g.x_zero) and vector_dots(g, buffers)
             instrs[j] = replace(g, w=_packed(buffers, packed, g.w, (0, 2, 3, 1) if dot else (2, 3, 1, 0)))
             continue
         if not isinstance(g, Gemm) or buffers[g.b.buf].kind != "const":
             continue
-        dot = dot_products and dot_operands(buffers[g.a.buf].dtype, buffers[g.b.buf].dtype)
+        a_t, b_t = buffers[g.a.buf].dtype, buffers[g.b.buf].dtype
+        dot = dot_products and dot_operands(a_t, b_t) or \
+            unsigned and unsigned_dots(a_t, b_t, g.zeros[0]) and vector_dots(g, buffers)
         if g.b.strides[-2 if dot else -1] in (0, 1):
             continue
         shared = all(s == 0 for s in g.b.strides[:-2])  # one matrix for every batch: pack it once
@@ -532,18 +615,22 @@ def run_in_patches(prog: Program, plan: PatchPlan) -> Program:
     return patched
 
 
-def after_fusing(dot_products: bool = False, panel_rows: int = 0, patches: PatchPlan | None = None) -> tuple:
+def after_fusing(dot_products: bool = False, panel_rows: int = 0, patches: PatchPlan | None = None,
+                 unsigned: bool = False) -> tuple:
     """The passes after FUSING, in order; `dot_products` as pack_weights takes it, and with it `panel_rows` (a
-    register tile's rows) as widen_inputs does; `patches`, a span to run in tiles."""
+    register tile's rows) as widen_inputs does; `patches`, a span to run in tiles; `unsigned` (a target with
+    Tiles.vector_dot): unsigned_inputs, and pack_weights' `unsigned`."""
     widen = (partial(widen_inputs, rows=panel_rows),) if dot_products and panel_rows else ()
     tiled = (partial(run_in_patches, plan=patches),) if patches else ()
     return tiled + (regroup_pixels, schedule, forward_copies, elide_copies, reuse_dying_inputs, convolve_in_place,
-                    pointwise_as_gemm, partial(pack_weights, dot_products=dot_products), copy_run_time_operands) + widen
+                    pointwise_as_gemm) + ((unsigned_inputs,) if unsigned else ()) + (
+        partial(pack_weights, dot_products=dot_products, unsigned=unsigned), copy_run_time_operands) + widen
 
 
-def pipeline(dot_products: bool = False, panel_rows: int = 0, patches: PatchPlan | None = None) -> tuple:
+def pipeline(dot_products: bool = False, panel_rows: int = 0, patches: PatchPlan | None = None,
+             unsigned: bool = False) -> tuple:
     """Every pass in order (after_fusing's arguments)."""
-    return FUSING + after_fusing(dot_products, panel_rows, patches)
+    return FUSING + after_fusing(dot_products, panel_rows, patches, unsigned)
 
 
 PIPELINE = pipeline()

@@ -9,7 +9,7 @@ import numpy as np
 from ..c_text import c_literal, c_type
 from ..instr.expr import Input
 from ..instr.ir import Conv, Epilogue, View, accumulator, channels_innermost
-from ..instr.passes import channels_contiguous, dot_operands, taps_contiguous
+from ..instr.passes import channels_contiguous, dot_operands, taps_contiguous, unsigned_dots
 from ..tiles import Tiles
 from .arm_steps import float_loop
 from .gemm import dot_asm, dot_macro_operands, panel_macros
@@ -111,21 +111,23 @@ def _conv_nhwc(fn: str, c: Conv, dtypes, tiles: Tiles) -> Kernel:
     """Channels last, an implicit GEMM: register tiles of tiles.rows output columns x tiles.columns output channels
     (see _nhwc_tiles) over the batches and output rows; in place through a ring of output rows with c.ring; over a
     panel of widened inputs with c.panel (gathered by im2col unless the kernel is 1 x 1); as dot products for 8-bit
-    values on a target with dual multiply-accumulates (_dot_runs)."""
+    values on a target with dual multiply-accumulates, or in C over unsigned inputs (Tiles.vector_dot) (_dot_runs)."""
     n, _, h, w = c.x.shape
     m, cg = c.w.shape[:2]
     depthwise = _depthwise(c)
     acc_t = accumulator(dtypes[c.x.buf], dtypes[c.out.buf])
     is_float = acc_t == np.float32
     epi = starting(c.epi, is_float, tiles.scalar)  # the target's, whichever tile this kernel takes
-    operands = dot_operands(dtypes[c.x.buf], dtypes[c.w.buf]) and \
-        dot_macro_operands(dtypes[c.x.buf], dtypes[c.w.buf], c.x_zero)
-    tiles, lanes = _nhwc_tiles(c, acc_t, tiles, operands)
+    x_t, w_t = dtypes[c.x.buf], dtypes[c.w.buf]
+    vector = bool(tiles.vector_dot) and not depthwise and c.group == 1 and unsigned_dots(x_t, w_t, c.x_zero) and \
+        channels_contiguous(c)
+    operands = dot_operands(x_t, w_t) and dict(dot_macro_operands(x_t, w_t, c.x_zero), vector=vector)
+    tiles, lanes = (tiles.vector_dot, None) if vector else _nhwc_tiles(c, acc_t, tiles, operands)
     oc_tiles = _oc_tiles(c, tiles)
     runs = _column_runs(c.win, w, tiles.rows, c.x.strides[3] if depthwise else None)
     im2col = c.panel and c.win.kernel != (1, 1) and _im2col(c, runs, dtypes[c.x.buf])
     panel = c.panel and _nhwc_panel(c, operands, oc_tiles, im2col)
-    dot = tiles.dual_mac and not depthwise and c.group == 1 and operands and channels_contiguous(c)
+    dot = vector or tiles.dual_mac and not depthwise and c.group == 1 and operands and channels_contiguous(c)
     if dot:
         _dot_runs(c, runs, operands, oc_tiles)
     reads_x = any(r.get("taps") or r.get("columns") for r in runs)  # not when every window is padding

@@ -10,7 +10,7 @@ import numpy as np
 from ..c_text import c_literal, c_type
 from ..instr.expr import to_c
 from ..instr.ir import Gemm, View, accumulator
-from ..instr.passes import gemm_dot_products
+from ..instr.passes import gemm_dot_products, unsigned_dots
 from ..tiles import Tiles
 from .arm_steps import dot_step, float_loop, pair_step
 from .kernel import (TILE_LOOP, Kernel, collapsed, from_template, index, join, linear, minus, oriented,
@@ -28,9 +28,11 @@ def gemm_kernel(fn: str, g: Gemm, dtypes, tiles: Tiles) -> Kernel:
     """Register tiles of rows x columns of the output (the target's `tiles`, see _gemm_tiles), the columns
     innermost so that they vectorize, over loops of the batch dims."""
     acc_t = accumulator(dtypes[g.a.buf], dtypes[g.out.buf])
-    tiles = _gemm_tiles(g, acc_t, tiles)
+    a_t, b_t = dtypes[g.a.buf], dtypes[g.b.buf]
+    vector = bool(tiles.vector_dot) and gemm_dot_products(g, a_t, b_t) and unsigned_dots(a_t, b_t, g.zeros[0])
+    tiles = tiles.vector_dot if vector else _gemm_tiles(g, acc_t, tiles)
     where = _Where.of(g)
-    operands = dot_macro_operands(dtypes[g.a.buf], dtypes[g.b.buf], g.zeros[0])
+    operands = dict(dot_macro_operands(a_t, b_t, g.zeros[0]), vector=vector)
     panel, nests = _gemm_nests(g, tiles, dtypes[g.b.buf].itemsize, operands, where)
     names = ["y", "a", "b"] + [f"e{i}" for i in range(len(g.epi.ins))] + (["panel"] if g.panel else [])
     return from_template(
@@ -139,8 +141,8 @@ def _halved(runs: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
 def _gemm_sums(g: Gemm, dtypes, tiles: Tiles, acc_t: np.dtype, operands: dict, where: _Where) -> dict:
     """How a tile sums over k: a multiply-accumulate per row and column in C (the target's float_mac for
     floats); as 4-lane dot products (8-bit values by int8 weights on a dual-MAC target, instr/passes.py
-    gemm_dot_products); or in the Cortex-M4F's hand-scheduled float loop (Tiles.float_mac "mul_add", beside the
-    C)."""
+    gemm_dot_products); as dot products in C over unsigned inputs (operands["vector"], Tiles.vector_dot); or in
+    the Cortex-M4F's hand-scheduled float loop (Tiles.float_mac "mul_add", beside the C)."""
     is_float = acc_t == np.float32
     a_step, b_step = g.a.strides[-2], g.b.strides[-1]
     right = f"row[{linear([('j', g.b.strides[-1])])}]"
@@ -155,7 +157,7 @@ def _gemm_sums(g: Gemm, dtypes, tiles: Tiles, acc_t: np.dtype, operands: dict, w
         return dict(operands, length=g.a.shape[-1], left=where.a_rows(), right=where.b_columns(),
                     lefts=[(i, i * a_step) for i in range(mr)],
                     asm=dot_asm(operands, [(i, i * a_step) for i in range(mr)]))
-    dot = tiles.dual_mac and gemm_dot_products(g, dtypes[g.a.buf], dtypes[g.b.buf])
+    dot = operands["vector"] or tiles.dual_mac and gemm_dot_products(g, dtypes[g.a.buf], dtypes[g.b.buf])
     return dict(
         mac=mac, a_minus=minus(g.zeros[0]), a=lambda i: where.at(1, (_row(i), "k")), dot_products=dot and dot_products,
         float_asm=tiles.float_mac == "mul_add" and is_float and not g.zeros[1] and g.a.strides[-1] == 1 and (

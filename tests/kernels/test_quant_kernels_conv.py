@@ -23,21 +23,31 @@ from tests.qdq import CHAIN, INT8, UINT8, QGraph, conv_chain, conv_layer, folded
 # --- convolution ------------------------------------------------------------------------------------
 
 
-def conv_case(rng, *, x_shape, x_dtype=INT8, x_zero=0, **kwargs):
-    """A QDQ Conv graph with seeded weights and scales, and its integer reference (a function of x)."""
+def conv_case(rng, *, x_shape, x_dtype=INT8, x_zero=0, channels_last=False, **kwargs):
+    """A QDQ Conv graph with seeded weights and scales, and its integer reference (a function of x). With
+    `channels_last`, x and the output are NHWC (transposed around the Conv, as a TensorFlow export has them), so
+    that the convolution runs channels last (kernels/conv.py _conv_nhwc)."""
     g = QGraph()
     x_scale = np.float32(rng.uniform(0.005, 0.05))
-    y, *_, reference = conv_layer(g, rng, g.input("x", x_dtype, x_shape), x_shape, x_scale=x_scale,
-                                  x_zero=x_zero, x_dtype=x_dtype, **kwargs)
-    return g.model([y]), reference
+    x = g.input("x", x_dtype, (x_shape[0], *x_shape[2:], x_shape[1]) if channels_last else x_shape)
+    if channels_last:
+        x = g.node("Transpose", [x], perm=[0, 3, 1, 2])
+    y, *_, reference = conv_layer(g, rng, x, x_shape, x_scale=x_scale, x_zero=x_zero, x_dtype=x_dtype, **kwargs)
+    if not channels_last:
+        return g.model([y]), reference
+    return g.model([g.node("Transpose", [y], perm=[0, 2, 3, 1])]), \
+        lambda xq: reference(xq.transpose(0, 3, 1, 2)).transpose(0, 2, 3, 1)
 
 
-def check_conv(seed=0, expect="IntConv", **kwargs):
+def check_conv(seed=0, expect="IntConv", target="generic", **kwargs):
     rng = np.random.default_rng(seed)
     model, reference = conv_case(rng, **kwargs)
     assert expect in folded_ops(model) and "Conv" not in folded_ops(model), folded_ops(model)
-    for (x,) in input_sets(rng, [(kwargs["x_shape"], kwargs.get("x_dtype", INT8))]):
-        (got,) = run(model, x)
+    x_shape = kwargs["x_shape"]
+    if kwargs.get("channels_last"):
+        x_shape = (x_shape[0], *x_shape[2:], x_shape[1])
+    for (x,) in input_sets(rng, [(x_shape, kwargs.get("x_dtype", INT8))]):
+        (got,) = run(model, x, target=target)
         want = reference(x)
         assert got.dtype == want.dtype and got.shape == want.shape, (got.dtype, got.shape, want.shape)
         assert np.array_equal(got, want), f"{np.sum(got != want)} of {got.size} differ; max " \
@@ -97,6 +107,40 @@ CONV_CASES = {
 @pytest.mark.parametrize("case", list(CONV_CASES))
 def test_conv(case):
     check_conv(**CONV_CASES[case])
+
+
+# x86-64's tiles sum runs of 32 values or more as dot products of unsigned inputs (Tiles.vector_dot), channels last:
+# case -> (the case, whether it does). An input zero point of -128 (int8; 0 for uint8) needs no correction; another one is folded
+# into the bias where no window reads padding, else the convolution keeps the tiles over output channels.
+VECTOR_DOT_CASES = {
+    "padded, zero point -128": (dict(x_shape=(1, 16, 6, 9), m=20, kernel=(3, 3), pads=[1, 1, 1, 1], x_zero=-128),
+                                True),
+    "unpadded, zero point folded": (dict(x_shape=(1, 16, 6, 7), m=20, kernel=(3, 3), x_zero=9), True),
+    "unpadded, no bias, stride 2, batch 2": (dict(x_shape=(2, 12, 7, 9), m=17, kernel=(3, 3), strides=[2, 2],
+                                                  bias=False, x_zero=-5, act="relu"), True),
+    "uint8, unpadded, zero point folded": (dict(x_shape=(1, 12, 5, 6), m=9, kernel=(3, 3), x_dtype=UINT8,
+                                                x_zero=131), True),
+    "uint8, padded, zero point 0": (dict(x_shape=(1, 12, 5, 6), m=9, kernel=(3, 3), pads=[1, 1, 1, 1],
+                                         x_dtype=UINT8, x_zero=0, y_dtype=INT8), True),
+    "1x1 (a matrix product), zero point folded": (dict(x_shape=(1, 40, 5, 5), m=24, kernel=(1, 1), x_zero=-3),
+                                                  True),
+    "1x1, stride 2": (dict(x_shape=(1, 36, 6, 6), m=8, kernel=(1, 1), strides=[2, 2], x_zero=12), True),
+    "padded, another zero point": (dict(x_shape=(1, 16, 6, 9), m=20, kernel=(3, 3), pads=[1, 1, 1, 1], x_zero=7),
+                                   False),
+    "short runs": (dict(x_shape=(1, 3, 6, 6), m=8, kernel=(3, 3), x_zero=-128), False),
+    "weights with zero points": (dict(x_shape=(1, 40, 5, 5), m=4, kernel=(3, 3), pads=[1, 1, 1, 1], x_zero=-128,
+                                      w_zero=[5, -7, 0, 100]), None),
+}
+
+
+@pytest.mark.parametrize("case", list(VECTOR_DOT_CASES))
+def test_conv_as_vector_dot_products(case):
+    kwargs, dots = VECTOR_DOT_CASES[case]
+    kwargs = dict(kwargs, channels_last=True)
+    check_conv(target="x86-avx512", **kwargs)
+    model, _ = conv_case(np.random.default_rng(0), **kwargs)
+    source = cglow.compile_model(model, name="net", options=Options(target="x86-avx512")).c_source
+    assert dots is None or ("int32_t s0_0 = 0;" in source) == dots
 
 
 @pytest.mark.parametrize("case, kernel", [("1x1", "gemm"), ("1x1, stride 2", "conv"),

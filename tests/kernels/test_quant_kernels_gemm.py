@@ -10,6 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import cglow
+from cglow.options import Options
 from tests.qdq import (INT8, UINT8, QGraph, bias_q, check_outputs, clamp_range, folded_ops, rand_q, requantize,
                        requantize_product, y_params)
 
@@ -85,6 +87,29 @@ def test_gemm(case):
     assert "IntGemm" in folded_ops(model) and not {"Gemm", "MatMul"} & set(folded_ops(model)), folded_ops(model)
     shape = kwargs.get("batch", ()) + (kwargs["m"], kwargs["k"])
     check_outputs(model, reference, [(shape, kwargs.get("a_dtype", INT8))], rng)
+
+
+# x86-64's tiles: k of 32 or more sums as dot products of unsigned inputs (Tiles.vector_dot), the input zero point
+# folded into the bias (whether the weights' zero points, here subtracted at compile time, leave them int8 is the
+# importer's business: None).
+VECTOR_DOT_CASES = {
+    "Gemm, zero point folded": (dict(m=5, k=40, n=20, a_zero=4), True),
+    "Gemm transB, no bias, zero point -128": (dict(m=6, k=64, n=33, trans_b=1, bias=False, a_zero=-128), True),
+    "MatMul uint8 batched A": (dict(m=3, k=33, n=17, op="MatMul", bias=False, batch=(2,), a_dtype=UINT8,
+                                    a_zero=130, act="relu"), True),
+    "Gemm weights with zero points": (dict(m=3, k=40, n=4, b_zero=[3, -2, 0, 9], a_zero=-10), None),
+}
+
+
+@pytest.mark.parametrize("case", list(VECTOR_DOT_CASES))
+def test_gemm_as_vector_dot_products(case):
+    kwargs, dots = VECTOR_DOT_CASES[case]
+    rng = np.random.default_rng(2)
+    model, reference = gemm_case(rng, **kwargs)
+    shape = kwargs.get("batch", ()) + (kwargs["m"], kwargs["k"])
+    check_outputs(model, reference, [(shape, kwargs.get("a_dtype", INT8))], rng, target="x86-avx512")
+    source = cglow.compile_model(model, name="net", options=Options(target="x86-avx512")).c_source
+    assert dots is None or ("int32_t s0_0 = 0;" in source) == dots
 
 
 @pytest.mark.parametrize("seed", range(3))

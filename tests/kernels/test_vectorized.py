@@ -1,6 +1,6 @@
 """The hot kernels' register tiles vectorize under gcc and clang: a few one-kernel models compiled for
---target x86-avx2 (one for x86-avx512's tiles) with explicit -mavx2 -mfma (any x86-64 CI machine compiles that; the
-test runs nothing).
+--target x86-avx2 (two for x86-avx512's tiles) with explicit -mavx2 -mfma -mavxvnni (any x86-64 CI machine compiles
+that; the test runs nothing). The 8-bit dot products must be VNNI instructions.
 
 gcc vectorizes a tile's innermost loop itself (runtime_c/tile_loop.c keeps it from unrolling it first): its report
 (-fopt-info-vec-optimized) must name the line of each loop that multiplies and adds into the accumulators. clang
@@ -25,10 +25,11 @@ import pytest
 
 import cglow
 from cglow.options import Options
+from tests.kernels.test_quant_kernels_conv import conv_case
 from tests.kernels.test_quant_kernels_gemm import gemm_case
 from tests.util import checked_model, need_tool
 
-FLAGS = ("-std=c99", "-O3", "-mavx2", "-mfma", "-S")
+FLAGS = ("-std=c99", "-O3", "-mavx2", "-mfma", "-mavxvnni", "-S")
 GCC_REPORT = ("-fopt-info-vec-optimized",)
 
 
@@ -60,21 +61,29 @@ def _conv(c: int, m: int, h: int, w: int, kernel: int, group: int = 1, residual:
     return checked_model(graph)
 
 
-# name -> (model, --target, whether its multiply-adds are float); each has one convolution or matrix product. The
-# pointwise one (a matrix product) takes the 8 x 32 tiles of AVX-512, two per row, and no activation (MobileNetV2's
-# projections): clang left it scalar before kernels/gemm.py's `out`, which the AVX2 tiles did not show.
+# name -> (model, --target, whether its multiply-adds are float, whether it sums 8-bit dot products); each has one
+# convolution or matrix product. The pointwise one (a matrix product) takes the 8 x 32 tiles of AVX-512, two per row,
+# and no activation (MobileNetV2's projections): clang left it scalar before kernels/gemm.py's `out`, which the AVX2
+# tiles did not show. The int8 ones with runs of 32 values or more sum them as dot products of unsigned inputs
+# (Tiles.vector_dot, kernels/dot.j2 reduce): gcc's VNNI vpdpbusd, clang 14's vpdpwssd; a shorter one as int32
+# multiply-adds over output channels.
 CASES = {
-    "conv 3x3": (lambda: _conv(16, 32, 6, 20, 3), "x86-avx2", True),
-    "conv 3x3 residual": (lambda: _conv(16, 16, 6, 20, 3, residual=True), "x86-avx2", True),
-    "depthwise 3x3": (lambda: _conv(32, 32, 6, 20, 3, group=32), "x86-avx2", True),
-    "depthwise 3x3 relu6": (lambda: _conv(32, 32, 6, 20, 3, group=32, relu=6.0), "x86-avx2", True),
-    "pointwise": (lambda: _conv(64, 64, 6, 10, 1, relu=None), "x86-avx512", True),
-    "int8 gemm": (lambda: gemm_case(np.random.default_rng(0), m=12, k=64, n=64)[0], "x86-avx2", False),
+    "conv 3x3": (lambda: _conv(16, 32, 6, 20, 3), "x86-avx2", True, False),
+    "conv 3x3 residual": (lambda: _conv(16, 16, 6, 20, 3, residual=True), "x86-avx2", True, False),
+    "depthwise 3x3": (lambda: _conv(32, 32, 6, 20, 3, group=32), "x86-avx2", True, False),
+    "depthwise 3x3 relu6": (lambda: _conv(32, 32, 6, 20, 3, group=32, relu=6.0), "x86-avx2", True, False),
+    "pointwise": (lambda: _conv(64, 64, 6, 10, 1, relu=None), "x86-avx512", True, False),
+    "int8 gemm": (lambda: gemm_case(np.random.default_rng(0), m=12, k=64, n=64)[0], "x86-avx2", False, True),
+    "int8 gemm, short k": (lambda: gemm_case(np.random.default_rng(0), m=12, k=16, n=64)[0], "x86-avx2", False,
+                           False),
+    "int8 conv 3x3": (lambda: conv_case(np.random.default_rng(0), x_shape=(1, 16, 6, 20), m=32, kernel=(3, 3),
+                                        pads=[1, 1, 1, 1], x_zero=-128, channels_last=True)[0], "x86-avx512", False,
+                      True),
 }
 
 
 def _kernel(case: str, tmp_path):
-    build, target, _ = CASES[case]
+    build, target, *_ = CASES[case]
     compiled = cglow.compile_model(build(), name="net", options=Options(target=target))
     (tmp_path / "net.h").write_text(compiled.h_source)
     source = tmp_path / "net.c"
@@ -88,7 +97,8 @@ def _mac_loops(lines: list[str], fn: str) -> set[int]:
     """The line numbers of the loops in fn whose body multiplies and adds into an accumulator."""
     start = next(i for i, line in enumerate(lines) if re.search(rf"\b{fn}\(", line) and "CGLOW_KERNEL" in line)
     end = next(i for i in range(start, len(lines)) if lines[i] == "}")
-    mac = re.compile(r"\s*acc\[\d+\]\[\w\] (\+= .* \*|= cglow_fma\()")  # a depthwise tile loads its value first
+    # a depthwise tile loads its value first; a dot product (kernels/dot.j2 reduce) reads its inputs first
+    mac = re.compile(r"\s*(acc\[\d+\]\[\w\] (\+= .* \*|= cglow_fma\()|const int32_t x\d+ = )")
     return {i for i in range(start, end) if lines[i].lstrip().startswith("for (") and
             any(mac.match(line) for line in lines[i + 1:i + 3])}
 
@@ -102,6 +112,13 @@ def test_gcc_vectorizes_the_tile_loops(case, tmp_path):
     loops = _mac_loops(lines, fn)
     assert loops, f"{fn} has no multiply-accumulate loop"
     assert {i + 1 for i in loops} <= vectorized, f"{fn}: lines {sorted(i + 1 for i in loops)} not all vectorized"
+    if CASES[case][3]:
+        assert "vpdpbusd" in _function_asm_gcc((tmp_path / "net.s").read_text(), fn), f"{fn}: no vpdpbusd"
+
+
+def _function_asm_gcc(asm: str, fn: str) -> str:
+    """fn's assembly as gcc writes it."""
+    return asm.split(f"\n{fn}:", 1)[1].split("\t.size\t", 1)[0]
 
 
 def _function_asm(asm: str, fn: str) -> str:
@@ -120,5 +137,7 @@ def test_clang_vectorizes_the_tiles(case, tmp_path):
     if CASES[case][2]:
         packed, scalar = len(re.findall(r"vfmadd\d+ps", body)), len(re.findall(r"vfmadd\d+ss", body))
         assert packed and packed >= 8 * scalar, f"{fn}: {scalar} scalar multiply-adds, {packed} packed"
+    elif CASES[case][3]:
+        assert re.search(r"vpdpwssd|vpdpbusd", body), f"{fn}: no vector dot products"
     else:
         assert re.search(r"vpmulld|vpmaddwd", body) and not re.search(r"\timul", body), f"{fn}: scalar tile"
