@@ -416,7 +416,7 @@ def vector_dots(g: Instr, buffers: list[Buffer]) -> bool:
     """Whether g is an 8-bit matrix product or dense channels-last convolution by constant int8 weights (no zero
     point on them) that sums as dot products on a target with Tiles.vector_dot, given an unsigned input: its input
     contiguous along the reduced dim (the weights are, once pack_weights has laid them out), in runs of at least
-    VECTOR_DOT_LENGTH values (a matrix product's k; a kernel row's taps and channels, or a tap's channels)."""
+    VECTOR_DOT_LENGTH values (a matrix product's k; a window's values, as gather_windows gathers them)."""
     if isinstance(g, Gemm):
         return dot_operands(buffers[g.a.buf].dtype, buffers[g.b.buf].dtype) and not g.zeros[1] and \
             buffers[g.b.buf].kind == "const" and g.a.strides[-1] == 1 and not any(g.b.strides[:-2]) and \
@@ -424,9 +424,8 @@ def vector_dots(g: Instr, buffers: list[Buffer]) -> bool:
     if not (isinstance(g, Conv) and channels_innermost(g) and g.group == 1 and buffers[g.w.buf].kind == "const" and
             dot_operands(buffers[g.x.buf].dtype, buffers[g.w.buf].dtype)):
         return False
-    cg, kw = g.w.shape[1], g.win.kernel[1]
-    row = g.win.dilations[1] == 1 and (kw == 1 or g.x.strides[3] == cg)  # a kernel row's taps are one run
-    return (cg == 1 or g.x.strides[1] == 1) and cg * (kw if row else 1) >= VECTOR_DOT_LENGTH
+    cg = g.w.shape[1]
+    return (cg == 1 or g.x.strides[1] == 1) and g.w.size // g.w.shape[0] >= VECTOR_DOT_LENGTH
 
 
 def unsigned_inputs(prog: Program) -> Program:
@@ -605,6 +604,26 @@ def widen_inputs(prog: Program, rows: int) -> Program:
     return replace(prog, buffers=tuple(buffers), instrs=tuple(instrs))
 
 
+def gather_windows(prog: Program, rows: int) -> Program:
+    """On a target with Tiles.vector_dot, the convolutions that sum as dot products of unsigned inputs
+    (vector_dots, unsigned_dots) with a kernel wider than one value, in place too, gather each tile's
+    `rows` windows into a scratch panel first (im2col: the input's bytes in the weights' order [KH, KW, C], the
+    zero point where they are padding), so that each output is one dot product over all its KH * KW * C values,
+    not one per kernel row, or per tap at the image's edges (kernels/conv.py _byte_panel). The panel, `rows` x
+    that many bytes, takes arena memory while the instruction runs."""
+    instrs, buffers = list(prog.instrs), list(prog.buffers)
+    for j, g in enumerate(instrs):
+        if not isinstance(g, Conv) or g.panel or all(k == 1 for k in g.win.kernel) or \
+                not vector_dots(g, buffers) or not unsigned_dots(buffers[g.x.buf].dtype, buffers[g.w.buf].dtype,
+                                                                 g.x_zero):
+            continue
+        k, tile = g.w.size // g.w.shape[0], min(rows, g.out.shape[3])
+        panel = Buffer(len(buffers), "arena", tile * k, f"{g.node} gathered windows", dtype=buffers[g.x.buf].dtype)
+        buffers.append(panel)
+        instrs[j] = replace(g, panel=View.of(panel.id, (tile, k)))
+    return replace(prog, buffers=tuple(buffers), instrs=tuple(instrs))
+
+
 FUSING = (drop_empty, fuse_maps, fuse_epilogues)  # the pipeline's first passes: a patch plan indexes their program
 
 
@@ -616,21 +635,23 @@ def run_in_patches(prog: Program, plan: PatchPlan) -> Program:
 
 
 def after_fusing(dot_products: bool = False, panel_rows: int = 0, patches: PatchPlan | None = None,
-                 unsigned: bool = False) -> tuple:
+                 vector_rows: int = 0) -> tuple:
     """The passes after FUSING, in order; `dot_products` as pack_weights takes it, and with it `panel_rows` (a
-    register tile's rows) as widen_inputs does; `patches`, a span to run in tiles; `unsigned` (a target with
-    Tiles.vector_dot): unsigned_inputs, and pack_weights' `unsigned`."""
+    register tile's rows) as widen_inputs does; `patches`, a span to run in tiles; `vector_rows`, on a target with
+    Tiles.vector_dot, its tile's rows: unsigned_inputs, pack_weights' `unsigned` and gather_windows."""
     widen = (partial(widen_inputs, rows=panel_rows),) if dot_products and panel_rows else ()
     tiled = (partial(run_in_patches, plan=patches),) if patches else ()
+    unsigned = bool(vector_rows)
     return tiled + (regroup_pixels, schedule, forward_copies, elide_copies, reuse_dying_inputs, convolve_in_place,
                     pointwise_as_gemm) + ((unsigned_inputs,) if unsigned else ()) + (
-        partial(pack_weights, dot_products=dot_products, unsigned=unsigned), copy_run_time_operands) + widen
+        partial(pack_weights, dot_products=dot_products, unsigned=unsigned), copy_run_time_operands) + widen + (
+        (partial(gather_windows, rows=vector_rows),) if unsigned else ())
 
 
 def pipeline(dot_products: bool = False, panel_rows: int = 0, patches: PatchPlan | None = None,
-             unsigned: bool = False) -> tuple:
+             vector_rows: int = 0) -> tuple:
     """Every pass in order (after_fusing's arguments)."""
-    return FUSING + after_fusing(dot_products, panel_rows, patches, unsigned)
+    return FUSING + after_fusing(dot_products, panel_rows, patches, vector_rows)
 
 
 PIPELINE = pipeline()

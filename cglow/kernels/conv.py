@@ -82,18 +82,20 @@ def _column_runs(win, width: int, mr: int, sliding: int | None = None) -> list[d
     return runs
 
 
-def _im2col(c: Conv, runs: list[dict], x_dtype: np.dtype) -> dict:
-    """What the im2col macro (kernels/conv_nhwc.c.j2) needs to gather a tile's windows into its panel rows, each
-    row's K values in the weights' order [KH, KW, C] (padded to K4, panel.shape[1] * 2), staged as input bytes
-    in the upper half of the row's words (widened in place from there, runtime_c/widen4.c): per run, for each
-    row j of a tile and tap kw, the offset of its channels from the kernel row's input pointer, None where they
-    are padding; padding reads as the zero point, which widens to 0."""
+def _im2col(c: Conv, runs: list[dict], x_dtype: np.dtype, widened: bool) -> dict:
+    """What the im2col macro (kernels/conv_panel.j2 gather) needs to gather a tile's windows into its panel rows,
+    each row's K values in the weights' order [KH, KW, C]: `widened` (Arm's dual multiply-accumulates), padded to
+    K4 (panel.shape[1] * 2) and staged as input bytes in the upper half of the row's words (widened in place from
+    there, runtime_c/widen4.c); else (Tiles.vector_dot) as bytes, the row K of them. Per run, for each row j of a
+    tile and tap kw, the offset of its channels from the kernel row's input pointer, None where they are padding;
+    padding reads as the zero point (which widens to 0; read as unsigned, it is 0)."""
     _, cg, _, kw = c.w.shape
     xs, (sw, dw), pw = c.x.strides, (c.win.strides[1], c.win.dilations[1]), c.win.pads_begin[1]
-    k4 = c.panel.shape[1] * 2
+    k4 = c.panel.shape[1] * 2 if widened else c.panel.shape[1]
+    row = 2 * k4 if widened else k4
     for r in runs:
         inside = {(j, k) for k, columns in r["taps"] for j in columns} if r["checked"] else None
-        r["fill"] = [(j, [(k, j * 2 * k4 + k * cg,
+        r["fill"] = [(j, [(k, j * row + k * cg,
                            None if inside is not None and (j, k) not in inside else (j * sw + k * dw - pw) * xs[3])
                           for k in range(kw)]) for j in range(r["mr"])]
     zero = c_literal(c.x_zero, x_dtype)
@@ -103,7 +105,8 @@ def _im2col(c: Conv, runs: list[dict], x_dtype: np.dtype) -> dict:
         if source is None:
             return zero
         return f"in[{linear([(channel, xs[1])], source) if isinstance(channel, str) else source + channel * xs[1]}]"
-    return dict(row=2 * k4, K4=k4, K=cg * c.win.kernel[0] * kw, L=cg * kw, C=cg, zero=zero, read=read,
+    return dict(row=row, K4=k4, stage=k4 if widened else 0, K=cg * c.win.kernel[0] * kw, L=cg * kw, C=cg, zero=zero,
+                read=read,
                 x_row=linear([("n", xs[0]), ("ih", xs[2]), ("ow0", sw * xs[3])]))
 
 
@@ -125,8 +128,8 @@ def _conv_nhwc(fn: str, c: Conv, dtypes, tiles: Tiles) -> Kernel:
     tiles, lanes = (tiles.vector_dot, None) if vector else _nhwc_tiles(c, acc_t, tiles, operands)
     oc_tiles = _oc_tiles(c, tiles)
     runs = _column_runs(c.win, w, tiles.rows, c.x.strides[3] if depthwise else None)
-    im2col = c.panel and c.win.kernel != (1, 1) and _im2col(c, runs, dtypes[c.x.buf])
-    panel = c.panel and _nhwc_panel(c, operands, oc_tiles, im2col)
+    im2col = c.panel and c.win.kernel != (1, 1) and _im2col(c, runs, dtypes[c.x.buf], widened=not vector)
+    panel = c.panel and (_byte_panel(c, operands, oc_tiles) if vector else _nhwc_panel(c, operands, oc_tiles, im2col))
     dot = vector or tiles.dual_mac and not depthwise and c.group == 1 and operands and channels_contiguous(c)
     if dot:
         _dot_runs(c, runs, operands, oc_tiles)
@@ -182,6 +185,16 @@ def _nhwc_panel(c: Conv, operands: dict, oc_tiles: list[dict], im2col: dict | No
     source = (lambda j: "stage" + (f" + {j * im2col['row']}" if j else "")) if im2col else \
         lambda j: "x + " + linear([("n", xs[0]), ("oh", sh * xs[2]), ("ow0", sw * xs[3])], j * sw * xs[3])
     return panel_macros(operands, c.panel.shape[1] * 2, "w + " + linear([("oc0", ws[0])]), ws[0], oc_tiles, source)
+
+
+def _byte_panel(c: Conv, operands: dict, oc_tiles: list[dict]) -> dict:
+    """What the panel path needs for a panel of gathered bytes (instr/passes.py gather_windows): each tile of
+    output channels sums its rows' K values (at `stage`, K apart) by each channel's weights as dot products
+    (kernels/dot.j2 reduce)."""
+    k, ws = c.panel.shape[1], c.w.strides
+    return dict(vector=True, rights={t["nr"]: [(i, i * ws[0]) for i in range(t["nr"])] for t in oc_tiles},
+                dot=lambda mr: dict(operands, left="stage", lefts=[(j, j * k) for j in range(mr)], length=k,
+                                    right="w + " + linear([("oc0", ws[0])])))
 
 
 def _dot_runs(c: Conv, runs: list[dict], operands: dict, oc_tiles: list[dict]) -> None:

@@ -217,7 +217,7 @@ def panel_macros(operands: dict, length: int, right: str, right_step: int, colum
     (instr/passes.py pair_weights) from `right`, a pair every 2 * right_step bytes, for each tile of
     `column_tiles` its pairs as (index, byte offset, channels) triples."""
     words = length // 2
-    return dict(widen=lambda mr: dict(operands, rows=[(j, source(j)) for j in range(mr)], length=length),
+    return dict(vector=False, widen=lambda mr: dict(operands, rows=[(j, source(j)) for j in range(mr)], length=length),
                 dot=lambda mr: dict(operands, lefts=[(j, j * words) for j in range(mr)], words=words, right=right,
                                     asm=lambda pairs, at: pair_step([(j, (j * words + at) * 4) for j in range(mr)],
                                                                     [(q, b + at * 4, n) for q, b, n in pairs])),

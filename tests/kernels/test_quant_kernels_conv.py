@@ -109,8 +109,8 @@ def test_conv(case):
     check_conv(**CONV_CASES[case])
 
 
-# x86-64's tiles sum runs of 32 values or more as dot products of unsigned inputs (Tiles.vector_dot), channels last:
-# case -> (the case, whether it does). An input zero point of -128 (int8; 0 for uint8) needs no correction; another one is folded
+# x86-64's tiles sum runs of 32 values or more as dot products of unsigned inputs (Tiles.vector_dot), channels last,
+# a window's values gathered first (instr/passes.py gather_windows): case -> (the case, whether it does). An input zero point of -128 (int8; 0 for uint8) needs no correction; another one is folded
 # into the bias where no window reads padding, else the convolution keeps the tiles over output channels.
 VECTOR_DOT_CASES = {
     "padded, zero point -128": (dict(x_shape=(1, 16, 6, 9), m=20, kernel=(3, 3), pads=[1, 1, 1, 1], x_zero=-128),
@@ -125,6 +125,10 @@ VECTOR_DOT_CASES = {
     "1x1 (a matrix product), zero point folded": (dict(x_shape=(1, 40, 5, 5), m=24, kernel=(1, 1), x_zero=-3),
                                                   True),
     "1x1, stride 2": (dict(x_shape=(1, 36, 6, 6), m=8, kernel=(1, 1), strides=[2, 2], x_zero=12), True),
+    "in place, zero point -128": (dict(x_shape=(1, 16, 6, 9), m=16, kernel=(3, 3), pads=[1, 1, 1, 1], x_zero=-128,
+                                       act="relu"), True),
+    "dilation 2, 8 channels": (dict(x_shape=(1, 8, 9, 9), m=6, kernel=(3, 3), pads=[2, 2, 2, 2], dilations=[2, 2],
+                                    x_zero=-128), True),
     "padded, another zero point": (dict(x_shape=(1, 16, 6, 9), m=20, kernel=(3, 3), pads=[1, 1, 1, 1], x_zero=7),
                                    False),
     "short runs": (dict(x_shape=(1, 3, 6, 6), m=8, kernel=(3, 3), x_zero=-128), False),
