@@ -428,6 +428,15 @@ def vector_dots(g: Instr, buffers: list[Buffer]) -> bool:
     return (cg == 1 or g.x.strides[1] == 1) and g.w.size // g.w.shape[0] >= VECTOR_DOT_LENGTH
 
 
+def sums_as_vector_dots(g: Instr, buffers: list[Buffer]) -> bool:
+    """Whether g, on a target with Tiles.vector_dot, sums as dot products of unsigned inputs (once unsigned_inputs
+    has made its input zero point the unsigned one where it could)."""
+    if not vector_dots(g, buffers):
+        return False
+    x, w, zero = (g.a, g.b, g.zeros[0]) if isinstance(g, Gemm) else (g.x, g.w, g.x_zero)
+    return unsigned_dots(buffers[x.buf].dtype, buffers[w.buf].dtype, zero)
+
+
 def unsigned_inputs(prog: Program) -> Program:
     """On a target that sums 8-bit products as dot products of unsigned inputs (Tiles.vector_dot), the matrix
     products and convolutions that can (vector_dots) and read no padding (a padded value, the zero point, would
@@ -489,15 +498,13 @@ def pack_weights(prog: Program, dot_products: bool = False, unsigned: bool = Fal
     for j, g in enumerate(instrs):
         if isinstance(g, Conv) and channels_innermost(g) and buffers[g.w.buf].kind == "const":
             x_t, w_t = buffers[g.x.buf].dtype, buffers[g.w.buf].dtype
-            dot = g.group == 1 and dot_products and dot_operands(x_t, w_t) or \
-                unsigned and unsigned_dots(x_t, w_t, g.x_zero) and vector_dots(g, buffers)
+            dot = g.group == 1 and dot_products and dot_operands(x_t, w_t) or unsigned and sums_as_vector_dots(g, buffers)
             instrs[j] = replace(g, w=_packed(buffers, packed, g.w, (0, 2, 3, 1) if dot else (2, 3, 1, 0)))
             continue
         if not isinstance(g, Gemm) or buffers[g.b.buf].kind != "const":
             continue
-        a_t, b_t = buffers[g.a.buf].dtype, buffers[g.b.buf].dtype
-        dot = dot_products and dot_operands(a_t, b_t) or \
-            unsigned and unsigned_dots(a_t, b_t, g.zeros[0]) and vector_dots(g, buffers)
+        dot = dot_products and dot_operands(buffers[g.a.buf].dtype, buffers[g.b.buf].dtype) or \
+            unsigned and sums_as_vector_dots(g, buffers)
         if g.b.strides[-2 if dot else -1] in (0, 1):
             continue
         shared = all(s == 0 for s in g.b.strides[:-2])  # one matrix for every batch: pack it once
@@ -614,13 +621,40 @@ def gather_windows(prog: Program, rows: int) -> Program:
     instrs, buffers = list(prog.instrs), list(prog.buffers)
     for j, g in enumerate(instrs):
         if not isinstance(g, Conv) or g.panel or all(k == 1 for k in g.win.kernel) or \
-                not vector_dots(g, buffers) or not unsigned_dots(buffers[g.x.buf].dtype, buffers[g.w.buf].dtype,
-                                                                 g.x_zero):
+                not sums_as_vector_dots(g, buffers):
             continue
         k, tile = g.w.size // g.w.shape[0], min(rows, g.out.shape[3])
         panel = Buffer(len(buffers), "arena", tile * k, f"{g.node} gathered windows", dtype=buffers[g.x.buf].dtype)
         buffers.append(panel)
         instrs[j] = replace(g, panel=View.of(panel.id, (tile, k)))
+    return replace(prog, buffers=tuple(buffers), instrs=tuple(instrs))
+
+
+WIDE_WEIGHTS = np.dtype(np.int32)
+
+
+def widen_weights(prog: Program) -> Program:
+    """On a target with Tiles.vector_dot, the 8-bit convolutions and matrix products that do not sum as dot
+    products there (depthwise ones, short runs, a first layer's padded input) multiply-add int32 accumulators over
+    output channels: their constant int8 weights are stored as WIDE_WEIGHTS, which gcc widens with one
+    instruction where it took several for int8 (x86-64 AVX-512, gcc 12 -O3: a 3x3 stride-2 convolution of 3 to 8
+    channels, vww's first, 56 us with int8 weights, 17 with int16, 13 with int32). make bench's int8 models, whole
+    tensors, gcc us: int8 -> int16 -> int32 weights kws 53 -> 47 -> 45, vww 239 -> 202 -> 183, resnet8 231 -> 206 ->
+    215 (single runs, +-10%); leaving the depthwise ones int8, clang's kws took 72 us where it takes 51."""
+    instrs, buffers, stored = list(prog.instrs), list(prog.buffers), {}
+    for j, g in enumerate(instrs):
+        if not isinstance(g, (Conv, Gemm)):
+            continue
+        field = "b" if isinstance(g, Gemm) else "w"
+        w = getattr(g, field)
+        old = buffers[w.buf]
+        values = buffers[(g.a if isinstance(g, Gemm) else g.x).buf].dtype
+        if old.kind != "const" or old.dtype != np.int8 or not dot_operands(values, old.dtype) or \
+                sums_as_vector_dots(g, buffers):
+            continue
+        wide = _laid_out(buffers, stored, ("widened", old.id),
+                         lambda old=old: (old.data.astype(WIDE_WEIGHTS), f"{old.label} widened"))
+        instrs[j] = replace(g, **{field: replace(w, buf=wide)})
     return replace(prog, buffers=tuple(buffers), instrs=tuple(instrs))
 
 
@@ -638,14 +672,15 @@ def after_fusing(dot_products: bool = False, panel_rows: int = 0, patches: Patch
                  vector_rows: int = 0) -> tuple:
     """The passes after FUSING, in order; `dot_products` as pack_weights takes it, and with it `panel_rows` (a
     register tile's rows) as widen_inputs does; `patches`, a span to run in tiles; `vector_rows`, on a target with
-    Tiles.vector_dot, its tile's rows: unsigned_inputs, pack_weights' `unsigned` and gather_windows."""
+    Tiles.vector_dot, its tile's rows: unsigned_inputs, pack_weights' `unsigned`, gather_windows and
+    widen_weights."""
     widen = (partial(widen_inputs, rows=panel_rows),) if dot_products and panel_rows else ()
     tiled = (partial(run_in_patches, plan=patches),) if patches else ()
     unsigned = bool(vector_rows)
     return tiled + (regroup_pixels, schedule, forward_copies, elide_copies, reuse_dying_inputs, convolve_in_place,
                     pointwise_as_gemm) + ((unsigned_inputs,) if unsigned else ()) + (
         partial(pack_weights, dot_products=dot_products, unsigned=unsigned), copy_run_time_operands) + widen + (
-        (partial(gather_windows, rows=vector_rows),) if unsigned else ())
+        (partial(gather_windows, rows=vector_rows), widen_weights) if unsigned else ())
 
 
 def pipeline(dot_products: bool = False, panel_rows: int = 0, patches: PatchPlan | None = None,
