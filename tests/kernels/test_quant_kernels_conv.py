@@ -147,6 +147,18 @@ def test_conv_as_vector_dot_products(case):
     assert dots is None or ("int32_t s0_0 = 0;" in source) == dots
 
 
+@pytest.mark.parametrize("kwargs", [
+    dict(x_shape=(1, 8, 7, 9), m=8, kernel=(3, 3), group=8, pads=[1, 1, 1, 1], x_zero=-128, act="relu"),
+    dict(x_shape=(1, 4, 8, 9), m=4, kernel=(3, 3), group=4, pads=[1, 1, 1, 1], strides=[2, 2], x_zero=5)])
+def test_narrow_depthwise_widens_its_input_first(kwargs):
+    """On x86-64, an 8-bit depthwise tile of fewer than 16 channels widens its kernel row's input to int32 in one loop
+    first (kernels/conv.py _widened_spans): the same integers."""
+    kwargs = dict(kwargs, channels_last=True)
+    check_conv(target="x86-avx512", **kwargs)
+    model, _ = conv_case(np.random.default_rng(0), **kwargs)
+    assert "wide[" in cglow.compile_model(model, name="net", options=Options(target="x86-avx512")).c_source
+
+
 @pytest.mark.parametrize("case, kernel", [("1x1", "gemm"), ("1x1, stride 2", "conv"),
                                           ("padded, input zero point", "conv")])
 def test_pointwise_conv_runs_as_a_gemm(case, kernel):
