@@ -195,9 +195,9 @@ NARROW_LANES = 16  # an 8-bit depthwise tile of fewer channels widens its input 
 
 
 def _widened_spans(c: Conv, runs: list[dict], oc_tiles: list[dict]) -> None:
-    """For an 8-bit depthwise convolution of fewer than NARROW_LANES channels, all in one tile and contiguous, each
-    run's `span`: the input its tile reads in a kernel row, one run of bytes, to be widened to int32 (less the zero
-    point) in one loop first, and its columns read from there. gcc 12 vectorizes no loop that widens 8 bytes to 8
+    """For an 8-bit depthwise convolution of fewer than NARROW_LANES channels on a vector target, all in one tile
+    and contiguous, each run's `span`: the input its tile reads in a kernel row, one run of bytes, to be widened to
+    int32 (less the zero point) in one loop first, and its columns read from there. gcc 12 vectorizes no loop that widens 8 bytes to 8
     int32 on x86-64 (it does 16): vww's first depthwise convolution, 8 channels, ran scalar (AVX-512, 53 us; clang
     4)."""
     m = c.w.shape[0]
