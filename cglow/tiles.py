@@ -75,7 +75,7 @@ SCALAR_INT8 = Tiles(3, 2, Tiles(4, 2), scalar=True)
 # 5 x 4 1.73 / 1.87.
 DSP_INT8 = Tiles(2, 2, Tiles(3, 4), scalar=True, dual_mac=True, panel=Tiles(3, 2, scalar=True, dual_mac=True))
 # On x86-64, an 8-bit convolution or matrix product whose input, read as unsigned, needs no correction at its borders
-# (instr/passes.py unsigned_inputs) sums each output as a dot product over its reduced dim: a plain C reduction
+# (instr/vector_dots.py unsigned_inputs) sums each output as a dot product over its reduced dim: a plain C reduction
 # over uint8 inputs by int8 weights, both contiguous (kernels/dot.j2 reduce), which gcc turns into AVX-512 VNNI /
 # AVX-VNNI vpdpbusd (and clang 14 into 16-bit vpdpwssd), 4 x 4 reductions a loop sharing their loads. Measured on
 # 128 x 64 x K matrix products (gcc 12 -O3 -march=native, Sapphire Rapids), GMAC/s at K = 64 / 256: the 8 x 32 tile

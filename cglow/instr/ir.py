@@ -166,6 +166,12 @@ def accumulator(values: np.dtype, out: np.dtype) -> np.dtype:
     return np.dtype(np.int32) if values.kind in "iu" and values.itemsize <= 2 and out.itemsize <= 4 else out
 
 
+def dot_operands(values: np.dtype, weights: np.dtype) -> bool:
+    """Whether a convolution or matrix product of these element types can run as 4-lane dot products over its
+    reduced dim (kernels/conv.py, kernels/gemm.py): 8-bit values by int8 weights."""
+    return np.dtype(values) in (np.dtype(np.int8), np.dtype(np.uint8)) and np.dtype(weights) == np.int8
+
+
 class Primitive:
     """What every primitive declares. `primitive`: its kernel's name ("map", "gemm"...). `roles`, Glow's operand
     roles: its view fields in the order its kernel takes them, with what it does to each: "in" read, "out" written

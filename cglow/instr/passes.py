@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from dataclasses import fields, replace
 from functools import partial
-from typing import Callable
 
 import numpy as np
 
@@ -18,7 +17,10 @@ from .liveness import alive, floor, lifetimes, slot
 from .patches import PatchPlan, patch
 from .schedule import schedule
 from .expr import Expr, Input, cast, cost, substitute, uses
-from .ir import Buffer, Conv, Epilogue, Gemm, Instr, Map, Program, Value, View, channels_innermost, extent, reads
+from .constants import laid_out, values
+from .ir import (Buffer, Conv, Epilogue, Gemm, Instr, Map, Program, Value, View, channels_innermost, dot_operands,
+                 extent, reads)
+from .vector_dots import gather_windows, sums_as_vector_dots, unsigned_inputs, widen_weights
 
 # The most nodes of an expression that is computed twice where a fused map reads it twice: a clamp to two
 # literals (ReLU6) has 11. (The length of its C text, the test before expression trees, let ReLU6 through and
@@ -344,27 +346,13 @@ def pointwise_as_gemm(prog: Program) -> Program:
     return replace(prog, instrs=tuple(instrs))
 
 
-def _laid_out(buffers: list[Buffer], stored: dict, key: tuple, lay_out: Callable[[], tuple[np.ndarray, str]]) -> int:
-    """The id of a constant buffer laid out anew from another's data (`lay_out`: the new data and label, run once
-    per `key`), stored once per content, however many instructions read it: a 1x1 filter packed for Conv and for
-    Gemm, the tiles of a patched span."""
-    if key not in stored:
-        data, label = lay_out()
-        same = (data.dtype, data.tobytes())
-        if same not in stored:
-            stored[same] = len(buffers)
-            buffers.append(Buffer(len(buffers), "const", data.size, label, data=data.reshape(-1), dtype=data.dtype))
-        stored[key] = stored[same]
-    return stored[key]
-
-
 def _packed(buffers: list[Buffer], packed: dict, v: View, order: tuple[int, ...]) -> View:
     """A constant view re-laid out with its dims in memory in `order` (outermost first)."""
     old = buffers[v.buf]
 
     def lay_out() -> tuple[np.ndarray, str]:
-        return np.ascontiguousarray(_values(old, v).transpose(order)), f"{old.label} packed"
-    return View.laid_out(_laid_out(buffers, packed, (old.id, v.offset, v.shape, v.strides, order), lay_out),
+        return np.ascontiguousarray(values(old, v).transpose(order)), f"{old.label} packed"
+    return View.laid_out(laid_out(buffers, packed, (old.id, v.offset, v.shape, v.strides, order), lay_out),
                          v.shape, order)
 
 
@@ -387,99 +375,6 @@ def copy_run_time_operands(prog: Program) -> Program:
     return replace(prog, buffers=tuple(buffers), instrs=tuple(instrs))
 
 
-def dot_operands(values: np.dtype, weights: np.dtype) -> bool:
-    """Whether a convolution or matrix product of these element types can run as 4-lane dot products over its
-    reduced dim (kernels/conv.py, kernels/gemm.py): 8-bit values by int8 weights."""
-    return np.dtype(values) in (np.dtype(np.int8), np.dtype(np.uint8)) and np.dtype(weights) == np.int8
-
-
-def unsigned_zero(values: np.dtype) -> int:
-    """The zero point under which an 8-bit input's values, less it, are the input read as unsigned (an int8 byte
-    with its top bit flipped): -128 for int8, 0 for uint8."""
-    return -128 if np.dtype(values) == np.int8 else 0
-
-
-def unsigned_dots(values: np.dtype, weights: np.dtype, zero: int) -> bool:
-    """Whether an 8-bit kernel of these operand types and input zero point sums as dot products of unsigned
-    inputs by int8 weights (Tiles.vector_dot): no correction for the zero point left to add."""
-    return dot_operands(values, weights) and zero == unsigned_zero(values)
-
-
-# The shortest run a vector dot product takes: each output's sum ends in a horizontal reduction of its vector, which a
-# short run does not pay for (vww, whose first matrix products sum 8 and 16 channels: int8 gcc 12 -O3 AVX-512 us,
-# runs of 16 or more / 32 / 48 / 64: 236 / 240 / 258 / 285; resnet8, whose kernel rows are 48 values and more at
-# its borders' taps 16: 311 / 302 / 299 / 494; single runs, +-10%).
-VECTOR_DOT_LENGTH = 32
-
-
-def vector_dots(g: Instr, buffers: list[Buffer]) -> bool:
-    """Whether g is an 8-bit matrix product or dense channels-last convolution by constant int8 weights (no zero
-    point on them) that sums as dot products on a target with Tiles.vector_dot, given an unsigned input: its input
-    contiguous along the reduced dim (the weights are, once pack_weights has laid them out), in runs of at least
-    VECTOR_DOT_LENGTH values (a matrix product's k; a window's values, as gather_windows gathers them)."""
-    if isinstance(g, Gemm):
-        return dot_operands(buffers[g.a.buf].dtype, buffers[g.b.buf].dtype) and not g.zeros[1] and \
-            buffers[g.b.buf].kind == "const" and g.a.strides[-1] == 1 and not any(g.b.strides[:-2]) and \
-            g.a.shape[-1] >= VECTOR_DOT_LENGTH
-    if not (isinstance(g, Conv) and channels_innermost(g) and g.group == 1 and buffers[g.w.buf].kind == "const" and
-            dot_operands(buffers[g.x.buf].dtype, buffers[g.w.buf].dtype)):
-        return False
-    cg = g.w.shape[1]
-    return (cg == 1 or g.x.strides[1] == 1) and g.w.size // g.w.shape[0] >= VECTOR_DOT_LENGTH
-
-
-def sums_as_vector_dots(g: Instr, buffers: list[Buffer]) -> bool:
-    """Whether g, on a target with Tiles.vector_dot, sums as dot products of unsigned inputs (once unsigned_inputs
-    has made its input zero point the unsigned one where it could)."""
-    if not vector_dots(g, buffers):
-        return False
-    x, w, zero = (g.a, g.b, g.zeros[0]) if isinstance(g, Gemm) else (g.x, g.w, g.x_zero)
-    return unsigned_dots(buffers[x.buf].dtype, buffers[w.buf].dtype, zero)
-
-
-def unsigned_inputs(prog: Program) -> Program:
-    """On a target that sums 8-bit products as dot products of unsigned inputs (Tiles.vector_dot), the matrix
-    products and convolutions that can (vector_dots) and read no padding (a padded value, the zero point, would
-    take part in the folded correction), whose input zero point z is another one's, take the
-    unsigned one u (unsigned_zero) and start their accumulators at the bias less (z - u) times the sum of each
-    output channel's weights: sum (x - z) w + b = sum (x - u) w + b - (z - u) sum w."""
-    instrs, buffers, stored = list(prog.instrs), list(prog.buffers), {}
-    for j, g in enumerate(instrs):
-        if not vector_dots(g, buffers) or isinstance(g, Conv) and any(g.win.pads_begin + g.win.pads_end):
-            continue
-        gemm = isinstance(g, Gemm)
-        x, w, zero = (g.a, g.b, g.zeros[0]) if gemm else (g.x, g.w, g.x_zero)
-        to = unsigned_zero(buffers[x.buf].dtype)
-        channel = len(g.out.shape) - 1 if gemm else 1
-        bias = g.epi.ins[g.epi.init] if g.epi.init is not None else None
-        if zero == to or bias is not None and any(s and n > 1 for d, (s, n) in enumerate(zip(bias.strides, bias.shape))
-                                                  if d != channel):  # a bias per channel
-            continue
-        if gemm:
-            w = View(w.buf, w.offset, w.shape[-2:], w.strides[-2:])
-        reduced = (0,) if gemm else (1, 2, 3)
-
-        def lay_out(w=w, bias=bias, zero=zero, to=to, reduced=reduced, channel=channel, n=g.out.shape[channel]):
-            weights = _values(buffers[w.buf], w).astype(np.int64).sum(axis=reduced)
-            start = np.zeros(n, np.int64) if bias is None else \
-                _values(buffers[bias.buf], View(bias.buf, bias.offset, (n,), (bias.strides[channel],)))
-            return (start - (zero - to) * weights).astype(np.int32), f"{g.node} bias for unsigned inputs"
-        key = (w.buf, w.offset, w.shape, w.strides, zero, to, bias and (bias.buf, bias.offset, bias.strides[channel]))
-        strides = tuple(int(d == channel) for d in range(len(g.out.shape)))
-        start = View(_laid_out(buffers, stored, key, lay_out), 0, g.out.shape, strides)
-        ins = g.epi.ins + (start,) if bias is None else tuple(start if i == g.epi.init else v
-                                                              for i, v in enumerate(g.epi.ins))
-        epi = Epilogue(g.epi.expr, ins, len(ins) - 1 if bias is None else g.epi.init)
-        instrs[j] = replace(g, epi=epi, zeros=(to, 0)) if gemm else replace(g, epi=epi, x_zero=to)
-    return replace(prog, buffers=tuple(buffers), instrs=tuple(instrs))
-
-
-def _values(buffer: Buffer, v: View) -> np.ndarray:
-    """A constant view's values."""
-    return np.lib.stride_tricks.as_strided(buffer.data[v.offset:], v.shape,
-                                           [s * buffer.data.itemsize for s in v.strides])
-
-
 def gemm_dot_products(g: Gemm, a: np.dtype, b: np.dtype) -> bool:
     """Whether a Gemm of these element types runs as 4-lane dot products on a target with them (kernels/
     gemm.py): 8-bit values by int8 weights, no zero point on b, and k contiguous in both operands."""
@@ -498,7 +393,8 @@ def pack_weights(prog: Program, dot_products: bool = False, unsigned: bool = Fal
     for j, g in enumerate(instrs):
         if isinstance(g, Conv) and channels_innermost(g) and buffers[g.w.buf].kind == "const":
             x_t, w_t = buffers[g.x.buf].dtype, buffers[g.w.buf].dtype
-            dot = g.group == 1 and dot_products and dot_operands(x_t, w_t) or unsigned and sums_as_vector_dots(g, buffers)
+            dot = g.group == 1 and dot_products and dot_operands(x_t, w_t) or \
+                unsigned and sums_as_vector_dots(g, buffers)
             instrs[j] = replace(g, w=_packed(buffers, packed, g.w, (0, 2, 3, 1) if dot else (2, 3, 1, 0)))
             continue
         if not isinstance(g, Gemm) or buffers[g.b.buf].kind != "const":
@@ -538,7 +434,7 @@ def pair_weights(buffers: list[Buffer], paired: dict, w: View, rows: int, k: int
     rows is odd) is k4 / 2 words from 2p * k4, its word 2g + a the weights of the values 4g + a and 4g + 2 + a,
     which the panel's word 2g + a holds (runtime_c/widen4.c): the first channel's in bytes 0 and 2, the
     second's in 1 and 3. One SXTB16 of the word, and one of it rotated by a byte, make each channel's 16-bit
-    pair. Stored once (_laid_out, `paired`)."""
+    pair. Stored once (constants.laid_out, `paired`)."""
     old = buffers[w.buf]
 
     def lay_out() -> tuple[np.ndarray, str]:
@@ -546,7 +442,7 @@ def pair_weights(buffers: list[Buffer], paired: dict, w: View, rows: int, k: int
         data[:rows, :k] = old.data[w.offset:w.offset + rows * k].reshape(rows, k)
         pairs = data.reshape(-1, 2, k4 // 4, 2, 2).transpose(0, 2, 4, 3, 1)  # [p, c, g, half, a] -> [p, g, a, half, c]
         return np.ascontiguousarray(pairs), f"{old.label}{' padded' if k4 != k else ''} in channel pairs"
-    return _laid_out(buffers, paired, (w.buf, w.offset, rows, k, k4), lay_out)
+    return laid_out(buffers, paired, (w.buf, w.offset, rows, k, k4), lay_out)
 
 
 def _conv_panel(c: Conv, buffers: list[Buffer]) -> int:
@@ -608,53 +504,6 @@ def widen_inputs(prog: Program, rows: int) -> Program:
         else:
             more["b"] = View(pair_weights(buffers, paired, g.b, g.b.shape[-1], k, k), 0, g.b.shape, g.b.strides)
         instrs[j] = replace(g, panel=View.of(panel.id, (tile, k // 2)), **more)
-    return replace(prog, buffers=tuple(buffers), instrs=tuple(instrs))
-
-
-def gather_windows(prog: Program, rows: int) -> Program:
-    """On a target with Tiles.vector_dot, the convolutions that sum as dot products of unsigned inputs
-    (vector_dots, unsigned_dots) with a kernel wider than one value, in place too, gather each tile's
-    `rows` windows into a scratch panel first (im2col: the input's bytes in the weights' order [KH, KW, C], the
-    zero point where they are padding), so that each output is one dot product over all its KH * KW * C values,
-    not one per kernel row, or per tap at the image's edges (kernels/conv.py _byte_panel). The panel, `rows` x
-    that many bytes, takes arena memory while the instruction runs."""
-    instrs, buffers = list(prog.instrs), list(prog.buffers)
-    for j, g in enumerate(instrs):
-        if not isinstance(g, Conv) or g.panel or all(k == 1 for k in g.win.kernel) or \
-                not sums_as_vector_dots(g, buffers):
-            continue
-        k, tile = g.w.size // g.w.shape[0], min(rows, g.out.shape[3])
-        panel = Buffer(len(buffers), "arena", tile * k, f"{g.node} gathered windows", dtype=buffers[g.x.buf].dtype)
-        buffers.append(panel)
-        instrs[j] = replace(g, panel=View.of(panel.id, (tile, k)))
-    return replace(prog, buffers=tuple(buffers), instrs=tuple(instrs))
-
-
-WIDE_WEIGHTS = np.dtype(np.int32)
-
-
-def widen_weights(prog: Program) -> Program:
-    """On a target with Tiles.vector_dot, the 8-bit convolutions and matrix products that do not sum as dot
-    products there (depthwise ones, short runs, a first layer's padded input) multiply-add int32 accumulators over
-    output channels: their constant int8 weights are stored as WIDE_WEIGHTS, which gcc widens with one
-    instruction where it took several for int8 (x86-64 AVX-512, gcc 12 -O3: a 3x3 stride-2 convolution of 3 to 8
-    channels, vww's first, 56 us with int8 weights, 17 with int16, 13 with int32). make bench's int8 models, whole
-    tensors, gcc us: int8 -> int16 -> int32 weights kws 53 -> 47 -> 45, vww 239 -> 202 -> 183, resnet8 231 -> 206 ->
-    215 (single runs, +-10%); leaving the depthwise ones int8, clang's kws took 72 us where it takes 51."""
-    instrs, buffers, stored = list(prog.instrs), list(prog.buffers), {}
-    for j, g in enumerate(instrs):
-        if not isinstance(g, (Conv, Gemm)):
-            continue
-        field = "b" if isinstance(g, Gemm) else "w"
-        w = getattr(g, field)
-        old = buffers[w.buf]
-        values = buffers[(g.a if isinstance(g, Gemm) else g.x).buf].dtype
-        if old.kind != "const" or old.dtype != np.int8 or not dot_operands(values, old.dtype) or \
-                sums_as_vector_dots(g, buffers):
-            continue
-        wide = _laid_out(buffers, stored, ("widened", old.id),
-                         lambda old=old: (old.data.astype(WIDE_WEIGHTS), f"{old.label} widened"))
-        instrs[j] = replace(g, **{field: replace(w, buf=wide)})
     return replace(prog, buffers=tuple(buffers), instrs=tuple(instrs))
 
 

@@ -9,7 +9,9 @@ import numpy as np
 from ..c_text import c_literal, c_type
 from ..instr.expr import Input
 from ..instr.ir import Conv, Epilogue, View, accumulator, channels_innermost
-from ..instr.passes import channels_contiguous, dot_operands, taps_contiguous, unsigned_dots
+from ..instr.ir import dot_operands
+from ..instr.passes import channels_contiguous, taps_contiguous
+from ..instr.vector_dots import unsigned_dots
 from ..tiles import Tiles
 from .arm_steps import float_loop
 from .gemm import dot_asm, dot_macro_operands, panel_macros
@@ -197,9 +199,9 @@ NARROW_LANES = 16  # an 8-bit depthwise tile of fewer channels widens its input 
 def _widened_spans(c: Conv, runs: list[dict], oc_tiles: list[dict]) -> None:
     """For an 8-bit depthwise convolution of fewer than NARROW_LANES channels on a vector target, all in one tile
     and contiguous, each run's `span`: the input its tile reads in a kernel row, one run of bytes, to be widened to
-    int32 (less the zero point) in one loop first, and its columns read from there. gcc 12 vectorizes no loop that widens 8 bytes to 8
-    int32 on x86-64 (it does 16): vww's first depthwise convolution, 8 channels, ran scalar (AVX-512, 53 us; clang
-    4)."""
+    int32 (less the zero point) in one loop first, and its columns read from there. gcc 12 vectorizes no loop that
+    widens 8 bytes to 8 int32 on x86-64 (it does 16): vww's first depthwise convolution, 8 channels, ran scalar
+    (AVX-512, 53 us; clang 4)."""
     m = c.w.shape[0]
     if len(oc_tiles) > 1 or m >= NARROW_LANES or c.x.strides[1] != 1 or c.x.strides[3] != m:
         return
@@ -211,7 +213,7 @@ def _widened_spans(c: Conv, runs: list[dict], oc_tiles: list[dict]) -> None:
 
 
 def _byte_panel(c: Conv, operands: dict, oc_tiles: list[dict]) -> dict:
-    """What the panel path needs for a panel of gathered bytes (instr/passes.py gather_windows): each tile of
+    """What the panel path needs for a panel of gathered bytes (instr/vector_dots.py gather_windows): each tile of
     output channels sums its rows' K values (at `stage`, K apart) by each channel's weights as dot products
     (kernels/dot.j2 reduce)."""
     k, ws = c.panel.shape[1], c.w.strides

@@ -10,7 +10,8 @@ import numpy as np
 from ..c_text import c_literal, c_type
 from ..instr.expr import to_c
 from ..instr.ir import Gemm, View, accumulator
-from ..instr.passes import gemm_dot_products, unsigned_dots
+from ..instr.passes import gemm_dot_products
+from ..instr.vector_dots import unsigned_dots
 from ..tiles import Tiles
 from .arm_steps import dot_step, float_loop, pair_step
 from .kernel import (TILE_LOOP, Kernel, collapsed, from_template, index, join, linear, minus, oriented,

@@ -1,0 +1,141 @@
+"""The passes of a target whose 8-bit kernels sum as dot products of unsigned inputs (Tiles.vector_dot: x86-64,
+where gcc turns them into VNNI vpdpbusd): which kernels do (sums_as_vector_dots), their input zero points made the
+unsigned one with the difference folded into their biases (unsigned_inputs), a convolution's windows gathered into a
+byte panel (gather_windows), and the others' weights widened (widen_weights). kernels/dot.j2 reduce is the loop."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from .constants import laid_out, values
+from .ir import Buffer, Conv, Epilogue, Gemm, Instr, Program, View, channels_innermost, dot_operands
+
+
+def unsigned_zero(values: np.dtype) -> int:
+    """The zero point under which an 8-bit input's values, less it, are the input read as unsigned (an int8 byte
+    with its top bit flipped): -128 for int8, 0 for uint8."""
+    return -128 if np.dtype(values) == np.int8 else 0
+
+
+def unsigned_dots(values: np.dtype, weights: np.dtype, zero: int) -> bool:
+    """Whether an 8-bit kernel of these operand types and input zero point sums as dot products of unsigned
+    inputs by int8 weights (Tiles.vector_dot): no correction for the zero point left to add."""
+    return dot_operands(values, weights) and zero == unsigned_zero(values)
+
+
+# The shortest run a vector dot product takes: each output's sum ends in a horizontal reduction of its vector, which a
+# short run does not pay for (vww, whose first matrix products sum 8 and 16 channels: int8 gcc 12 -O3 AVX-512 us,
+# runs of 16 or more / 32 / 48 / 64: 236 / 240 / 258 / 285; resnet8, whose kernel rows are 48 values and more at
+# its borders' taps 16: 311 / 302 / 299 / 494; single runs, +-10%; measured before gather_windows, which made a
+# convolution's runs its windows' values).
+VECTOR_DOT_LENGTH = 32
+
+
+def vector_dots(g: Instr, buffers: list[Buffer]) -> bool:
+    """Whether g is an 8-bit matrix product or dense channels-last convolution by constant int8 weights (no zero
+    point on them) that sums as dot products on a target with Tiles.vector_dot, given an unsigned input: its input
+    contiguous along the reduced dim (the weights are, once pack_weights has laid them out), in runs of at least
+    VECTOR_DOT_LENGTH values (a matrix product's k; a window's values, as gather_windows gathers them)."""
+    if isinstance(g, Gemm):
+        return dot_operands(buffers[g.a.buf].dtype, buffers[g.b.buf].dtype) and not g.zeros[1] and \
+            buffers[g.b.buf].kind == "const" and g.a.strides[-1] == 1 and not any(g.b.strides[:-2]) and \
+            g.a.shape[-1] >= VECTOR_DOT_LENGTH
+    if not (isinstance(g, Conv) and channels_innermost(g) and g.group == 1 and buffers[g.w.buf].kind == "const" and
+            dot_operands(buffers[g.x.buf].dtype, buffers[g.w.buf].dtype)):
+        return False
+    cg = g.w.shape[1]
+    return (cg == 1 or g.x.strides[1] == 1) and g.w.size // g.w.shape[0] >= VECTOR_DOT_LENGTH
+
+
+def sums_as_vector_dots(g: Instr, buffers: list[Buffer]) -> bool:
+    """Whether g, on a target with Tiles.vector_dot, sums as dot products of unsigned inputs (once unsigned_inputs
+    has made its input zero point the unsigned one where it could)."""
+    if not vector_dots(g, buffers):
+        return False
+    x, w, zero = (g.a, g.b, g.zeros[0]) if isinstance(g, Gemm) else (g.x, g.w, g.x_zero)
+    return unsigned_dots(buffers[x.buf].dtype, buffers[w.buf].dtype, zero)
+
+
+def unsigned_inputs(prog: Program) -> Program:
+    """On a target that sums 8-bit products as dot products of unsigned inputs (Tiles.vector_dot), the matrix
+    products and convolutions that can (vector_dots) and read no padding (a padded value, the zero point, would
+    take part in the folded correction), whose input zero point z is another one's, take the
+    unsigned one u (unsigned_zero) and start their accumulators at the bias less (z - u) times the sum of each
+    output channel's weights: sum (x - z) w + b = sum (x - u) w + b - (z - u) sum w."""
+    instrs, buffers, stored = list(prog.instrs), list(prog.buffers), {}
+    for j, g in enumerate(instrs):
+        if not vector_dots(g, buffers) or isinstance(g, Conv) and any(g.win.pads_begin + g.win.pads_end):
+            continue
+        gemm = isinstance(g, Gemm)
+        x, w, zero = (g.a, g.b, g.zeros[0]) if gemm else (g.x, g.w, g.x_zero)
+        to = unsigned_zero(buffers[x.buf].dtype)
+        channel = len(g.out.shape) - 1 if gemm else 1
+        bias = g.epi.ins[g.epi.init] if g.epi.init is not None else None
+        if zero == to or bias is not None and any(s and n > 1 for d, (s, n) in enumerate(zip(bias.strides, bias.shape))
+                                                  if d != channel):  # a bias per channel
+            continue
+        if gemm:
+            w = View(w.buf, w.offset, w.shape[-2:], w.strides[-2:])
+        reduced = (0,) if gemm else (1, 2, 3)
+
+        def lay_out(w=w, bias=bias, zero=zero, to=to, reduced=reduced, channel=channel, n=g.out.shape[channel]):
+            weights = values(buffers[w.buf], w).astype(np.int64).sum(axis=reduced)
+            start = np.zeros(n, np.int64) if bias is None else \
+                values(buffers[bias.buf], View(bias.buf, bias.offset, (n,), (bias.strides[channel],)))
+            return (start - (zero - to) * weights).astype(np.int32), f"{g.node} bias for unsigned inputs"
+        key = (w.buf, w.offset, w.shape, w.strides, zero, to, bias and (bias.buf, bias.offset, bias.strides[channel]))
+        strides = tuple(int(d == channel) for d in range(len(g.out.shape)))
+        start = View(laid_out(buffers, stored, key, lay_out), 0, g.out.shape, strides)
+        ins = g.epi.ins + (start,) if bias is None else tuple(start if i == g.epi.init else v
+                                                              for i, v in enumerate(g.epi.ins))
+        epi = Epilogue(g.epi.expr, ins, len(ins) - 1 if bias is None else g.epi.init)
+        instrs[j] = replace(g, epi=epi, zeros=(to, 0)) if gemm else replace(g, epi=epi, x_zero=to)
+    return replace(prog, buffers=tuple(buffers), instrs=tuple(instrs))
+
+
+def gather_windows(prog: Program, rows: int) -> Program:
+    """On a target with Tiles.vector_dot, the convolutions that sum as dot products of unsigned inputs
+    (vector_dots, unsigned_dots) with a kernel wider than one value, in place too, gather each tile's
+    `rows` windows into a scratch panel first (im2col: the input's bytes in the weights' order [KH, KW, C], the
+    zero point where they are padding), so that each output is one dot product over all its KH * KW * C values,
+    not one per kernel row, or per tap at the image's edges (kernels/conv.py _byte_panel). The panel, `rows` x
+    that many bytes, takes arena memory while the instruction runs."""
+    instrs, buffers = list(prog.instrs), list(prog.buffers)
+    for j, g in enumerate(instrs):
+        if not isinstance(g, Conv) or g.panel or all(k == 1 for k in g.win.kernel) or \
+                not sums_as_vector_dots(g, buffers):
+            continue
+        k, tile = g.w.size // g.w.shape[0], min(rows, g.out.shape[3])
+        panel = Buffer(len(buffers), "arena", tile * k, f"{g.node} gathered windows", dtype=buffers[g.x.buf].dtype)
+        buffers.append(panel)
+        instrs[j] = replace(g, panel=View.of(panel.id, (tile, k)))
+    return replace(prog, buffers=tuple(buffers), instrs=tuple(instrs))
+
+
+WIDE_WEIGHTS = np.dtype(np.int32)
+
+
+def widen_weights(prog: Program) -> Program:
+    """On a target with Tiles.vector_dot, the 8-bit convolutions and matrix products that do not sum as dot
+    products there (depthwise ones, short runs, a first layer's padded input) multiply-add int32 accumulators over
+    output channels: their constant int8 weights are stored as WIDE_WEIGHTS, which gcc widens with one
+    instruction where it took several for int8 (x86-64 AVX-512, gcc 12 -O3: a 3x3 stride-2 convolution of 3 to 8
+    channels, vww's first, 56 us with int8 weights, 17 with int16, 13 with int32). make bench's int8 models, whole
+    tensors, gcc us: int8 -> int16 -> int32 weights kws 53 -> 47 -> 45, vww 239 -> 202 -> 183, resnet8 231 -> 206 ->
+    215 (single runs, +-10%); leaving the depthwise ones int8, clang's kws took 72 us where it takes 51."""
+    instrs, buffers, stored = list(prog.instrs), list(prog.buffers), {}
+    for j, g in enumerate(instrs):
+        if not isinstance(g, (Conv, Gemm)):
+            continue
+        field = "b" if isinstance(g, Gemm) else "w"
+        w = getattr(g, field)
+        old = buffers[w.buf]
+        values = buffers[(g.a if isinstance(g, Gemm) else g.x).buf].dtype
+        if old.kind != "const" or old.dtype != np.int8 or not dot_operands(values, old.dtype) or \
+                sums_as_vector_dots(g, buffers):
+            continue
+        wide = laid_out(buffers, stored, ("widened", old.id),
+                         lambda old=old: (old.data.astype(WIDE_WEIGHTS), f"{old.label} widened"))
+        instrs[j] = replace(g, **{field: replace(w, buf=wide)})
+    return replace(prog, buffers=tuple(buffers), instrs=tuple(instrs))
