@@ -3,6 +3,8 @@
 memory order, with the dims that are contiguous in every view merged into one (kernel.py collapse)."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from ..c_text import c_highest, c_literal, c_lowest, c_type
@@ -33,7 +35,9 @@ def _copied_words(m: Map, loops, views: tuple[View, ...], dtypes) -> int:
     return size // 4 if size % 4 == 0 else 0
 
 
-def reduce_kernel(fn: str, r: Reduce, dtypes) -> Kernel:
+def reduce_kernel(fn: str, r: Reduce, dtypes, vectors: bool = False) -> Kernel:
+    """An accumulator per output element over the reduced loops; with `vectors` (a target with vector registers),
+    down columns where they suit (_column_sums)."""
     rank = len(r.out.shape)
     full = r.ins[0].shape
     outer, (out, *ins_o) = collapsed((View(r.out.buf, 0, full, r.out.strides + (0,) * (len(full) - rank)),)
@@ -47,9 +51,28 @@ def reduce_kernel(fn: str, r: Reduce, dtypes) -> Kernel:
     combine = {"max": f"acc = ({compared} > acc) ? {compared} : acc",
                "min": f"acc = ({compared} < acc) ? {compared} : acc", "sum": f"acc += {pre}", "prod": f"acc *= {pre}"}
     names = ["y"] + [f"x{i}" for i in range(len(r.ins))]
+    columns = vectors and _column_sums(outer, inner, out, ins_o)
+    column = columns and outer[-1][0]
     return from_template(
-        "reduce.c.j2", fn, r, names, dtypes, outer=outer, inner=inner, out=index(out, ov), acc_t=c_type(acc),
-        init=init[r.kind], combine=combine[r.kind], post=to_c(r.post, acc="acc"))
+        "reduce.c.j2", fn, r, names, dtypes, outer=outer[:-1] if columns else outer, inner=inner, out=index(out, ov),
+        acc_t=c_type(acc), init=init[r.kind], columns=columns, column=column,
+        combine=re.sub(r"\bacc\b", f"acc[{column}]", combine[r.kind]) if columns else combine[r.kind],
+        post=to_c(r.post, acc=f"acc[{column}]" if columns else "acc"))
+
+
+COLUMN_SUMS = 64  # the most accumulators a reduction down columns keeps (256 bytes of int32 or float)
+
+
+def _column_sums(outer, inner, out: View, ins_o) -> int:
+    """The kept elements a reduction sums at once, one accumulator each, where its innermost kept dim is contiguous
+    in the output and every input and the reduced ones are not (a global pool over channels last), so that the sums
+    run down columns, a vector of them at a time, not each down a strided column (kws int8, 125 x 64, x86-64 AVX-512
+    gcc 12: 3.5 us, 7% of the model); else 0. Not on scalar targets: there an accumulator is a register, and an
+    array of them a load and a store per value."""
+    if not outer or not inner or outer[-1][1] > COLUMN_SUMS or out.strides[-1] != 1 or \
+            any(v.strides[-1] != 1 for v in ins_o):
+        return 0
+    return outer[-1][1]
 
 
 def arg_reduce_kernel(fn: str, r: Reduce, dtypes) -> Kernel:

@@ -13,14 +13,17 @@ from .kernel import Kernel
 from .loops import arg_reduce_kernel, gather_kernel, map_kernel, pool_kernel, reduce_kernel
 
 
-def reducing_kernel(fn: str, r: Reduce, dtypes: dict[int, np.dtype]) -> Kernel:
-    """A reduction's kernel: one that combines values, or one that finds an extreme's index."""
-    return (arg_reduce_kernel if r.kind.startswith("arg") else reduce_kernel)(fn, r, dtypes)
+def reducing_kernel(fn: str, r: Reduce, dtypes: dict[int, np.dtype], tiles: Tiles) -> Kernel:
+    """A reduction's kernel: one that finds an extreme's index, or one that combines values (down columns on a
+    target with vector registers, loops.py _column_sums)."""
+    if r.kind.startswith("arg"):
+        return arg_reduce_kernel(fn, r, dtypes)
+    return reduce_kernel(fn, r, dtypes, vectors=not tiles.scalar)
 
 
 RENDER = {"map": map_kernel, "reduce": reducing_kernel, "gather": gather_kernel, "pool": pool_kernel,
           "gemm": gemm_kernel, "conv": conv_kernel}
-TILED = ("gemm", "conv")  # the kernels that take the target's register tile
+TILED = ("gemm", "conv", "reduce")  # the kernels that take the target's register tile
 
 
 def render(fn: str, instr: Instr, dtypes: dict[int, np.dtype], tiles: Tiles = TILES["generic"]) -> Kernel:

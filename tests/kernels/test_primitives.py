@@ -323,3 +323,24 @@ def test_avg_pool_ceil_mode_divisor(count_include_pad):
     np.testing.assert_allclose(pool_ref(x.value, "avg", win, count_include_pad), want, rtol=1e-12)
     (got,) = b.run([Pool(b.output((1, 1, 3, 3)), x.view, "avg", win, count_include_pad, "pool")])
     np.testing.assert_allclose(got, want, rtol=RTOL, atol=MAP_ATOL)
+
+
+@pytest.mark.parametrize("target, columns", [("x86-avx512", True), ("generic", True), ("cortex-m4", False)])
+def test_a_pool_over_channels_last_sums_down_columns(target, columns):
+    """A reduction whose innermost kept dim is contiguous and whose reduced ones are not (a global pool over
+    channels last) keeps a row of accumulators and sums down columns on a target with vector registers, one
+    accumulator at a time down each strided column on a scalar one (loops.py _column_sums); the same sums."""
+    from onnx import TensorProto, helper
+
+    import cglow
+    from cglow.options import Options
+    from tests.util import checked_model
+    graph = helper.make_graph([helper.make_node("ReduceSum", ["x", "axes"], ["y"], keepdims=0)], "pool",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, (125, 64))],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              initializer=[helper.make_tensor("axes", TensorProto.INT64, (1,), [0])])
+    compiled = cglow.compile_model(checked_model(graph), name="net", options=Options(target=target))
+    assert ("float acc[64];" in compiled.c_source) == columns
+    x = np.random.default_rng(0).standard_normal((125, 64)).astype(np.float32)
+    (got,) = cglow.build(compiled)(x)
+    np.testing.assert_allclose(got, x.astype(np.float64).sum(axis=0), rtol=1e-5, atol=1e-4)
