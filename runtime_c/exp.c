@@ -9,7 +9,16 @@
  * inline: without it gcc 12 -O3 inlined it into a loop only while the function stayed under its limit for
  * functions not declared inline (max-inline-insns-auto): a convolution or matrix product with a SiLU or Sigmoid
  * epilogue, unrolled by tiles, called it per element and no longer vectorized (the EfficientNet-style zoo model,
- * -march=native on AVX-512: 9.9 ms, a third of it in cglow_exp, then 0.88 ms; onnxruntime 1.0 ms). */
+ * -march=native on AVX-512: 9.9 ms, a third of it in cglow_exp, then 0.88 ms; onnxruntime 1.0 ms). The
+ * polynomial's steps are fused multiply-adds where one is an instruction at an add's cost (x86-64 with FMA,
+ * AArch64): gcc -std=c99 does not contract a * b + c (clang does), and the fused steps ran a SiLU 20% faster
+ * under gcc 12 (0.35 -> 0.28 ns an element, AVX-512). A Cortex-M4F takes 3 cycles for a fused one, 2 for a
+ * multiply and an add (the EfficientNet-style model +1.6% cycles fused): it keeps them apart. */
+#if (defined(__x86_64__) || defined(__aarch64__)) && (defined(FP_FAST_FMAF) || defined(__FP_FAST_FMAF))
+#define CGLOW_EXP_STEP(r, y, c) fmaf(r, y, c)
+#else
+#define CGLOW_EXP_STEP(r, y, c) ((r) * (y) + (c))
+#endif
 static inline float cglow_exp(float x)
 {
     const float high = x < 88.3762626f ? x : 88.3762626f;
@@ -27,8 +36,13 @@ static inline float cglow_exp(float x)
     r = (c - n * 0.693359375f) + n * 2.12194440e-4f;
     bits = (bits + 127u) << 23;
     memcpy(&scale, &bits, sizeof scale);
-    y = scale * (1.0f + r * (1.0f + r * (0.5f + r * (1.66666672e-1f + r * (4.16666679e-2f + r * (8.33333377e-3f +
-        r * (1.38888892e-3f + r * 1.98412701e-4f)))))));
+    y = CGLOW_EXP_STEP(r, 1.98412701e-4f, 1.38888892e-3f);
+    y = CGLOW_EXP_STEP(r, y, 8.33333377e-3f);
+    y = CGLOW_EXP_STEP(r, y, 4.16666679e-2f);
+    y = CGLOW_EXP_STEP(r, y, 1.66666672e-1f);
+    y = CGLOW_EXP_STEP(r, y, 0.5f);
+    y = CGLOW_EXP_STEP(r, y, 1.0f);
+    y = scale * CGLOW_EXP_STEP(r, y, 1.0f);
     y = x < -87.3365448f ? 0.0f : y;
     y = x > 88.3762626f ? INFINITY : y;
     return x != x ? x : y;
