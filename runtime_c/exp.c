@@ -1,7 +1,8 @@
 /* e^x in float, without a library call, so that a Softmax, Sigmoid or Exp loop vectorizes: x = n ln2 + r
- * with n = round(x / ln2) and |r| <= ln2 / 2 (ln2 split in two so that n ln2 is exact), e^r by its Taylor
- * polynomial of degree 7 (truncation error below 5e-9), 2^n written as exponent bits. Error at most 1e-7
- * relative. Below -87.34 (where e^x is no longer a normal float) the result is 0; from 88.38 (2^127.5) it
+ * with n = round(x / ln2) and |r| <= ln2 / 2 (ln2 split in two so that n ln2 is exact), e^r by a polynomial
+ * of degree 6 fitted to it (least squares of the relative error at Chebyshev nodes: 1.8e-8 off before float
+ * rounding; its Taylor polynomial of degree 7 took one step more, the EfficientNet-style model 583 -> 552 us
+ * under gcc 12 with one fewer), 2^n written as exponent bits. Error at most 1.2e-7 relative. Below -87.34 (where e^x is no longer a normal float) the result is 0; from 88.38 (2^127.5) it
  * is infinity (C's expf: from 88.72); NaN propagates. No branch, every comparison unconditional, and no
  * conversion between float and integer (gcc does not vectorize a loop where one may trap after a
  * comparison): n is rounded by adding 1.5 * 2^23, its bits taken from the sum's mantissa; with
@@ -36,11 +37,10 @@ static inline float cglow_exp(float x)
     r = (c - n * 0.693359375f) + n * 2.12194440e-4f;
     bits = (bits + 127u) << 23;
     memcpy(&scale, &bits, sizeof scale);
-    y = CGLOW_EXP_STEP(r, 1.98412701e-4f, 1.38888892e-3f);
-    y = CGLOW_EXP_STEP(r, y, 8.33333377e-3f);
-    y = CGLOW_EXP_STEP(r, y, 4.16666679e-2f);
-    y = CGLOW_EXP_STEP(r, y, 1.66666672e-1f);
-    y = CGLOW_EXP_STEP(r, y, 0.5f);
+    y = CGLOW_EXP_STEP(r, 1.3829421e-3f, 8.3747711e-3f);
+    y = CGLOW_EXP_STEP(r, y, 4.1668359e-2f);
+    y = CGLOW_EXP_STEP(r, y, 1.6666421e-1f);
+    y = CGLOW_EXP_STEP(r, y, 4.9999991e-1f);
     y = CGLOW_EXP_STEP(r, y, 1.0f);
     y = scale * CGLOW_EXP_STEP(r, y, 1.0f);
     y = x < -87.3365448f ? 0.0f : y;
