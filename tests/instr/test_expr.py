@@ -87,6 +87,15 @@ def test_substitution_replaces_inputs_and_the_accumulator_by_trees():
     assert uses(select(lt(X, 0.0), 0.0, X), 0) == 2 and uses(X + Y, 2) == 0
 
 
+def test_a_float_product_by_a_reciprocal_is_a_division():
+    """x * (1 / d), as x times its Sigmoid becomes once fused (a SiLU), is x / d, built or substituted; an integer
+    1 / d (C's integer division) is not a reciprocal."""
+    sigmoid = 1.0 / (1.0 + call("cglow_exp", -X))
+    assert to_c(X * sigmoid) == "{0} / (1.0f + cglow_exp(-{0}))" and to_c(sigmoid * X) == to_c(X * sigmoid)
+    assert to_c(substitute(X * Y, [Z, sigmoid])) == "{2} / (1.0f + cglow_exp(-{0}))"
+    assert to_c(X * (1 / Y)) == "{0} * (1 / {1})"
+
+
 def test_cost_counts_nodes_and_refuses_calls():
     assert cost(X) == 1
     assert cost(X * Y + Z) == 5
