@@ -48,13 +48,18 @@ def vector_dots(g: Instr, buffers: list[Buffer]) -> bool:
     return (cg == 1 or g.x.strides[1] == 1) and g.w.size // g.w.shape[0] >= VECTOR_DOT_LENGTH
 
 
+def _operands(g: Conv | Gemm) -> tuple[View, str, int]:
+    """A convolution's or matrix product's input, the name of its weights' field, and the input's zero point."""
+    return (g.a, "b", g.zeros[0]) if isinstance(g, Gemm) else (g.x, "w", g.x_zero)
+
+
 def sums_as_vector_dots(g: Instr, buffers: list[Buffer]) -> bool:
     """Whether g, on a target with Tiles.vector_dot, sums as dot products of unsigned inputs (once unsigned_inputs
     has made its input zero point the unsigned one where it could)."""
     if not vector_dots(g, buffers):
         return False
-    x, w, zero = (g.a, g.b, g.zeros[0]) if isinstance(g, Gemm) else (g.x, g.w, g.x_zero)
-    return unsigned_dots(buffers[x.buf].dtype, buffers[w.buf].dtype, zero)
+    x, weights, zero = _operands(g)
+    return unsigned_dots(buffers[x.buf].dtype, buffers[getattr(g, weights).buf].dtype, zero)
 
 
 def unsigned_inputs(prog: Program) -> Program:
@@ -68,7 +73,8 @@ def unsigned_inputs(prog: Program) -> Program:
         if not vector_dots(g, buffers) or isinstance(g, Conv) and any(g.win.pads_begin + g.win.pads_end):
             continue
         gemm = isinstance(g, Gemm)
-        x, w, zero = (g.a, g.b, g.zeros[0]) if gemm else (g.x, g.w, g.x_zero)
+        x, weights, zero = _operands(g)
+        w = getattr(g, weights)
         to = unsigned_zero(buffers[x.buf].dtype)
         channel = len(g.out.shape) - 1 if gemm else 1
         bias = g.epi.ins[g.epi.init] if g.epi.init is not None else None
@@ -128,14 +134,13 @@ def widen_weights(prog: Program) -> Program:
     for j, g in enumerate(instrs):
         if not isinstance(g, (Conv, Gemm)):
             continue
-        field = "b" if isinstance(g, Gemm) else "w"
+        x, field, _ = _operands(g)
         w = getattr(g, field)
         old = buffers[w.buf]
-        values = buffers[(g.a if isinstance(g, Gemm) else g.x).buf].dtype
-        if old.kind != "const" or old.dtype != np.int8 or not dot_operands(values, old.dtype) or \
+        if old.kind != "const" or old.dtype != np.int8 or not dot_operands(buffers[x.buf].dtype, old.dtype) or \
                 sums_as_vector_dots(g, buffers):
             continue
         wide = laid_out(buffers, stored, ("widened", old.id),
-                         lambda old=old: (old.data.astype(WIDE_WEIGHTS), f"{old.label} widened"))
+                        lambda old=old: (old.data.astype(WIDE_WEIGHTS), f"{old.label} widened"))
         instrs[j] = replace(g, **{field: replace(w, buf=wide)})
     return replace(prog, buffers=tuple(buffers), instrs=tuple(instrs))

@@ -3,8 +3,6 @@
 memory order, with the dims that are contiguous in every view merged into one (kernel.py collapse)."""
 from __future__ import annotations
 
-import re
-
 import numpy as np
 
 from ..c_text import c_highest, c_literal, c_lowest, c_type
@@ -48,16 +46,16 @@ def reduce_kernel(fn: str, r: Reduce, dtypes, vectors: bool = False) -> Kernel:
     pre, compared = to_c(r.pre, terms), to_c(r.pre, terms, operand_of=">")
     acc = accumulator(dtypes[r.ins[0].buf], dtypes[r.out.buf]) if r.kind == "sum" else dtypes[r.out.buf]
     init = {"sum": c_literal(0, acc), "prod": c_literal(1, acc), "max": c_lowest(acc), "min": c_highest(acc)}
-    combine = {"max": f"acc = ({compared} > acc) ? {compared} : acc",
-               "min": f"acc = ({compared} < acc) ? {compared} : acc", "sum": f"acc += {pre}", "prod": f"acc *= {pre}"}
-    names = ["y"] + [f"x{i}" for i in range(len(r.ins))]
     columns = vectors and _column_sums(outer, inner, out, ins_o)
     column = columns and outer[-1][0]
+    a = f"acc[{column}]" if columns else "acc"  # the accumulator of this output element
+    combine = {"max": f"{a} = ({compared} > {a}) ? {compared} : {a}",
+               "min": f"{a} = ({compared} < {a}) ? {compared} : {a}", "sum": f"{a} += {pre}", "prod": f"{a} *= {pre}"}
+    names = ["y"] + [f"x{i}" for i in range(len(r.ins))]
     return from_template(
         "reduce.c.j2", fn, r, names, dtypes, outer=outer[:-1] if columns else outer, inner=inner, out=index(out, ov),
-        acc_t=c_type(acc), init=init[r.kind], columns=columns, column=column,
-        combine=re.sub(r"\bacc\b", f"acc[{column}]", combine[r.kind]) if columns else combine[r.kind],
-        post=to_c(r.post, acc=f"acc[{column}]" if columns else "acc"))
+        acc_t=c_type(acc), init=init[r.kind], columns=columns, column=column, combine=combine[r.kind],
+        post=to_c(r.post, acc=a))
 
 
 COLUMN_SUMS = 64  # the most accumulators a reduction down columns keeps (256 bytes of int32 or float)
