@@ -105,9 +105,8 @@ def folded_ops(model: onnx.ModelProto) -> list[str]:
     return [n.op for n in graph.nodes]
 
 
-def run(model: onnx.ModelProto, *inputs: np.ndarray, target: str = "generic") -> list[np.ndarray]:
-    """The model compiled for `target`'s tiles (built for the host, as every target's C is portable), on inputs."""
-    net = cglow.build(cglow.compile_model(model, name="net", options=Options(target=target)))
+def run(model: onnx.ModelProto, *inputs: np.ndarray) -> list[np.ndarray]:
+    net = cglow.build(cglow.compile_model(model, name="net"))
     return net(*inputs)
 
 
@@ -303,9 +302,13 @@ def conv_chain(rng, layers, x_shape, x_dtype=INT8, x_zero=5):
     return g.model([name]), reference
 
 
-def check_outputs(model, reference, shapes_dtypes, rng, count: int = 2, target: str = "generic"):
+def check_outputs(model, reference, shapes_dtypes, rng, count: int = 2, target: str = "generic") -> str:
+    """The model's outputs against the reference on `count` random input sets and one of extremes, compiled for
+    `target`'s tiles; its C."""
+    compiled = cglow.compile_model(model, name="net", options=Options(target=target))
+    net = cglow.build(compiled)
     for inputs in input_sets(rng, shapes_dtypes, count):
-        got = run(model, *inputs, target=target)
+        got = net(*inputs)
         want = reference(*inputs)
         want = want if isinstance(want, (list, tuple)) else [want]
         assert len(got) == len(want)
@@ -313,6 +316,7 @@ def check_outputs(model, reference, shapes_dtypes, rng, count: int = 2, target: 
             assert g.dtype == w.dtype and g.shape == w.shape, (g.dtype, g.shape, w.dtype, w.shape)
             assert np.array_equal(g, w), f"{np.sum(g != w)} of {g.size} differ; max " \
                                          f"{np.abs(g.astype(int) - w).max()} steps"
+    return compiled.c_source
 
 
 def y_params(rng, acc_scale: float, terms: int, dtype):

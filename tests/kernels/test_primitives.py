@@ -20,13 +20,17 @@ from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
+from onnx import TensorProto, helper
 import pytest
 
+import cglow
 from cglow.graph.geometry import Window, window
 from cglow.graph.ir import Node
 from cglow.instr.expr import ACC, Input, call, lit
 from cglow.instr.ir import Conv, Epilogue, Gemm, Instr, Map, Pool, Reduce, View
+from cglow.options import Options
 from tests.programs import MAP_ATOL, RTOL, Builder, Operand, acc_atol, canvas, conv_ref, rand, taps
+from tests.util import checked_model
 
 
 def random_shape(rng: np.random.Generator, rank: int, high: int = 5) -> tuple[int, ...]:
@@ -330,11 +334,6 @@ def test_a_pool_over_channels_last_sums_down_columns(target, columns):
     """A reduction whose innermost kept dim is contiguous and whose reduced ones are not (a global pool over
     channels last) keeps a row of accumulators and sums down columns on a target with vector registers, one
     accumulator at a time down each strided column on a scalar one (loops.py _column_sums); the same sums."""
-    from onnx import TensorProto, helper
-
-    import cglow
-    from cglow.options import Options
-    from tests.util import checked_model
     graph = helper.make_graph([helper.make_node("ReduceSum", ["x", "axes"], ["y"], keepdims=0)], "pool",
                               [helper.make_tensor_value_info("x", TensorProto.FLOAT, (125, 64))],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],

@@ -17,7 +17,7 @@ import pytest
 import cglow
 from cglow.tools.host import STRICT_FLAGS
 from cglow.options import Options
-from tests.qdq import CHAIN, INT8, UINT8, QGraph, conv_chain, conv_layer, folded_ops, input_sets, rand_q, run
+from tests.qdq import CHAIN, INT8, UINT8, QGraph, conv_chain, conv_layer, folded_ops, input_sets, rand_q
 
 
 # --- convolution ------------------------------------------------------------------------------------
@@ -39,19 +39,23 @@ def conv_case(rng, *, x_shape, x_dtype=INT8, x_zero=0, channels_last=False, **kw
         lambda xq: reference(xq.transpose(0, 3, 1, 2)).transpose(0, 2, 3, 1)
 
 
-def check_conv(seed=0, expect="IntConv", target="generic", **kwargs):
+def check_conv(seed=0, expect="IntConv", target="generic", **kwargs) -> str:
+    """The case's integers against the reference on a few inputs, compiled for `target`'s tiles; its C."""
     rng = np.random.default_rng(seed)
     model, reference = conv_case(rng, **kwargs)
     assert expect in folded_ops(model) and "Conv" not in folded_ops(model), folded_ops(model)
     x_shape = kwargs["x_shape"]
     if kwargs.get("channels_last"):
         x_shape = (x_shape[0], *x_shape[2:], x_shape[1])
+    compiled = cglow.compile_model(model, name="net", options=Options(target=target))
+    net = cglow.build(compiled)
     for (x,) in input_sets(rng, [(x_shape, kwargs.get("x_dtype", INT8))]):
-        (got,) = run(model, x, target=target)
+        (got,) = net(x)
         want = reference(x)
         assert got.dtype == want.dtype and got.shape == want.shape, (got.dtype, got.shape, want.shape)
         assert np.array_equal(got, want), f"{np.sum(got != want)} of {got.size} differ; max " \
                                           f"{np.abs(got.astype(int) - want).max()} steps"
+    return compiled.c_source
 
 
 CONV_CASES = {
@@ -141,10 +145,7 @@ VECTOR_DOT_CASES = {
 @pytest.mark.parametrize("case", list(VECTOR_DOT_CASES))
 def test_conv_as_vector_dot_products(case):
     kwargs, dots = VECTOR_DOT_CASES[case]
-    kwargs = dict(kwargs, channels_last=True)
-    check_conv(target="x86-avx512", **kwargs)
-    model, _ = conv_case(np.random.default_rng(0), **kwargs)
-    source = cglow.compile_model(model, name="net", options=Options(target="x86-avx512")).c_source
+    source = check_conv(target="x86-avx512", channels_last=True, **kwargs)
     assert dots is None or ("int32_t s0_0 = 0;" in source) == dots
 
 
@@ -154,10 +155,7 @@ def test_conv_as_vector_dot_products(case):
 def test_narrow_depthwise_widens_its_input_first(kwargs):
     """On x86-64, an 8-bit depthwise tile of fewer than 16 channels widens its kernel row's input to int32 in one loop
     first (kernels/conv.py _widened_spans): the same integers."""
-    kwargs = dict(kwargs, channels_last=True)
-    check_conv(target="x86-avx512", **kwargs)
-    model, _ = conv_case(np.random.default_rng(0), **kwargs)
-    assert "wide[" in cglow.compile_model(model, name="net", options=Options(target="x86-avx512")).c_source
+    assert "wide[" in check_conv(target="x86-avx512", channels_last=True, **kwargs)
 
 
 @pytest.mark.parametrize("case, kernel", [("1x1", "gemm"), ("1x1, stride 2", "conv"),
