@@ -2,11 +2,12 @@
  * with n = round(x / ln2) and |r| <= ln2 / 2 (ln2 split in two so that n ln2 is exact), e^r by a polynomial
  * of degree 6 fitted to it (least squares of the relative error at Chebyshev nodes: 1.8e-8 off before float
  * rounding; its Taylor polynomial of degree 7 took one step more, the EfficientNet-style model 583 -> 552 us
- * under gcc 12 with one fewer), 2^n written as exponent bits. Error at most 1.2e-7 relative. Below -87.34 (where e^x is no longer a normal float) the result is 0; from 88.38 (2^127.5) it
- * is infinity (C's expf: from 88.72); NaN propagates. No branch, every comparison unconditional, and no
- * conversion between float and integer (gcc does not vectorize a loop where one may trap after a
- * comparison): n is rounded by adding 1.5 * 2^23, its bits taken from the sum's mantissa; with
- * -ffast-math, which would cancel that addition, by a conversion instead (which may not trap then).
+ * under gcc 12 with one fewer), 2^n written as exponent bits. Error at most 1.2e-7 relative. Below -87.34
+ * (where e^x is no longer a normal float) the result is 0; from 88.38 (2^127.5) it is infinity (C's expf:
+ * from 88.72); NaN propagates. No branch, every comparison unconditional, and no conversion between float and
+ * integer (gcc does not vectorize a loop where one may trap after a comparison): n is rounded by adding
+ * 1.5 * 2^23, its bits taken from the sum's mantissa; with -ffast-math, which would cancel that addition, by a
+ * conversion instead (which may not trap then).
  * inline: without it gcc 12 -O3 inlined it into a loop only while the function stayed under its limit for
  * functions not declared inline (max-inline-insns-auto): a convolution or matrix product with a SiLU or Sigmoid
  * epilogue, unrolled by tiles, called it per element and no longer vectorized (the EfficientNet-style zoo model,
