@@ -149,6 +149,13 @@ def test_conv_as_vector_dot_products(case):
     assert dots is None or ("int32_t s0_0 = 0;" in source) == dots
 
 
+def test_gathered_windows_are_padded_to_whole_vectors():
+    """A 3x3 window of 16 channels, 144 values, is gathered and summed as 160 (instr/vector_dots.py GATHERED_STEP),
+    the weights' padding zeros: the same integers."""
+    source = check_conv(target="x86-avx512", channels_last=True, **VECTOR_DOT_CASES["padded, zero point -128"][0])
+    assert "k < 160;" in source and "k < 144;" not in source
+
+
 @pytest.mark.parametrize("kwargs", [
     dict(x_shape=(1, 8, 7, 9), m=8, kernel=(3, 3), group=8, pads=[1, 1, 1, 1], x_zero=-128, act="relu"),
     dict(x_shape=(1, 4, 8, 9), m=4, kernel=(3, 3), group=4, pads=[1, 1, 1, 1], strides=[2, 2], x_zero=5)])
