@@ -13,8 +13,9 @@ test: install-test
 quick: install-test  # without the slow suites (tests/conftest.py SLOW) and with a sample of each parametrized test: an edit-test loop
 	$(PYTHON) -m pytest -n 2 -q -p no:benchmark -m "not slow"
 
-docs: install  # the generated reference pages: docs/options.md and docs/ops.md
+docs: install-test  # the generated reference pages: docs/options.md, docs/ops.md and docs/coverage.md (the ONNX node suite)
 	$(PYTHON) -m cglow.docs_gen docs
+	$(PYTHON) -m cglow.tools.coverage docs/coverage.md
 
 report: install-test
 	$(PYTHON) scripts/zoo_report.py

@@ -1,0 +1,203 @@
+"""The ONNX node conformance suite through cglow (cglow.tools.backend, the C built by the host compiler): every case
+the installed onnx package generates, each run apart, less the families out of an inference compiler's reach; per
+op, its cases, the ones passed and why the others fail. `python -m cglow.tools.coverage docs/coverage.md` (make
+coverage) writes the table; tests/ops/test_conformance.py holds cglow to the cases it passes."""
+from __future__ import annotations
+
+import argparse
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+import multiprocessing
+import re
+import signal
+import sys
+import warnings
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+# The families outside the issue's reach, by op, with the reason shown in the table.
+OUT_OF_REACH = {
+    "strings": {"StringNormalizer", "StringConcat", "StringSplit", "RegexFullMatch", "LabelEncoder"},
+    "sequences": {"SequenceAt", "SequenceConstruct", "SequenceEmpty", "SequenceErase", "SequenceInsert",
+                  "SequenceLength", "SequenceMap", "SplitToSequence", "ConcatFromSequence"},
+    "optionals": {"Optional", "OptionalGetElement", "OptionalHasElement"},
+    "random sampling": {"RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike", "Multinomial",
+                        "Bernoulli"},
+    "training optimizers": {"Adagrad", "Adam", "Momentum", "Gradient"},
+    "image decoding": {"ImageDecoder"},
+}
+CASE_SECONDS = 300  # a case still compiling or running after this long fails as "timed out"
+
+
+def _value_family(value: onnx.ValueInfoProto) -> str | None:
+    """The out-of-reach family of a graph input's or output's type: a sequence, an optional, strings."""
+    kind = value.type.WhichOneof("value")
+    if kind == "sequence_type":
+        return "sequences"
+    if kind == "optional_type":
+        return "optionals"
+    if kind == "tensor_type" and value.type.tensor_type.elem_type == onnx.TensorProto.STRING:
+        return "strings"
+    return None
+
+
+def family(model: onnx.ModelProto) -> str | None:
+    """The out-of-reach family a case's model belongs to, by its ops (every node's, subgraphs' too) or by its
+    inputs' and outputs' types; None for a case in reach."""
+    def ops(graph: onnx.GraphProto):
+        for node in graph.node:
+            yield node.op_type
+            for a in node.attribute:
+                for g in ([a.g] if a.type == onnx.AttributeProto.GRAPH else list(a.graphs)):
+                    yield from ops(g)
+    found = set(ops(model.graph))
+    for name, members in OUT_OF_REACH.items():
+        if found & members:
+            return name
+    for value in list(model.graph.input) + list(model.graph.output):
+        if _value_family(value):
+            return _value_family(value)
+    return None
+
+
+def collect() -> dict:
+    """Every node case of the installed onnx package, by name."""
+    from onnx.backend.test.case.node import collect_testcases
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        return {case.name: case for case in collect_testcases()}
+
+
+def op_of(cases: dict, name: str) -> str:
+    """The op a case tests: its single node's, else (an expanded function body, a small graph) its base case's
+    single node's, else its first node's."""
+    base = cases.get(name.split("_expanded")[0], cases[name])
+    nodes = base.model.graph.node if len(base.model.graph.node) == 1 else cases[name].model.graph.node
+    return nodes[0].op_type
+
+
+def _timed_out(signum, frame):
+    raise TimeoutError(f"timed out after {CASE_SECONDS} s")
+
+
+def _reason(exc: BaseException) -> str:
+    """One line that says why a case failed, its numbers and names blurred so that alike failures group."""
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    if type(exc).__name__ == "AssertionError":
+        text = "wrong values" if "Not equal to tolerance" in str(exc) or "Mismatch" in str(exc) else text
+    return re.sub(r"'[^']*'", "'…'", text)[:140]
+
+
+def _array(value) -> np.ndarray:
+    """A data set's tensor as an array: the suite holds those of types NumPy lacks (bfloat16, float8, 4-bit...) as
+    TensorProtos, which read as ml_dtypes arrays."""
+    return numpy_helper.to_array(value) if isinstance(value, onnx.TensorProto) else np.asarray(value)
+
+
+def run_case(name: str) -> tuple[str, str | None]:
+    """Runs one case through the backend: (name, None) when every output matches its data set within the case's
+    tolerances, else (name, why)."""
+    from . import backend
+    signal.signal(signal.SIGALRM, _timed_out)
+    signal.alarm(CASE_SECONDS)
+    case = _CASES[name]
+    try:
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            rep = backend.prepare(case.model)
+            for inputs, outputs in case.data_sets:
+                got = rep.run([_array(x) for x in inputs])
+                if len(got) != len(outputs):
+                    return name, f"{len(got)} outputs, {len(outputs)} expected"
+                for g, want in zip(got, outputs):
+                    want = _array(want)
+                    if g.dtype != want.dtype or g.shape != want.shape:
+                        return name, f"output {g.dtype}{list(g.shape)}, expected {want.dtype}{list(want.shape)}"
+                    np.testing.assert_allclose(g, want, rtol=case.rtol, atol=case.atol, equal_nan=True)
+        return name, None
+    except BaseException as exc:  # noqa: BLE001  (any failure of a case is its result)
+        return name, _reason(exc)
+    finally:
+        signal.alarm(0)
+
+
+_CASES: dict = {}
+
+
+def _start(cases: dict) -> None:
+    _CASES.update(cases)
+
+
+@dataclass
+class Coverage:
+    """Per op: its cases in reach, the names of those passed, the failures' reasons; and the out-of-reach cases
+    by family."""
+    cases: dict[str, list[str]]
+    passed: set[str]
+    failures: dict[str, str]
+    out_of_reach: dict[str, list[str]]
+
+
+def measure(names: list[str] | None = None, jobs: int | None = None) -> Coverage:
+    """Runs the cases (all of them, or `names`) in `jobs` worker processes."""
+    cases = collect()
+    by_op, out = defaultdict(list), defaultdict(list)
+    for name in sorted(names or cases):
+        reach = family(cases[name].model)
+        (out[reach] if reach else by_op[op_of(cases, name)]).append(name)
+    todo = [n for op in by_op.values() for n in op]
+    with multiprocessing.get_context("fork").Pool(jobs, initializer=_start, initargs=(cases,),
+                                                  maxtasksperchild=50) as pool:
+        results = dict(pool.imap_unordered(run_case, todo))
+    return Coverage(dict(by_op), {n for n, why in results.items() if why is None},
+                    {n: why for n, why in results.items() if why is not None}, dict(out))
+
+
+def _totals(cov: Coverage, expanded: bool) -> tuple[int, int]:
+    names = [n for op in cov.cases.values() for n in op if expanded or "_expanded" not in n]
+    return sum(n in cov.passed for n in names), len(names)
+
+
+def table(cov: Coverage) -> str:
+    """The coverage page: totals, then one row per op."""
+    passed, total = _totals(cov, True)
+    plain_passed, plain = _totals(cov, False)
+    reach = sum(len(v) for v in cov.out_of_reach.values())
+    lines = [
+        "# ONNX node conformance coverage", "",
+        f"onnx {onnx.__version__}: {total + reach} node cases, {reach} of them out of reach (below); of the "
+        f"{total} others cglow passes **{passed} ({100 * passed / total:.1f}%)**, "
+        f"{plain_passed} of {plain} without the `_expanded` function-body variants "
+        f"({100 * plain_passed / plain:.1f}%).", "",
+        "Each case is compiled to C by cglow, built by the host's C compiler and run through "
+        "`cglow.tools.backend`; its outputs must match the case's within its own tolerances.", "",
+        "| op | cases | passed | why not |", "|---|---:|---:|---|"]
+    for op in sorted(cov.cases):
+        names = cov.cases[op]
+        why = Counter(cov.failures[n] for n in names if n in cov.failures)
+        reasons = "; ".join(f"{r} ({k})" if k > 1 else r for r, k in why.most_common())
+        lines.append(f"| {op} | {len(names)} | {sum(n in cov.passed for n in names)} | "
+                     f"{reasons.replace('|', '/')} |")
+    lines += ["", "## Out of reach", "", "| family | cases |", "|---|---:|"]
+    lines += [f"| {name} | {len(cov.out_of_reach[name])} |" for name in sorted(cov.out_of_reach)]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m cglow.tools.coverage", description=__doc__.split("\n\n")[0])
+    parser.add_argument("output", help="the Markdown page to write")
+    parser.add_argument("--jobs", type=int, default=None, help="worker processes (default: one per core)")
+    parser.add_argument("cases", nargs="*", help="case names (default: every case)")
+    args = parser.parse_intermixed_args(argv)
+    cov = measure(args.cases or None, args.jobs)
+    with open(args.output, "w") as f:
+        f.write(table(cov))
+    passed, total = _totals(cov, True)
+    print(f"{passed} of {total} cases passed; {args.output} written")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
