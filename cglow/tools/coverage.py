@@ -83,11 +83,15 @@ def _timed_out(signum, frame):
 
 
 def _reason(exc: BaseException) -> str:
-    """One line that says why a case failed, its numbers and names blurred so that alike failures group."""
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    """One line that says why a case failed (a build's first error), its names and paths blurred so that alike
+    failures group."""
+    lines = str(exc).strip().splitlines() or [type(exc).__name__]
+    errors = [line for line in lines if "error:" in line]
+    text = errors[0].split("error:", 1)[1].strip() if errors else lines[0]
     if type(exc).__name__ == "AssertionError":
         text = "wrong values" if "Not equal to tolerance" in str(exc) or "Mismatch" in str(exc) else text
-    return re.sub(r"'[^']*'", "'…'", text)[:140]
+    text = re.sub(r"/tmp/\S+", "…", re.sub(r"'[^']*'|‘[^’]*’", "'…'", text))
+    return ("C build: " if errors else "") + text[:140]
 
 
 def _array(value) -> np.ndarray:
