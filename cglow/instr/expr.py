@@ -34,8 +34,9 @@ HELPERS = {
 }
 # C99 <math.h> functions (float ones: a float model computes in float only) and macros, with their arity
 MATH = {
-    "ceilf": 1, "cosf": 1, "expf": 1, "expm1f": 1, "fabsf": 1, "floorf": 1, "fmaxf": 2, "isnan": 1, "log1pf": 1,
-    "logf": 1, "powf": 2, "rintf": 1, "sinf": 1, "sqrtf": 1, "tanhf": 1,
+    "acosf": 1, "acoshf": 1, "asinf": 1, "asinhf": 1, "atanf": 1, "atanhf": 1, "ceilf": 1, "copysignf": 2,
+    "cosf": 1, "coshf": 1, "expf": 1, "expm1f": 1, "fabsf": 1, "floorf": 1, "fmaxf": 2, "fmodf": 2, "isnan": 1,
+    "log1pf": 1, "logf": 1, "powf": 2, "rintf": 1, "sinf": 1, "sinhf": 1, "sqrtf": 1, "tanf": 1, "tanhf": 1,
 }
 
 # C's precedence levels, tighter binding higher

@@ -7,8 +7,8 @@ from onnx import TensorProto as T
 
 from .builder import Builder, Value, broadcastable
 
-SMOOTH = ["Relu", "Neg", "Abs", "Sigmoid", "Tanh", "Erf", "Sin", "Cos", "Softsign", "Softplus", "HardSwish", "Mish",
-          "Identity", "Dropout"]
+SMOOTH = ["Relu", "Neg", "Abs", "Sigmoid", "Tanh", "Erf", "Sin", "Cos", "Atan", "Asinh", "Softsign", "Softplus",
+          "HardSwish", "Mish", "Identity", "Dropout"]
 EXACT = {"Relu", "Neg", "Abs", "Identity", "Dropout"}  # no rounding: exact in, exact out
 
 

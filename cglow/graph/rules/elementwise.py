@@ -10,6 +10,7 @@ from ..registry import F32, Args, require_float, same_as_input
 
 SIGNED = (F32,) + tuple(np.dtype(f"int{n}") for n in (8, 16, 32, 64))  # the types with negative values
 NUMERIC = SIGNED + tuple(np.dtype(f"uint{n}") for n in (8, 16, 32, 64))
+INTEGER = NUMERIC[1:]
 
 # op -> the element types of its data inputs (ONNX's, less those cglow has no C type for)
 TYPES = {
@@ -17,6 +18,9 @@ TYPES = {
     **dict.fromkeys(("Relu", "Neg"), SIGNED),
     "PRelu": (F32, np.dtype(np.int32), np.dtype(np.int64), np.dtype(np.uint32), np.dtype(np.uint64)),
     "Pow": (F32, np.dtype(np.int32), np.dtype(np.int64)),  # the base; the exponent may be any numeric type
+    **dict.fromkeys(("BitwiseAnd", "BitwiseOr", "BitwiseXor", "BitwiseNot"), INTEGER),
+    "BitShift": INTEGER,
+    "Mod": NUMERIC,
 }
 
 
@@ -38,6 +42,12 @@ def nary(args: Args) -> list[TensorType]:
     else:  # Sum, Mean
         require_float(args, *inputs)
     return [TensorType(args.types[0].dtype, broadcast_all(args))]
+
+
+def bit_shift(args: Args) -> list[TensorType]:
+    if args.node.attr("direction", "") not in ("LEFT", "RIGHT"):
+        raise CglowError(f"{args.node.describe()}: direction must be LEFT or RIGHT")
+    return nary(args)
 
 
 def power(args: Args) -> list[TensorType]:

@@ -13,7 +13,7 @@ import numpy as np
 from ...graph.ir import Node
 from ...graph.registry import OpSpec, ShapeRule, declare
 from ...graph.rules import elementwise as rules
-from ...instr.expr import F32, Expr, Input, call, cast, eq, gt, lit, lt, ne, or_, select
+from ...instr.expr import F32, Expr, Input, Unary, and_, binary, call, cast, eq, ge, gt, lit, lt, ne, or_, select
 from ...instr.ir import Map
 from ..context import Context
 
@@ -141,6 +141,37 @@ def identity(ctx: Context, node: Node) -> None:
     ctx.bind(node.outputs[0], ctx.view(node.inputs[0]))
 
 
+def _bit_shift(ctx: Context, node: Node) -> None:
+    """X shifted by Y bits (opset 28): a signed X shifted right fills with its sign (~(~X >> Y) where negative:
+    defined C), left in its unsigned type (wrapping, as C defines it there). A shift by the type's width or more,
+    or by a negative count: the sign fill alone, -1 to the right of a negative X, else 0. An 8- or 16-bit value,
+    promoted to int, stays below the int's sign bit."""
+    dtype = np.dtype(ctx.dtype(node.inputs[0]))
+    bits, signed = 8 * dtype.itemsize, kind(dtype) == "signed"
+    inside = and_(ge(Y, 0), lt(Y, bits)) if signed else lt(Y, bits)
+    if node.attr("direction") == "LEFT":
+        shifted, outside = binary("<<", cast(f"u{dtype.name}", X) if signed else X, Y), 0
+    elif signed:
+        negative = lt(X, 0)
+        shifted = select(negative, Unary("~", binary(">>", Unary("~", X), Y)), binary(">>", X, Y))
+        outside = select(negative, -1, 0)
+    else:
+        shifted, outside = binary(">>", X, Y), 0
+    ctx.elementwise(node, select(inside, shifted, outside))
+
+
+def _mod(ctx: Context, node: Node) -> None:
+    """fmod=1: the remainder with the dividend's sign (C's % and fmodf); else the one with the divisor's, as
+    Python's % (a float zero takes the divisor's sign)."""
+    k = kind(ctx.dtype(node.inputs[0]))
+    rest = call("fmodf", X, Y) if k == "float" else binary("%", X, Y)
+    if k == "unsigned" or node.attr("fmod", 0):
+        return ctx.elementwise(node, rest)
+    zero = 0.0 if k == "float" else 0
+    moved = select(ne(lt(rest, zero), lt(Y, zero)), rest + Y, rest)
+    ctx.elementwise(node, select(ne(rest, zero), moved, call("copysignf", 0.0, Y) if k == "float" else rest))
+
+
 def _dropout(ctx: Context, node: Node) -> None:
     """Inference (or a ratio of 0): the identity, and a mask that keeps everything."""
     identity(ctx, node)
@@ -163,6 +194,11 @@ declare({  # op -> its specification; the expressions are over X = Input(0), Y =
                                              "signed": select(gt(X, 0), 1, select(eq(X, 0), 0, -1)),
                                              "unsigned": ne(X, 0)}, "table"),
     "Clip": OpSpec(rules.numeric_unary, _clip, "table"),
+    **{op: arithmetic(rules.nary, dict.fromkeys(("signed", "unsigned"), binary(c, X, Y)))
+       for op, c in (("BitwiseAnd", "&"), ("BitwiseOr", "|"), ("BitwiseXor", "^"))},
+    "BitwiseNot": arithmetic(rules.numeric_unary, dict.fromkeys(("signed", "unsigned"), Unary("~", X))),
+    "BitShift": OpSpec(rules.bit_shift, _bit_shift),
+    "Mod": OpSpec(rules.nary, _mod),
     **dict.fromkeys(("Min", "Max", "Sum", "Mean"), OpSpec(rules.nary, _variadic)),
     "Pow": OpSpec(rules.power, _pow),
     "Sigmoid": float_map(lambda: 1.0 / (1.0 + call("cglow_exp", -X))),
@@ -173,6 +209,8 @@ declare({  # op -> its specification; the expressions are over X = Input(0), Y =
     "Log": float_map(lambda: call("logf", X)),
     "Sin": float_map(lambda: call("sinf", X)),
     "Cos": float_map(lambda: call("cosf", X)),
+    **{op: float_map(lambda f=f"{op.lower()}f": call(f, X))
+       for op in ("Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh")},
     "Reciprocal": float_map(lambda: 1.0 / X),
     "Floor": float_map(lambda: call("floorf", X)),
     "Ceil": float_map(lambda: call("ceilf", X)),
