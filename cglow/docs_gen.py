@@ -145,7 +145,22 @@ def render_ops() -> str:
             int8 = "ONNX quantization op" if spec.shape.__module__.endswith(".quant") else INT8_FORMS[spec.int8]
             notes = _limitations(spec.shape)
         lines.append(f"| {op} | {domain or 'ai.onnx'} | {opsets} | {types} | {int8} | {'; '.join(notes)} |")
-    return "\n".join(lines + _tflite_builtins()) + "\n"
+    return "\n".join(lines + _function_ops(set(onnx_ops())) + _tflite_builtins()) + "\n"
+
+
+def _function_ops(registered: set[str]) -> list[str]:
+    """The ops of the default domain that cglow compiles as their ONNX function bodies (graph/functions.py), less
+    the families out of its reach (tools/coverage.py)."""
+    from onnx import defs
+    from .tools.coverage import OUT_OF_REACH
+    out = set().union(*OUT_OF_REACH.values())
+    ops = sorted(s.name for s in defs.get_all_schemas() if s.domain == "" and s.name not in registered | out and
+                 (s.function_opset_versions or s.context_dependent_function_opset_versions))
+    return ["\n## Ops compiled as their function bodies\n",
+            ("These ops have no lowering of their own: ONNX defines each as a function of other ops, and cglow "
+             "replaces each node by that body at import (at the model's opset), so that they compile wherever the "
+             "ops of the body do (docs/coverage.md shows which cases pass):\n"),
+            ", ".join(ops) + "."]
 
 
 def _tflite_builtins() -> list[str]:

@@ -15,13 +15,14 @@ from ..errors import CglowError, ModelProblems, Notice, listed, reason
 from ..options import MAX_MEMORY
 from .evaluate_node import evaluate_node
 from .external_data import load_external_data
+from .functions import expand_functions
 from .limits import checked_type, read_tensor
 from .node_schema import input_type_problem, schema_problem
 from .proto_text import check_text
 from .quant.qoperator import expand_qoperators
 from .topology import describe, node_label, topological_order
 from .ir import Graph, Node, TensorType
-from .registry import RUNTIME_DTYPES, Args, shape_rule
+from .registry import OPS, RUNTIME_DTYPES, Args, shape_rule
 from .rules.tensor import pad_widths
 
 OPSETS = range(11, 29)  # later opsets mostly add element types; each rule checks where semantics changed
@@ -268,8 +269,9 @@ def import_model(model: onnx.ModelProto, shapes: dict[str, tuple[int, ...]] | No
     if not model.HasField("graph"):
         raise CglowError("the file holds no graph (not an ONNX model?)")
     model = expand_qoperators(upgrade(model))
-    g = model.graph
     opset = _opset(model)
+    model = expand_functions(model, set(OPS), opset)
+    g = model.graph
     consts = _constants(g, max_memory)
     inputs = _graph_inputs(g, consts, dict(shapes or {}))
     problems: list[str] = []  # every problem is reported, in one message

@@ -1,0 +1,139 @@
+"""Ops that cglow has no lowering of, but whose ONNX schema defines them as a function of other ops (a function
+body: NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss, Swish, RMSNormalization, ...): before import, each such
+node is replaced by its body, its attributes substituted and its inner values renamed apart, at the model's opset
+(onnx.version_converter converts a body written for another), so that the ops it is made of compile it. A body
+that uses another such op is expanded in turn, up to DEPTH times."""
+from __future__ import annotations
+
+import onnx
+from onnx import helper, shape_inference, version_converter
+
+DEPTH = 4
+
+
+def expand_functions(model: onnx.ModelProto, known: set[str], opset: int) -> onnx.ModelProto:
+    """The model with every node of the default domain whose op is not in `known` and whose schema has a function
+    body at `opset` replaced by that body."""
+    for _ in range(DEPTH):
+        types = None
+        nodes, changed = [], False
+        for i, node in enumerate(model.graph.node):
+            if node.domain not in ("", "ai.onnx") or node.op_type in known or not _has_body(node, opset):
+                nodes.append(node)
+                continue
+            types = types if types is not None else _value_types(model)
+            body = _body(node, opset, types, f"{node.name or node.op_type}.{i}/")
+            if body is None:
+                nodes.append(node)
+                continue
+            nodes += body
+            changed = True
+        if not changed:
+            return model
+        expanded = onnx.ModelProto()
+        expanded.CopyFrom(model)
+        del expanded.graph.node[:]
+        expanded.graph.node.extend(nodes)
+        model = expanded
+    return model
+
+
+def _schema(node: onnx.NodeProto, opset: int):
+    try:
+        return onnx.defs.get_schema(node.op_type, opset, "")
+    except onnx.defs.SchemaError:
+        return None
+
+
+def _versions(schema, opset: int) -> tuple[list[int], list[int]]:
+    """The opsets at or below `opset` for which the schema defines a function body, and a context-dependent one."""
+    return ([v for v in schema.function_opset_versions if v <= opset],
+            [v for v in schema.context_dependent_function_opset_versions if v <= opset])
+
+
+def _has_body(node: onnx.NodeProto, opset: int) -> bool:
+    schema = _schema(node, opset)
+    return schema is not None and any(_versions(schema, opset))
+
+
+def _value_types(model: onnx.ModelProto) -> dict[str, onnx.TypeProto]:
+    """Every value's type, as ONNX's shape inference finds it (a context-dependent body depends on its inputs')."""
+    try:
+        g = shape_inference.infer_shapes(model).graph
+    except Exception:  # noqa: BLE001  (no inferred types: only the declared ones)
+        g = model.graph
+    types = {v.name: v.type for v in list(g.input) + list(g.value_info) + list(g.output)}
+    for t in g.initializer:
+        types[t.name] = helper.make_tensor_type_proto(t.data_type, list(t.dims))
+    return types
+
+
+def _body(node: onnx.NodeProto, opset: int, types: dict[str, onnx.TypeProto],
+          prefix: str) -> list[onnx.NodeProto] | None:
+    """The nodes of the newest function body of the node's op at `opset` (_inlined, its inner values' names
+    after `prefix`), at `opset`; None when it cannot be had (a context-dependent body whose inputs' types are
+    unknown, a body the converter cannot take)."""
+    schema = _schema(node, opset)
+    static, dependent = _versions(schema, opset)
+    full = onnx.NodeProto()
+    full.CopyFrom(node)
+    given = {a.name for a in node.attribute}
+    full.attribute.extend(a.default_value for name, a in schema.attributes.items()
+                          if name not in given and a.default_value.name)
+    fn = onnx.FunctionProto()
+    if static and (not dependent or max(static) >= max(dependent)):
+        fn.ParseFromString(schema.get_function_with_opset_version(max(static)))
+    else:
+        if any(name and name not in types for name in node.input):
+            return None
+        fn.ParseFromString(schema.get_context_dependent_function_with_opset_version(
+            max(dependent), full.SerializeToString(),
+            [(types[name] if name else onnx.TypeProto()).SerializeToString() for name in node.input]))
+    nodes = _inlined(full, fn, prefix)
+    fn_opset = next((o.version for o in fn.opset_import if o.domain in ("", "ai.onnx")), opset)
+    return nodes if fn_opset == opset else _at_opset(nodes, node, fn_opset, opset)
+
+
+def _at_opset(nodes: list[onnx.NodeProto], node: onnx.NodeProto, fn_opset: int,
+              opset: int) -> list[onnx.NodeProto] | None:
+    """A body's nodes, their attributes substituted, written for fn_opset, converted to `opset` (as a model from
+    the node's inputs to its outputs, untyped)."""
+    untyped = onnx.TypeProto()
+    graph = helper.make_graph(nodes, "body", [helper.make_value_info(n, untyped) for n in node.input if n],
+                              [helper.make_value_info(n, untyped) for n in node.output if n])
+    try:
+        converted = version_converter.convert_version(
+            helper.make_model(graph, opset_imports=[helper.make_opsetid("", fn_opset)]), opset)
+    except Exception:  # noqa: BLE001  (a body the converter cannot take: the op stays unsupported)
+        return None
+    return list(converted.graph.node)
+
+
+def _inlined(node: onnx.NodeProto, body: onnx.FunctionProto, prefix: str) -> list[onnx.NodeProto]:
+    """The body's nodes with its inputs and outputs named as the node's (an input the node leaves out: ''), its
+    other values prefixed, and each attribute that refers to one of the node's (its defaults included) taking that
+    one's value (dropped where the node has none)."""
+    names = {name: (node.input[i] if i < len(node.input) else "") for i, name in enumerate(body.input)}
+    names.update({name: node.output[i] for i, name in enumerate(body.output) if i < len(node.output)})
+    values = {a.name: a for a in node.attribute}
+
+    def renamed(name: str) -> str:
+        return names.get(name, prefix + name) if name else ""
+    nodes = []
+    for j, inner in enumerate(body.node):
+        copy = onnx.NodeProto()
+        copy.CopyFrom(inner)
+        copy.name = prefix + (inner.name or f"{inner.op_type}.{j}")
+        copy.input[:] = [renamed(n) for n in inner.input]
+        copy.output[:] = [renamed(n) for n in inner.output]
+        del copy.attribute[:]
+        for a in inner.attribute:
+            if not a.ref_attr_name:
+                copy.attribute.append(a)
+            elif a.ref_attr_name in values:
+                value = onnx.AttributeProto()
+                value.CopyFrom(values[a.ref_attr_name])
+                value.name = a.name
+                copy.attribute.append(value)
+        nodes.append(copy)
+    return nodes
