@@ -37,6 +37,8 @@ class Tiles:
     float_mac: str = "fma"          # the float kernels' multiply-accumulate: runtime_c/fma.c, or mul_add.c
     panel: Tiles | None = None      # the tile of 8-bit kernels over widened inputs (instr/passes.py widen_inputs)
     vector_dot: Tiles | None = None  # the tile of 8-bit kernels summed as dot products in C (VECTOR_DOT)
+    signed_dots: bool = False       # those dot products read int8 inputs (Arm's sdot), not uint8 (x86's vpdpbusd)
+    wide_weights: bool = False      # the other 8-bit kernels' weights stored as int32 (vector_dots.py widen_weights)
 
     @property
     def for_depthwise(self) -> Tiles:
@@ -75,7 +77,7 @@ SCALAR_INT8 = Tiles(3, 2, Tiles(4, 2), scalar=True)
 # 5 x 4 1.73 / 1.87.
 DSP_INT8 = Tiles(2, 2, Tiles(3, 4), scalar=True, dual_mac=True, panel=Tiles(3, 2, scalar=True, dual_mac=True))
 # On x86-64, an 8-bit convolution or matrix product whose input, read as unsigned, needs no correction at its borders
-# (instr/vector_dots.py unsigned_inputs) sums each output as a dot product over its reduced dim: a plain C reduction
+# (instr/vector_dots.py rebase_inputs) sums each output as a dot product over its reduced dim: a plain C reduction
 # over uint8 inputs by int8 weights, both contiguous (kernels/dot.j2 reduce), which gcc turns into AVX-512 VNNI /
 # AVX-VNNI vpdpbusd (and clang 14 into 16-bit vpdpwssd), 4 x 4 reductions a loop sharing their loads. Measured on
 # 128 x 64 x K matrix products (gcc 12 -O3 -march=native, Sapphire Rapids), GMAC/s at K = 64 / 256: the 8 x 32 tile
@@ -99,10 +101,11 @@ ARM_DSP = Tiles(6, 4, Tiles(8, 2), scalar=True, integer=DSP_INT8)
 # of kernels/arm_steps.py: 4 x 5 3.25 / 3.42 / 2.75 / 3.50, 5 x 4 3.24 / 3.41 / 2.75 / 3.50; a layer whose shape suits
 # 4 x 5 better takes it (kernels/kernel.py oriented: vww 3.34 -> 3.33, resnet8 2.74 -> 2.71).
 CORTEX_M4 = Tiles(5, 4, Tiles(8, 2), scalar=True, integer=DSP_INT8, float_mac="mul_add")
-TILES = {"generic": VECTOR, "x86-avx2": Tiles(6, 16, vector_dot=VECTOR_DOT),
-         "x86-avx512": Tiles(8, 32, vector_dot=VECTOR_DOT), "aarch64": VECTOR,
-         "aarch64-linux": VECTOR, "rv64gcv": VECTOR, "cortex-m3": SCALAR, "cortex-m4": CORTEX_M4, "cortex-m7": ARM_DSP,
-         "cortex-m33": ARM_DSP, "cortex-m55": ARM_DSP, "riscv32": SCALAR, "riscv64": SCALAR, "riscv64-linux": SCALAR}
+TILES = {"generic": VECTOR, "x86-avx2": Tiles(6, 16, vector_dot=VECTOR_DOT, wide_weights=True),
+         "x86-avx512": Tiles(8, 32, vector_dot=VECTOR_DOT, wide_weights=True), "aarch64": VECTOR,
+         "aarch64-linux": VECTOR, "rv64gcv": VECTOR, "cortex-m3": SCALAR, "cortex-m4": CORTEX_M4,
+         "cortex-m7": ARM_DSP, "cortex-m33": ARM_DSP, "cortex-m55": ARM_DSP, "riscv32": SCALAR, "riscv64": SCALAR,
+         "riscv64-linux": SCALAR}
 TARGETS = ("host", *TILES)
 
 
