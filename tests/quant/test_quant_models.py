@@ -83,8 +83,8 @@ def test_weights_are_bytes():
 def test_dot_products_give_the_same_integers(name, target):
     """x86-64's tiles sum 8-bit runs of 32 values or more as dot products of unsigned inputs, AArch64's of signed
     ones (Tiles.vector_dot, Tiles.signed_dots; on x86-64 in resnet8 over windows gathered in place too; the zero
-    points folded into the biases): the same integers as the generic target's kernels, on the model as onnxruntime's quantizer
-    makes it."""
+    points folded into the biases): the same integers as the generic target's kernels, on the model as
+    onnxruntime's quantizer makes it."""
     model = quantized(name, "qdq", True)
     nets = {t: cglow.compile_model(model, name="net", options=Options(target=t)) for t in ("generic", target)}
     assert "int32_t s0_0 = 0;" in nets[target].c_source
