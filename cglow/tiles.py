@@ -37,6 +37,8 @@ class Tiles:
     float_mac: str = "fma"          # the float kernels' multiply-accumulate: runtime_c/fma.c, or mul_add.c
     panel: Tiles | None = None      # the tile of 8-bit kernels over widened inputs (instr/passes.py widen_inputs)
     vector_dot: Tiles | None = None  # the tile of 8-bit kernels summed as dot products in C (VECTOR_DOT)
+    signed_dots: bool = False       # those dot products read int8 inputs (Arm's sdot), not uint8 (x86's vpdpbusd)
+    wide_weights: bool = False      # the other 8-bit kernels' weights stored as int32 (vector_dots.py widen_weights)
 
     @property
     def for_depthwise(self) -> Tiles:
@@ -75,7 +77,7 @@ SCALAR_INT8 = Tiles(3, 2, Tiles(4, 2), scalar=True)
 # 5 x 4 1.73 / 1.87.
 DSP_INT8 = Tiles(2, 2, Tiles(3, 4), scalar=True, dual_mac=True, panel=Tiles(3, 2, scalar=True, dual_mac=True))
 # On x86-64, an 8-bit convolution or matrix product whose input, read as unsigned, needs no correction at its borders
-# (instr/vector_dots.py unsigned_inputs) sums each output as a dot product over its reduced dim: a plain C reduction
+# (instr/vector_dots.py rebase_inputs) sums each output as a dot product over its reduced dim: a plain C reduction
 # over uint8 inputs by int8 weights, both contiguous (kernels/dot.j2 reduce), which gcc turns into AVX-512 VNNI /
 # AVX-VNNI vpdpbusd (and clang 14 into 16-bit vpdpwssd), 4 x 4 reductions a loop sharing their loads. Measured on
 # 128 x 64 x K matrix products (gcc 12 -O3 -march=native, Sapphire Rapids), GMAC/s at K = 64 / 256: the 8 x 32 tile
@@ -87,6 +89,20 @@ DSP_INT8 = Tiles(2, 2, Tiles(3, 4), scalar=True, dual_mac=True, panel=Tiles(3, 2
 # 55, 55 / 54, 59 / 91; vww 393 / 164 -> 278 / 188, 240 / 167, 241 / 208; resnet8 568 / 370 -> 351 / 300, 302 / 316,
 # 338 / 332 (whole tensors; single runs, +-10%).
 VECTOR_DOT = Tiles(4, 16)
+# On AArch64 those dot products are signed (signed_dots: int8 inputs by int8 weights; an uint8 input read as int8 with
+# its top bit flipped, 128 less), which gcc 12 -O3 -march=armv8.2-a+dotprod turns into sdot (-O2 too; clang 14 into
+# 16-bit smlal, 4 lanes a step: no sdot). Not timed here; from gcc's code: in the loop over a long run (a 64 x 1152 x
+# 64 matrix product, an unpadded 3x3 convolution of 64 channels), instructions per 64 MACs with 2 / 3 / 4 / 6 / 8 rows:
+# 8.5 / 7.3 / 6.8 / 6.2 / 7.4, none spilled but 8 rows' 32 accumulators (12 stack accesses an iteration); the columns
+# do not change that loop (one per 4 of them). Executed by the dot kernels under qemu-aarch64 (-O3), instructions per
+# 64 MACs (stack accesses), 2 x 16 / 4 x 16 / 6 x 16: int8 kws (onnxruntime's QDQ, runs of 64) 14.0 (3.6) / 16.2 (5.0)
+# / 17.2 (6.1), vww 12.0 (1.3) / 14.7 (3.5) / 12.6 (2.0); unpadded 3x3 convolutions of 16, 64, 128 channels 11.1 / 12.7
+# / 9.5, 9.3 / 7.8 / 7.3, 8.9 / 7.4 / 7.3; 4 x 8 and 4 x 4 tiles 28.4 and 25.0 on kws, 24.3 and 22.6 on vww. 6 x 16:
+# the fewest in the long loops and within 5% of the fewest on vww, 23% more than 2 x 16 on kws's short runs. The other
+# 8-bit kernels keep int8 weights (no wide_weights, instr/vector_dots.py widen_weights). Whole models, instructions per
+# MAC, generic tiles -> these: int8 kws 0.649 -> 0.402, vww 0.904 -> 0.605, resnet8 0.652 -> 0.649 (its padded
+# convolutions' zero point, -128 after a ReLU, is not the signed one: they keep the tiles over output channels).
+AARCH64 = Tiles(4, 16, vector_dot=Tiles(6, 16), signed_dots=True)
 VECTOR, SCALAR = Tiles(4, 16), Tiles(6, 4, Tiles(8, 2), scalar=True, integer=SCALAR_INT8)
 ARM_DSP = Tiles(6, 4, Tiles(8, 2), scalar=True, integer=DSP_INT8)
 # The Cortex-M4F's fused (VFMA) and chained (VMLA) multiply-accumulates take 3 cycles, a multiply and an add 1 each
@@ -99,10 +115,11 @@ ARM_DSP = Tiles(6, 4, Tiles(8, 2), scalar=True, integer=DSP_INT8)
 # of kernels/arm_steps.py: 4 x 5 3.25 / 3.42 / 2.75 / 3.50, 5 x 4 3.24 / 3.41 / 2.75 / 3.50; a layer whose shape suits
 # 4 x 5 better takes it (kernels/kernel.py oriented: vww 3.34 -> 3.33, resnet8 2.74 -> 2.71).
 CORTEX_M4 = Tiles(5, 4, Tiles(8, 2), scalar=True, integer=DSP_INT8, float_mac="mul_add")
-TILES = {"generic": VECTOR, "x86-avx2": Tiles(6, 16, vector_dot=VECTOR_DOT),
-         "x86-avx512": Tiles(8, 32, vector_dot=VECTOR_DOT), "aarch64": VECTOR,
-         "aarch64-linux": VECTOR, "rv64gcv": VECTOR, "cortex-m3": SCALAR, "cortex-m4": CORTEX_M4, "cortex-m7": ARM_DSP,
-         "cortex-m33": ARM_DSP, "cortex-m55": ARM_DSP, "riscv32": SCALAR, "riscv64": SCALAR, "riscv64-linux": SCALAR}
+TILES = {"generic": VECTOR, "x86-avx2": Tiles(6, 16, vector_dot=VECTOR_DOT, wide_weights=True),
+         "x86-avx512": Tiles(8, 32, vector_dot=VECTOR_DOT, wide_weights=True), "aarch64": AARCH64,
+         "aarch64-linux": AARCH64, "rv64gcv": VECTOR, "cortex-m3": SCALAR, "cortex-m4": CORTEX_M4,
+         "cortex-m7": ARM_DSP, "cortex-m33": ARM_DSP, "cortex-m55": ARM_DSP, "riscv32": SCALAR, "riscv64": SCALAR,
+         "riscv64-linux": SCALAR}
 TARGETS = ("host", *TILES)
 
 

@@ -20,7 +20,7 @@ from .expr import Expr, Input, cast, cost, substitute, uses
 from .constants import laid_out, values
 from .ir import (Buffer, Conv, Epilogue, Gemm, Instr, Map, Program, Value, View, channels_innermost, dot_operands,
                  extent, reads)
-from .vector_dots import gather_windows, sums_as_vector_dots, unsigned_inputs, widen_weights
+from .vector_dots import gather_windows, rebase_inputs, sums_as_vector_dots, widen_weights
 
 # The most nodes of an expression that is computed twice where a fused map reads it twice: a clamp to two
 # literals (ReLU6) has 11. (The length of its C text, the test before expression trees, let ReLU6 through and
@@ -381,26 +381,28 @@ def gemm_dot_products(g: Gemm, a: np.dtype, b: np.dtype) -> bool:
     return dot_operands(a, b) and not g.zeros[1] and g.a.strides[-1] == 1 and g.b.strides[-2] == 1
 
 
-def pack_weights(prog: Program, dot_products: bool = False, unsigned: bool = False) -> Program:
+def pack_weights(prog: Program, dot_products: bool = False, vector_dot: bool = False,
+                 signed: bool = False) -> Program:
     """Constant matrices that a Gemm reads across rows (a transposed weight, as Gemm transB=1 gives) are
     re-laid out at compile time so that the kernel's innermost loop reads them contiguously; so are the
     filters of the convolutions that vectorize over output channels, [KH, KW, C/group, M]. With
     `dot_products` (a target with dual 16-bit multiply-accumulates), the weights of 8-bit convolutions and
     matrix products are laid out with the reduced dim innermost instead: [M, KH, KW, C/group] and [N, K]; with
-    `unsigned` (Tiles.vector_dot), those that sum as dot products of unsigned inputs (unsigned_dots)."""
+    `vector_dot` (Tiles.vector_dot, its dot products `signed` as Tiles.signed_dots), those that sum as dot
+    products in C (sums_as_vector_dots)."""
     instrs, buffers = list(prog.instrs), list(prog.buffers)
     packed: dict[tuple, int] = {}  # buffer ids of the packed copies
     for j, g in enumerate(instrs):
         if isinstance(g, Conv) and channels_innermost(g) and buffers[g.w.buf].kind == "const":
             x_t, w_t = buffers[g.x.buf].dtype, buffers[g.w.buf].dtype
             dot = g.group == 1 and dot_products and dot_operands(x_t, w_t) or \
-                unsigned and sums_as_vector_dots(g, buffers)
+                vector_dot and sums_as_vector_dots(g, buffers, signed)
             instrs[j] = replace(g, w=_packed(buffers, packed, g.w, (0, 2, 3, 1) if dot else (2, 3, 1, 0)))
             continue
         if not isinstance(g, Gemm) or buffers[g.b.buf].kind != "const":
             continue
         dot = dot_products and dot_operands(buffers[g.a.buf].dtype, buffers[g.b.buf].dtype) or \
-            unsigned and sums_as_vector_dots(g, buffers)
+            vector_dot and sums_as_vector_dots(g, buffers, signed)
         if g.b.strides[-2 if dot else -1] in (0, 1):
             continue
         shared = all(s == 0 for s in g.b.strides[:-2])  # one matrix for every batch: pack it once
@@ -518,24 +520,26 @@ def run_in_patches(prog: Program, plan: PatchPlan) -> Program:
 
 
 def after_fusing(dot_products: bool = False, panel_rows: int = 0, patches: PatchPlan | None = None,
-                 vector_rows: int = 0) -> tuple:
+                 vector_rows: int = 0, signed_dots: bool = False, wide_weights: bool = False) -> tuple:
     """The passes after FUSING, in order; `dot_products` as pack_weights takes it, and with it `panel_rows` (a
     register tile's rows) as widen_inputs does; `patches`, a span to run in tiles; `vector_rows`, on a target with
-    Tiles.vector_dot, its tile's rows: unsigned_inputs, pack_weights' `unsigned`, gather_windows and
-    widen_weights."""
+    Tiles.vector_dot, its tile's rows, and `signed_dots` (Tiles.signed_dots): rebase_inputs, pack_weights'
+    `vector_dot`, gather_windows, and with `wide_weights` (Tiles.wide_weights) widen_weights."""
     widen = (partial(widen_inputs, rows=panel_rows),) if dot_products and panel_rows else ()
     tiled = (partial(run_in_patches, plan=patches),) if patches else ()
-    unsigned = bool(vector_rows)
+    vector = bool(vector_rows)
     return tiled + (regroup_pixels, schedule, forward_copies, elide_copies, reuse_dying_inputs, convolve_in_place,
-                    pointwise_as_gemm) + ((unsigned_inputs,) if unsigned else ()) + (
-        partial(pack_weights, dot_products=dot_products, unsigned=unsigned), copy_run_time_operands) + widen + (
-        (partial(gather_windows, rows=vector_rows), widen_weights) if unsigned else ())
+                    pointwise_as_gemm) + ((partial(rebase_inputs, signed=signed_dots),) if vector else ()) + (
+        partial(pack_weights, dot_products=dot_products, vector_dot=vector, signed=signed_dots),
+        copy_run_time_operands) + widen + ((partial(gather_windows, rows=vector_rows, signed=signed_dots),)
+                                           if vector else ()) + (
+        (partial(widen_weights, signed=signed_dots),) if vector and wide_weights else ())
 
 
 def pipeline(dot_products: bool = False, panel_rows: int = 0, patches: PatchPlan | None = None,
-             vector_rows: int = 0) -> tuple:
+             vector_rows: int = 0, signed_dots: bool = False, wide_weights: bool = False) -> tuple:
     """Every pass in order (after_fusing's arguments)."""
-    return FUSING + after_fusing(dot_products, panel_rows, patches, vector_rows)
+    return FUSING + after_fusing(dot_products, panel_rows, patches, vector_rows, signed_dots, wide_weights)
 
 
 PIPELINE = pipeline()

@@ -1,7 +1,9 @@
-"""The passes of a target whose 8-bit kernels sum as dot products of unsigned inputs (Tiles.vector_dot: x86-64,
-where gcc turns them into VNNI vpdpbusd): which kernels do (sums_as_vector_dots), their input zero points made the
-unsigned one with the difference folded into their biases (unsigned_inputs), a convolution's windows gathered into a
-byte panel (gather_windows), and the others' weights widened (widen_weights). kernels/dot.j2 reduce is the loop."""
+"""The passes of a target whose 8-bit kernels sum as dot products in C (Tiles.vector_dot), of unsigned inputs by
+int8 weights on x86-64 (gcc's VNNI vpdpbusd) or of int8 inputs by int8 weights where Tiles.signed_dots (AArch64,
+gcc's sdot): which kernels do (sums_as_vector_dots), their input zero points made the one under which the input,
+less it, is the byte the target's dot products read, with the difference folded into their biases (rebase_inputs),
+a convolution's windows gathered into a byte panel (gather_windows), and, on x86-64 (Tiles.wide_weights), the
+others' weights widened (widen_weights). kernels/dot.j2 reduce is the loop."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -12,16 +14,19 @@ from .constants import laid_out, values
 from .ir import Buffer, Conv, Epilogue, Gemm, Instr, Program, View, channels_innermost, dot_operands
 
 
-def unsigned_zero(values: np.dtype) -> int:
-    """The zero point under which an 8-bit input's values, less it, are the input read as unsigned (an int8 byte
-    with its top bit flipped): -128 for int8, 0 for uint8."""
-    return -128 if np.dtype(values) == np.int8 else 0
+def dot_zero(values: np.dtype, signed: bool) -> int:
+    """The zero point under which an 8-bit input's values, less it, are its bytes as the target's dot products read
+    them, an int8 or uint8 byte with its top bit flipped where its type is not theirs: read as unsigned (x86-64),
+    -128 for int8 and 0 for uint8; read as signed (`signed`, Tiles.signed_dots), 0 for int8 and 128 for uint8."""
+    int8 = np.dtype(values) == np.int8
+    return (0 if int8 else 128) if signed else (-128 if int8 else 0)
 
 
-def unsigned_dots(values: np.dtype, weights: np.dtype, zero: int) -> bool:
-    """Whether an 8-bit kernel of these operand types and input zero point sums as dot products of unsigned
-    inputs by int8 weights (Tiles.vector_dot): no correction for the zero point left to add."""
-    return dot_operands(values, weights) and zero == unsigned_zero(values)
+def plain_dots(values: np.dtype, weights: np.dtype, zero: int, signed: bool) -> bool:
+    """Whether an 8-bit kernel of these operand types and input zero point sums as plain dot products of its
+    input's bytes (read as the target's, dot_zero) by int8 weights (Tiles.vector_dot): no correction for the zero
+    point left to add."""
+    return dot_operands(values, weights) and zero == dot_zero(values, signed)
 
 
 # The shortest run a vector dot product takes: each output's sum ends in a horizontal reduction of its vector, which a
@@ -34,9 +39,10 @@ VECTOR_DOT_LENGTH = 32
 
 def vector_dots(g: Instr, buffers: list[Buffer]) -> bool:
     """Whether g is an 8-bit matrix product or dense channels-last convolution by constant int8 weights (no zero
-    point on them) that sums as dot products on a target with Tiles.vector_dot, given an unsigned input: its input
-    contiguous along the reduced dim (the weights are, once pack_weights has laid them out), in runs of at least
-    VECTOR_DOT_LENGTH values (a matrix product's k; a window's values, as gather_windows gathers them)."""
+    point on them) that sums as dot products on a target with Tiles.vector_dot, given its input zero point
+    (plain_dots): its input contiguous along the reduced dim (the weights are, once pack_weights has laid them out),
+    in runs of at least VECTOR_DOT_LENGTH values (a matrix product's k; a window's values, as gather_windows
+    gathers them)."""
     if isinstance(g, Gemm):
         return dot_operands(buffers[g.a.buf].dtype, buffers[g.b.buf].dtype) and not g.zeros[1] and \
             buffers[g.b.buf].kind == "const" and g.a.strides[-1] == 1 and not any(g.b.strides[:-2]) and \
@@ -53,21 +59,21 @@ def _operands(g: Conv | Gemm) -> tuple[View, str, int]:
     return (g.a, "b", g.zeros[0]) if isinstance(g, Gemm) else (g.x, "w", g.x_zero)
 
 
-def sums_as_vector_dots(g: Instr, buffers: list[Buffer]) -> bool:
-    """Whether g, on a target with Tiles.vector_dot, sums as dot products of unsigned inputs (once unsigned_inputs
-    has made its input zero point the unsigned one where it could)."""
+def sums_as_vector_dots(g: Instr, buffers: list[Buffer], signed: bool) -> bool:
+    """Whether g, on a target with Tiles.vector_dot (its dot products `signed`, Tiles.signed_dots), sums as plain
+    dot products (plain_dots, once rebase_inputs has made its input zero point dot_zero where it could)."""
     if not vector_dots(g, buffers):
         return False
     x, weights, zero = _operands(g)
-    return unsigned_dots(buffers[x.buf].dtype, buffers[getattr(g, weights).buf].dtype, zero)
+    return plain_dots(buffers[x.buf].dtype, buffers[getattr(g, weights).buf].dtype, zero, signed)
 
 
-def unsigned_inputs(prog: Program) -> Program:
-    """On a target that sums 8-bit products as dot products of unsigned inputs (Tiles.vector_dot), the matrix
-    products and convolutions that can (vector_dots) and read no padding (a padded value, the zero point, would
-    take part in the folded correction), whose input zero point z is another one's, take the
-    unsigned one u (unsigned_zero) and start their accumulators at the bias less (z - u) times the sum of each
-    output channel's weights: sum (x - z) w + b = sum (x - u) w + b - (z - u) sum w."""
+def rebase_inputs(prog: Program, signed: bool) -> Program:
+    """On a target that sums 8-bit products as dot products in C (Tiles.vector_dot, `signed` as Tiles.signed_dots),
+    the matrix products and convolutions that can (vector_dots) and read no padding (a padded value, the zero point,
+    would take part in the folded correction), whose input zero point z is another one's, take the one u under
+    which the input is the bytes the dot products read (dot_zero) and start their accumulators at the bias less
+    (z - u) times the sum of each output channel's weights: sum (x - z) w + b = sum (x - u) w + b - (z - u) sum w."""
     instrs, buffers, stored = list(prog.instrs), list(prog.buffers), {}
     for j, g in enumerate(instrs):
         if not vector_dots(g, buffers) or isinstance(g, Conv) and any(g.win.pads_begin + g.win.pads_end):
@@ -75,7 +81,7 @@ def unsigned_inputs(prog: Program) -> Program:
         gemm = isinstance(g, Gemm)
         x, weights, zero = _operands(g)
         w = getattr(g, weights)
-        to = unsigned_zero(buffers[x.buf].dtype)
+        to = dot_zero(buffers[x.buf].dtype, signed)
         channel = len(g.out.shape) - 1 if gemm else 1
         bias = g.epi.ins[g.epi.init] if g.epi.init is not None else None
         if zero == to or bias is not None and any(s and n > 1 for d, (s, n) in enumerate(zip(bias.strides, bias.shape))
@@ -89,7 +95,8 @@ def unsigned_inputs(prog: Program) -> Program:
             weights = values(buffers[w.buf], w).astype(np.int64).sum(axis=reduced)
             start = np.zeros(n, np.int64) if bias is None else \
                 values(buffers[bias.buf], View(bias.buf, bias.offset, (n,), (bias.strides[channel],)))
-            return (start - (zero - to) * weights).astype(np.int32), f"{g.node} bias for unsigned inputs"
+            return (start - (zero - to) * weights).astype(np.int32), \
+                f"{g.node} bias for {'signed' if signed else 'unsigned'} inputs"
         key = (w.buf, w.offset, w.shape, w.strides, zero, to, bias and (bias.buf, bias.offset, bias.strides[channel]))
         strides = tuple(int(d == channel) for d in range(len(g.out.shape)))
         start = View(laid_out(buffers, stored, key, lay_out), 0, g.out.shape, strides)
@@ -104,13 +111,13 @@ def unsigned_inputs(prog: Program) -> Program:
 # sums a run in 64-byte vectors and what is left in one of 32 bytes, the rest one by one (16 values by 16 outputs
 # at a time: the scalar rest took two thirds of the time). A 4 x 4 tile of reductions, AVX-512, ns per call, gcc /
 # clang 14 (which sums in 16 values, each padded value costing its share): 144 values 51.7 / 30.6, padded to 160
-# 15.8 / 32.9, to 192 16.7 / 37.3; 72 values 29.3 / 32.3, padded to 96 14.5 / 24.2.
+# 15.8 / 32.9, to 192 16.7 / 37.3; 72 values 29.3 / 32.3, padded to 96 14.5 / 24.2. (AArch64 sums in 16 bytes.)
 GATHERED_STEP = 32
 
 
-def gather_windows(prog: Program, rows: int) -> Program:
-    """On a target with Tiles.vector_dot, the convolutions that sum as dot products of unsigned inputs
-    (vector_dots, unsigned_dots) with a kernel wider than one value, in place too, gather each tile's
+def gather_windows(prog: Program, rows: int, signed: bool) -> Program:
+    """On a target with Tiles.vector_dot (`signed` as Tiles.signed_dots), the convolutions that sum as plain dot
+    products (sums_as_vector_dots) with a kernel wider than one value, in place too, gather each tile's
     `rows` windows into a scratch panel first (im2col: the input's bytes in the weights' order [KH, KW, C], the
     zero point where they are padding), so that each output is one dot product over all its KH * KW * C values,
     not one per kernel row, or per tap at the image's edges (kernels/conv.py _byte_panel). A panel row holds them
@@ -119,7 +126,7 @@ def gather_windows(prog: Program, rows: int) -> Program:
     instrs, buffers, stored = list(prog.instrs), list(prog.buffers), {}
     for j, g in enumerate(instrs):
         if not isinstance(g, Conv) or g.panel or all(k == 1 for k in g.win.kernel) or \
-                not sums_as_vector_dots(g, buffers):
+                not sums_as_vector_dots(g, buffers, signed):
             continue
         k, tile = g.w.size // g.w.shape[0], min(rows, g.out.shape[3])
         padded = -(-k // GATHERED_STEP) * GATHERED_STEP
@@ -149,14 +156,18 @@ def _padded(buffers: list[Buffer], stored: dict, w: View, padded: int) -> View:
 WIDE_WEIGHTS = np.dtype(np.int32)
 
 
-def widen_weights(prog: Program) -> Program:
-    """On a target with Tiles.vector_dot, the 8-bit convolutions and matrix products that do not sum as dot
-    products there (depthwise ones, short runs, a first layer's padded input) multiply-add int32 accumulators over
-    output channels: their constant int8 weights are stored as WIDE_WEIGHTS, which gcc widens with one
-    instruction where it took several for int8 (x86-64 AVX-512, gcc 12 -O3: a 3x3 stride-2 convolution of 3 to 8
-    channels, vww's first, 56 us with int8 weights, 17 with int16, 13 with int32). make bench's int8 models, whole
-    tensors, gcc us: int8 -> int16 -> int32 weights kws 53 -> 47 -> 45, vww 239 -> 202 -> 183, resnet8 231 -> 206 ->
-    215 (single runs, +-10%); leaving the depthwise ones int8, clang's kws took 72 us where it takes 51."""
+def widen_weights(prog: Program, signed: bool) -> Program:
+    """On a target with Tiles.vector_dot and Tiles.wide_weights (x86-64; `signed` as Tiles.signed_dots), the 8-bit
+    convolutions and matrix products that do not sum as dot products there (depthwise ones, short runs, a first
+    layer's padded input) multiply-add int32 accumulators over output channels: their constant int8 weights are
+    stored as WIDE_WEIGHTS, which gcc widens with one instruction where it took several for int8 (x86-64 AVX-512,
+    gcc 12 -O3: a 3x3 stride-2 convolution of 3 to 8 channels, vww's first, 56 us with int8 weights, 17 with int16,
+    13 with int32). make bench's int8 models, whole tensors, gcc us: int8 -> int16 -> int32 weights kws 53 -> 47 ->
+    45, vww 239 -> 202 -> 183, resnet8 231 -> 206 -> 215 (single runs, +-10%); leaving the depthwise ones int8,
+    clang's kws took 72 us where it takes 51. Not on AArch64: over int32 weights gcc 12 -O3 vectorized a 16-channel
+    tile's multiply-adds as a loop of four 4-lane steps, its accumulators loaded and stored each step, where int8
+    weights make it one step of 16 lanes held in registers (int8 resnet8 under qemu-aarch64: 24.8 M instructions
+    where int8 weights take 8.1 M)."""
     instrs, buffers, stored = list(prog.instrs), list(prog.buffers), {}
     for j, g in enumerate(instrs):
         if not isinstance(g, (Conv, Gemm)):
@@ -165,7 +176,7 @@ def widen_weights(prog: Program) -> Program:
         w = getattr(g, field)
         old = buffers[w.buf]
         if old.kind != "const" or old.dtype != np.int8 or not dot_operands(buffers[x.buf].dtype, old.dtype) or \
-                sums_as_vector_dots(g, buffers):
+                sums_as_vector_dots(g, buffers, signed):
             continue
         wide = laid_out(buffers, stored, ("widened", old.id),
                         lambda old=old: (old.data.astype(WIDE_WEIGHTS), f"{old.label} widened"))

@@ -11,10 +11,10 @@ from ..instr.expr import Input
 from ..instr.ir import Conv, Epilogue, View, accumulator, channels_innermost
 from ..instr.ir import dot_operands
 from ..instr.passes import channels_contiguous, taps_contiguous
-from ..instr.vector_dots import unsigned_dots
+from ..instr.vector_dots import plain_dots
 from ..tiles import Tiles
 from .arm_steps import float_loop
-from .gemm import dot_asm, dot_macro_operands, panel_macros
+from .gemm import dot_asm, dot_macro_operands, panel_macros, vector_reads
 from .kernel import (TILE_LOOP, Kernel, epilogue_at, from_template, index, join, linear, minus, oriented,
                      starting, steps)
 
@@ -92,7 +92,8 @@ def _im2col(c: Conv, runs: list[dict], x_dtype: np.dtype, widened: bool) -> dict
     K4 (panel.shape[1] * 2) and staged as input bytes in the upper half of the row's words (widened in place from
     there, runtime_c/widen4.c); else (Tiles.vector_dot) as bytes, the row K of them. Per run, for each row j of a
     tile and tap kw, the offset of its channels from the kernel row's input pointer, None where they are padding;
-    padding reads as the zero point (which widens to 0; read as unsigned, it is 0)."""
+    padding reads as the zero point (which widens to 0; as the dot products read it, instr/vector_dots.py dot_zero,
+    it is 0)."""
     _, cg, _, kw = c.w.shape
     xs, (sw, dw), pw = c.x.strides, (c.win.strides[1], c.win.dilations[1]), c.win.pads_begin[1]
     k4 = c.panel.shape[1] * 2 if widened else c.panel.shape[1]
@@ -118,7 +119,7 @@ def _conv_nhwc(fn: str, c: Conv, dtypes, tiles: Tiles) -> Kernel:
     """Channels last, an implicit GEMM: register tiles of tiles.rows output columns x tiles.columns output channels
     (see _nhwc_tiles) over the batches and output rows; in place through a ring of output rows with c.ring; over a
     panel of widened inputs with c.panel (gathered by im2col unless the kernel is 1 x 1); as dot products for 8-bit
-    values on a target with dual multiply-accumulates, or in C over unsigned inputs (Tiles.vector_dot) (_dot_runs)."""
+    values on a target with dual multiply-accumulates, or in C (Tiles.vector_dot) (_dot_runs)."""
     n, _, h, w = c.x.shape
     m, cg = c.w.shape[:2]
     depthwise = _depthwise(c)
@@ -126,9 +127,10 @@ def _conv_nhwc(fn: str, c: Conv, dtypes, tiles: Tiles) -> Kernel:
     is_float = acc_t == np.float32
     epi = starting(c.epi, is_float, tiles.scalar)  # the target's, whichever tile this kernel takes
     x_t, w_t = dtypes[c.x.buf], dtypes[c.w.buf]
-    vector = bool(tiles.vector_dot) and not depthwise and c.group == 1 and unsigned_dots(x_t, w_t, c.x_zero) and \
-        channels_contiguous(c)
-    operands = dot_operands(x_t, w_t) and dict(dot_macro_operands(x_t, w_t, c.x_zero), vector=vector)
+    vector = bool(tiles.vector_dot) and not depthwise and c.group == 1 and \
+        plain_dots(x_t, w_t, c.x_zero, tiles.signed_dots) and channels_contiguous(c)
+    operands = dot_operands(x_t, w_t) and dict(dot_macro_operands(x_t, w_t, c.x_zero), vector=vector,
+                                               **vector_reads(x_t, tiles.signed_dots))
     tiles, lanes = (tiles.vector_dot, None) if vector else _nhwc_tiles(c, acc_t, tiles, operands)
     oc_tiles = _oc_tiles(c, tiles)
     runs = _column_runs(c.win, w, tiles.rows, c.x.strides[3] if depthwise else None)

@@ -11,7 +11,7 @@ from ..c_text import c_literal, c_type
 from ..instr.expr import to_c
 from ..instr.ir import Gemm, View, accumulator
 from ..instr.passes import gemm_dot_products
-from ..instr.vector_dots import unsigned_dots
+from ..instr.vector_dots import plain_dots
 from ..tiles import Tiles
 from .arm_steps import dot_step, float_loop, pair_step
 from .kernel import (TILE_LOOP, Kernel, collapsed, from_template, index, join, linear, minus, oriented,
@@ -30,10 +30,11 @@ def gemm_kernel(fn: str, g: Gemm, dtypes, tiles: Tiles) -> Kernel:
     innermost so that they vectorize, over loops of the batch dims."""
     acc_t = accumulator(dtypes[g.a.buf], dtypes[g.out.buf])
     a_t, b_t = dtypes[g.a.buf], dtypes[g.b.buf]
-    vector = bool(tiles.vector_dot) and gemm_dot_products(g, a_t, b_t) and unsigned_dots(a_t, b_t, g.zeros[0])
+    vector = bool(tiles.vector_dot) and gemm_dot_products(g, a_t, b_t) and \
+        plain_dots(a_t, b_t, g.zeros[0], tiles.signed_dots)
+    operands = dict(dot_macro_operands(a_t, b_t, g.zeros[0]), vector=vector, **vector_reads(a_t, tiles.signed_dots))
     tiles = tiles.vector_dot if vector else _gemm_tiles(g, acc_t, tiles)
     where = _Where.of(g)
-    operands = dict(dot_macro_operands(a_t, b_t, g.zeros[0]), vector=vector)
     panel, nests = _gemm_nests(g, tiles, dtypes[g.b.buf].itemsize, operands, where)
     names = ["y", "a", "b"] + [f"e{i}" for i in range(len(g.epi.ins))] + (["panel"] if g.panel else [])
     return from_template(
@@ -142,7 +143,7 @@ def _halved(runs: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
 def _gemm_sums(g: Gemm, dtypes, tiles: Tiles, acc_t: np.dtype, operands: dict, where: _Where) -> dict:
     """How a tile sums over k: a multiply-accumulate per row and column in C (the target's float_mac for
     floats); as 4-lane dot products (8-bit values by int8 weights on a dual-MAC target, instr/passes.py
-    gemm_dot_products); as dot products in C over unsigned inputs (operands["vector"], Tiles.vector_dot); or in
+    gemm_dot_products); as dot products in C (operands["vector"], Tiles.vector_dot); or in
     the Cortex-M4F's hand-scheduled float loop (Tiles.float_mac "mul_add", beside the C)."""
     is_float = acc_t == np.float32
     a_step, b_step = g.a.strides[-2], g.b.strides[-1]
@@ -198,6 +199,21 @@ def dot_macro_operands(left: np.dtype, right: np.dtype, zero: int) -> dict:
     flip = np.dtype(left) == np.uint8
     return dict(left_t=c_type(left), right_t=c_type(right), flip=flip, offset=c_literal(128 * flip - zero, np.int32),
                 minus=minus(zero), offset_value=128 * flip - zero)
+
+
+def vector_reads(left: np.dtype, signed: bool) -> dict:
+    """How a dot product in C (kernels/dot.j2 reduce) reads its 8-bit left operand as the target's dot products take
+    it (instr/vector_dots.py dot_zero): the type its pointer reads, `read_t`, and the C of the value at lp[k%s],
+    `read`: the byte itself where it is of their type; else with its top bit flipped, an int8 byte read as unsigned
+    (x86-64), 128 more, or an uint8 byte as int8 where they are `signed` (Tiles.signed_dots), 128 less. The latter
+    is read as int8 and flipped as such: gcc 12.2 makes Arm's sdot of a product of two int8 loads, but takes an uint8
+    byte converted to int8, (int8_t)(lp[k] ^ 0x80), for an unsigned by signed product: under -march=armv8.2-a+dotprod
+    it summed 16-bit products (smull, saddw), and with +i8mm it made usdot of the flipped bytes read as unsigned,
+    which is wrong (a 64-value sum: -7200 where it is 23520, under qemu-aarch64)."""
+    if np.dtype(left) == (np.int8 if signed else np.uint8):
+        return dict(read_t=c_type(left), read="lp[k%s]")
+    return dict(read_t="int8_t", read="(int8_t)(lp[k%s] ^ -128)") if signed else \
+        dict(read_t=c_type(left), read="(uint8_t)(lp[k%s] ^ 0x80)")
 
 
 def _shifted(pairs: list[tuple[int, int]], at: int) -> list[tuple[int, int]]:

@@ -156,6 +156,39 @@ def test_gathered_windows_are_padded_to_whole_vectors():
     assert "k < 160;" in source and "k < 144;" not in source
 
 
+# AArch64's tiles sum them as dot products of signed inputs (Tiles.signed_dots, Arm's sdot): the zero point that needs
+# no correction is 0 for int8 and 128 for uint8 (read as int8 with its top bit flipped), so that -128, an int8 input's
+# after a ReLU, is folded where no window reads padding and keeps the tiles over output channels where one does.
+SIGNED_DOT_CASES = {
+    "padded, zero point 0": (dict(x_shape=(1, 16, 6, 9), m=20, kernel=(3, 3), pads=[1, 1, 1, 1], x_zero=0), True),
+    "unpadded, zero point -128 folded": (dict(x_shape=(1, 16, 6, 7), m=20, kernel=(3, 3), x_zero=-128), True),
+    "unpadded, no bias, stride 2, batch 2": (dict(x_shape=(2, 12, 7, 9), m=17, kernel=(3, 3), strides=[2, 2],
+                                                  bias=False, x_zero=-5, act="relu"), True),
+    "uint8, unpadded, zero point folded": (dict(x_shape=(1, 12, 5, 6), m=9, kernel=(3, 3), x_dtype=UINT8,
+                                                x_zero=3), True),
+    "uint8, padded, zero point 128": (dict(x_shape=(1, 12, 5, 6), m=9, kernel=(3, 3), pads=[1, 1, 1, 1],
+                                           x_dtype=UINT8, x_zero=128, y_dtype=INT8), True),
+    "uint8 1x1 (a matrix product), zero point folded": (dict(x_shape=(1, 40, 5, 5), m=24, kernel=(1, 1),
+                                                             x_dtype=UINT8, x_zero=0), True),
+    "1x1, stride 2": (dict(x_shape=(1, 36, 6, 6), m=8, kernel=(1, 1), strides=[2, 2], x_zero=12), True),
+    "in place, zero point 0": (dict(x_shape=(1, 16, 6, 9), m=16, kernel=(3, 3), pads=[1, 1, 1, 1], x_zero=0,
+                                    act="relu"), True),
+    "dilation 2, uint8 zero point 128": (dict(x_shape=(1, 8, 9, 9), m=6, kernel=(3, 3), pads=[2, 2, 2, 2],
+                                              dilations=[2, 2], x_dtype=UINT8, x_zero=128), True),
+    "padded, zero point -128": (dict(x_shape=(1, 16, 6, 9), m=20, kernel=(3, 3), pads=[1, 1, 1, 1], x_zero=-128),
+                                False),
+    "short runs": (dict(x_shape=(1, 3, 6, 6), m=8, kernel=(3, 3), x_zero=0), False),
+}
+
+
+@pytest.mark.parametrize("case", list(SIGNED_DOT_CASES))
+def test_conv_as_signed_dot_products(case):
+    kwargs, dots = SIGNED_DOT_CASES[case]
+    source = check_conv(target="aarch64", channels_last=True, **kwargs)
+    assert ("int32_t s0_0 = 0;" in source) == dots
+    assert ("(int8_t)(lp[k] ^ -128)" in source) == (dots and kwargs.get("x_dtype") == UINT8)
+
+
 @pytest.mark.parametrize("kwargs", [
     dict(x_shape=(1, 8, 7, 9), m=8, kernel=(3, 3), group=8, pads=[1, 1, 1, 1], x_zero=-128, act="relu"),
     dict(x_shape=(1, 4, 8, 9), m=4, kernel=(3, 3), group=4, pads=[1, 1, 1, 1], strides=[2, 2], x_zero=5)])

@@ -108,6 +108,29 @@ def test_gemm_as_vector_dot_products(case):
     assert dots is None or ("int32_t s0_0 = 0;" in source) == dots
 
 
+# AArch64's tiles sum them as dot products of signed inputs (Tiles.signed_dots): no correction for a zero point of 0
+# (int8) or 128 (uint8, read as int8 with its top bit flipped); another one folded into the bias.
+SIGNED_DOT_CASES = {
+    "Gemm, zero point -128 folded": (dict(m=5, k=40, n=20, a_zero=-128), True),
+    "Gemm transB, no bias, zero point 0": (dict(m=6, k=64, n=33, trans_b=1, bias=False), True),
+    "MatMul uint8 batched A, zero point 128": (dict(m=3, k=33, n=17, op="MatMul", bias=False, batch=(2,),
+                                                    a_dtype=UINT8, a_zero=128, act="relu"), True),
+    "Gemm uint8, zero point folded": (dict(m=7, k=48, n=9, a_dtype=UINT8, a_zero=0), True),
+    "Gemm, short k": (dict(m=4, k=16, n=8, a_zero=0), False),
+}
+
+
+@pytest.mark.parametrize("case", list(SIGNED_DOT_CASES))
+def test_gemm_as_signed_dot_products(case):
+    kwargs, dots = SIGNED_DOT_CASES[case]
+    rng = np.random.default_rng(2)
+    model, reference = gemm_case(rng, **kwargs)
+    shape = kwargs.get("batch", ()) + (kwargs["m"], kwargs["k"])
+    source = check_outputs(model, reference, [(shape, kwargs.get("a_dtype", INT8))], rng, target="aarch64")
+    assert ("int32_t s0_0 = 0;" in source) == dots
+    assert ("(int8_t)(lp[k] ^ -128)" in source) == (dots and kwargs.get("a_dtype") == UINT8)
+
+
 @pytest.mark.parametrize("seed", range(3))
 def test_gemm_random(seed):
     rng = np.random.default_rng(200 + seed)

@@ -1,6 +1,7 @@
 """The hot kernels' register tiles vectorize under gcc and clang: a few one-kernel models compiled for
 --target x86-avx2 (two for x86-avx512's tiles) with explicit -mavx2 -mfma -mavxvnni (any x86-64 CI machine compiles
-that; the test runs nothing). The 8-bit dot products must be VNNI instructions.
+that; the test runs nothing). The 8-bit dot products must be VNNI instructions; for --target aarch64, Arm's sdot
+under aarch64-linux-gnu-gcc -march=armv8.2-a+dotprod.
 
 gcc vectorizes a tile's innermost loop itself (runtime_c/tile_loop.c keeps it from unrolling it first): its report
 (-fopt-info-vec-optimized) must name the line of each loop that multiplies and adds into the accumulators. clang
@@ -25,8 +26,10 @@ import pytest
 
 import cglow
 from cglow.options import Options
+from cglow.tools.host import STRICT_FLAGS
 from tests.kernels.test_quant_kernels_conv import conv_case
 from tests.kernels.test_quant_kernels_gemm import gemm_case
+from tests.qdq import UINT8
 from tests.util import checked_model, need_tool
 
 FLAGS = ("-std=c99", "-O3", "-mavx2", "-mfma", "-mavxvnni", "-S")
@@ -84,7 +87,13 @@ CASES = {
 
 def _kernel(case: str, tmp_path):
     build, target, *_ = CASES[case]
-    compiled = cglow.compile_model(build(), name="net", options=Options(target=target))
+    return _emitted(build(), target, tmp_path)
+
+
+def _emitted(model: onnx.ModelProto, target: str, tmp_path):
+    """The model's C for `target` in tmp_path (net.c, net.h), its lines, and its one convolution or matrix
+    product kernel's name."""
+    compiled = cglow.compile_model(model, name="net", options=Options(target=target))
     (tmp_path / "net.h").write_text(compiled.h_source)
     source = tmp_path / "net.c"
     source.write_text(compiled.c_source)
@@ -142,3 +151,26 @@ def test_clang_vectorizes_the_tiles(case, tmp_path):
     else:
         # a scalar tile multiplies in 32 bits (imull); a requantization left scalar, in 64 (imulq)
         assert re.search(r"vpmulld|vpmaddwd", body) and not re.search(r"\timull", body), f"{fn}: scalar tile"
+
+
+# --target aarch64 sums them as dot products of signed inputs (Tiles.signed_dots, kernels/gemm.py vector_reads), an
+# uint8 input read as int8 with its top bit flipped: gcc 12 makes Arm's sdot of both (clang 14 makes none: 16-bit
+# smlal). The same runs and zero points as the x86 cases, the convolution's zero point 0 (int8's plain one on Arm),
+# and uint8 ones, a padded convolution's 128 (plain) and a matrix product's 130 (folded into the bias).
+SDOT_CASES = {
+    "int8 gemm": lambda: gemm_case(np.random.default_rng(0), m=12, k=64, n=64)[0],
+    "uint8 gemm": lambda: gemm_case(np.random.default_rng(0), m=12, k=64, n=64, a_dtype=UINT8, a_zero=130)[0],
+    "int8 conv 3x3": lambda: conv_case(np.random.default_rng(0), x_shape=(1, 16, 6, 20), m=32, kernel=(3, 3),
+                                       pads=[1, 1, 1, 1], x_zero=0, channels_last=True)[0],
+    "uint8 conv 3x3": lambda: conv_case(np.random.default_rng(0), x_shape=(1, 16, 6, 20), m=32, kernel=(3, 3),
+                                        pads=[1, 1, 1, 1], x_dtype=UINT8, x_zero=128, channels_last=True)[0],
+}
+
+
+@pytest.mark.parametrize("case", list(SDOT_CASES))
+def test_gcc_makes_sdot_of_the_aarch64_dot_products(case, tmp_path):
+    source, _, fn = _emitted(SDOT_CASES[case](), "aarch64", tmp_path)
+    out = tmp_path / "net.s"
+    subprocess.run([need_tool("aarch64-linux-gnu-gcc"), *STRICT_FLAGS, "-O3", "-march=armv8.2-a+dotprod", "-S",
+                    str(source), "-o", str(out)], capture_output=True, text=True, check=True)
+    assert "\tsdot\t" in _function_asm_gcc(out.read_text(), fn), f"{fn}: no sdot"

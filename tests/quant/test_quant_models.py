@@ -78,17 +78,19 @@ def test_weights_are_bytes():
     assert consts and all(b.dtype in (np.int8, np.int32) for b in consts)
 
 
+@pytest.mark.parametrize("target", ["x86-avx512", "aarch64"])
 @pytest.mark.parametrize("name", ["kws", "resnet8", "vww", "autoencoder"])
-def test_x86_dot_products_give_the_same_integers(name):
-    """x86-64's tiles sum 8-bit runs of 32 values or more as dot products of unsigned inputs (Tiles.vector_dot;
-    in resnet8 over windows gathered in place too; the zero points folded into the biases): the same integers as
-    the generic target's kernels, on the model as onnxruntime's quantizer makes it."""
+def test_dot_products_give_the_same_integers(name, target):
+    """x86-64's tiles sum 8-bit runs of 32 values or more as dot products of unsigned inputs, AArch64's of signed
+    ones (Tiles.vector_dot, Tiles.signed_dots; on x86-64 in resnet8 over windows gathered in place too; the zero
+    points folded into the biases): the same integers as the generic target's kernels, on the model as
+    onnxruntime's quantizer makes it."""
     model = quantized(name, "qdq", True)
-    nets = {t: cglow.compile_model(model, name="net", options=Options(target=t)) for t in ("generic", "x86-avx512")}
-    assert "int32_t s0_0 = 0;" in nets["x86-avx512"].c_source
+    nets = {t: cglow.compile_model(model, name="net", options=Options(target=t)) for t in ("generic", target)}
+    assert "int32_t s0_0 = 0;" in nets[target].c_source
     built = {t: cglow.build(c) for t, c in nets.items()}
     rng = np.random.default_rng(3)
     for _ in range(3):
         x = [rng.integers(-128, 128, t.shape).astype(t.dtype) for t in nets["generic"].inputs]
-        for a, b in zip(built["generic"](*x), built["x86-avx512"](*x)):
+        for a, b in zip(built["generic"](*x), built[target](*x)):
             assert np.array_equal(a, b)

@@ -3,6 +3,8 @@ build of the same C (the integer kernels have no float and no implementation-def
 on)."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -35,6 +37,19 @@ def test_same_integers_as_the_host(model, target_name):
         assert got.dtype == want.dtype and np.array_equal(got, want)
 
 
+def test_aarch64_image_runs_sdot():
+    """The aarch64-linux preset builds for Armv8.2 with the dot product instructions (cglow/tools/targets.py), so that
+    the int8 kernels run as sdot there (tiles.py signed_dots): QEMU's Cortex-A53, an Armv8.0 core without them, stops
+    on the image that its default cpu runs (test_same_integers_as_the_host)."""
+    target = need_target("aarch64-linux")
+    compiled = cglow.compile_model(quantized("kws", "qdq", True), options=Options(target=target.tiles))
+    rng = np.random.default_rng(3)
+    inputs = [rng.integers(-128, 128, t.shape).astype(t.dtype) for t in compiled.inputs]
+    a53 = replace(target, run=("qemu-aarch64", "-cpu", "cortex-a53", "{image}"))
+    with pytest.raises(RuntimeError, match="exited with -4"):  # SIGILL
+        cross.run_image(cross.build_image(compiled, inputs, target), compiled, a53, count=False)
+
+
 # uint8 activations through depthwise convolutions of 6 channels (a tile of four channels a word, summed as
 # its even lanes and then its odd ones, mac2.c's SMLABB/SMLATT on the DSP targets, and a remainder tile of
 # two), stride 1 and 2, padded on some sides only
@@ -45,12 +60,14 @@ DEPTHWISE_CHAIN = [dict(m=6, kernel=(3, 3), pads=[1, 1, 1, 1], y_dtype=UINT8, y_
                    dict(m=8, kernel=(1, 1), y_dtype=UINT8, y_zero=128)]
 
 
-def check_uint8_chain(target_name: str, layers, shape, seed: int, x_zero: int, opts=(cross.OPT_FLAGS,)) -> str:
+def check_uint8_chain(target_name: str, layers, shape, seed: int, x_zero: int, opts=(cross.OPT_FLAGS,),
+                      cflags: tuple[str, ...] = ()) -> str:
     """A chain of uint8 convolutions (conv_chain) compiled for a cross target: the image under QEMU (built with
-    each of `opts`) and the host build of the same C (the helpers' portable code) give the NumPy integer
-    reference's outputs on an extreme and a random input. Returns the C. Whole tensors (a budget with room for
-    them): a kernel per layer, the variants under test (the patch tests run chains in tiles)."""
+    each of `opts`, and `cflags` after the target's) and the host build of the same C (the helpers' portable code)
+    give the NumPy integer reference's outputs on an extreme and a random input. Returns the C. Whole tensors (a
+    budget with room for them): a kernel per layer, the variants under test (the patch tests run chains in tiles)."""
     target = need_target(target_name)
+    target = replace(target, cflags=target.cflags + cflags)
     rng = np.random.default_rng(seed)
     model, reference = conv_chain(rng, layers, shape, x_dtype=UINT8, x_zero=x_zero)
     compiled = cglow.compile_model(model, options=Options(target=target.tiles, ram_budget=1 << 30))
@@ -66,6 +83,29 @@ def check_uint8_chain(target_name: str, layers, shape, seed: int, x_zero: int, o
 @pytest.mark.parametrize("target_name", ["cortex-m4", "cortex-m33"])
 def test_uint8_depthwise_under_qemu_matches_the_integer_reference(target_name):
     assert "cglow_mac2(acc" in check_uint8_chain(target_name, DEPTHWISE_CHAIN, (1, 3, 9, 10), seed=21, x_zero=125)
+
+
+# uint8 activations through AArch64's signed dot products (tiles.py signed_dots: read as int8 with their top bit
+# flipped, kernels/gemm.py vector_reads; sdot under the preset's -march): after a first layer over the planar input,
+# a 3x3 convolution whose zero point (0 once the importer folded 128 into the bias) is folded to 128, a padded one at
+# the plain zero point 128 (its windows gathered, the padding 128 too), a 1x1 (a matrix product) folding 0, and a
+# padded one whose zero point (125) keeps the tiles over output channels; 7 columns, so a remainder tile of one
+SIGNED_DOT_CHAIN = [dict(m=16, kernel=(3, 3), pads=[1, 1, 1, 1], y_dtype=UINT8, y_zero=128),
+                    dict(m=32, kernel=(3, 3), y_dtype=UINT8, y_zero=128),
+                    dict(m=32, kernel=(3, 3), pads=[1, 1, 1, 1], act="relu", y_dtype=UINT8, y_zero=0),
+                    dict(m=40, kernel=(1, 1), y_dtype=UINT8, y_zero=125),
+                    dict(m=16, kernel=(3, 3), pads=[1, 1, 1, 1], y_dtype=UINT8, y_zero=128),
+                    dict(m=8, kernel=(1, 1), y_dtype=UINT8, y_zero=120)]
+
+
+@pytest.mark.parametrize("cflags", [(), ("-march=armv8.2-a+dotprod+i8mm",)])
+def test_uint8_signed_dot_products_under_qemu_match_the_integer_reference(cflags):
+    """With the preset's flags, and with Armv8.6's mixed-sign usdot on offer (i8mm), which gcc 12.2 made of an uint8
+    byte converted to int8 and got wrong (kernels/gemm.py vector_reads)."""
+    source = check_uint8_chain("aarch64-linux", SIGNED_DOT_CHAIN, (1, 3, 9, 9), seed=25, x_zero=131,
+                               opts=(cross.OPT_FLAGS, ("-O3",)), cflags=cflags)
+    assert "(int8_t)(lp[k] ^ -128)" in source
+    assert source.count("*const stage = ") == 4  # two gathered convolutions: a run of tiles and a remainder each
 
 
 # uint8 activations through convolutions that widen their inputs into a panel (instr/passes.py
