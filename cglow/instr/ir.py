@@ -269,6 +269,7 @@ class Conv(Primitive):
     ring: View | None = None
     x_zero: int = 0         # integer convolutions: subtracted from every input value read (padding reads none)
     panel: View | None = None
+    x_pad: int | None = None  # a gathered window's padding where it is not x_zero (instr/vector_dots.py)
     value: Value | None = None
 
     def expressions(self) -> tuple[Expr, ...]:

@@ -103,7 +103,7 @@ def _im2col(c: Conv, runs: list[dict], x_dtype: np.dtype, widened: bool) -> dict
         r["fill"] = [(j, [(k, j * row + k * cg,
                            None if inside is not None and (j, k) not in inside else (j * sw + k * dw - pw) * xs[3])
                           for k in range(kw)]) for j in range(r["mr"])]
-    zero = c_literal(c.x_zero, x_dtype)
+    zero = c_literal(c.x_zero if c.x_pad is None else c.x_pad, x_dtype)
 
     def read(source: int | None, channel: int | str) -> str:
         """Channel `channel` (a number, or the loop variable) of a tap's input, at source from the pointer."""

@@ -134,8 +134,10 @@ VECTOR_DOT_CASES = {
                                        act="relu"), True),
     "dilation 2, 8 channels": (dict(x_shape=(1, 8, 9, 9), m=6, kernel=(3, 3), pads=[2, 2, 2, 2], dilations=[2, 2],
                                     x_zero=-128), True),
-    "padded, another zero point": (dict(x_shape=(1, 16, 6, 9), m=20, kernel=(3, 3), pads=[1, 1, 1, 1], x_zero=7),
-                                   False),
+    "padded, another zero point (gathered as such)": (dict(x_shape=(1, 16, 6, 9), m=20, kernel=(3, 3),
+                                                           pads=[1, 1, 1, 1], x_zero=7), True),
+    "padded, another zero point, 4 channels": (dict(x_shape=(1, 4, 6, 9), m=20, kernel=(3, 3), pads=[1, 1, 1, 1],
+                                                    x_zero=7), False),
     "short runs": (dict(x_shape=(1, 3, 6, 6), m=8, kernel=(3, 3), x_zero=-128), False),
     "weights with zero points": (dict(x_shape=(1, 40, 5, 5), m=4, kernel=(3, 3), pads=[1, 1, 1, 1], x_zero=-128,
                                       w_zero=[5, -7, 0, 100]), None),
@@ -158,7 +160,7 @@ def test_gathered_windows_are_padded_to_whole_vectors():
 
 # AArch64's tiles sum them as dot products of signed inputs (Tiles.signed_dots, Arm's sdot): the zero point that needs
 # no correction is 0 for int8 and 128 for uint8 (read as int8 with its top bit flipped), so that -128, an int8 input's
-# after a ReLU, is folded where no window reads padding and keeps the tiles over output channels where one does.
+# after a ReLU, is folded, and gathered into the padding of a padded convolution's windows.
 SIGNED_DOT_CASES = {
     "padded, zero point 0": (dict(x_shape=(1, 16, 6, 9), m=20, kernel=(3, 3), pads=[1, 1, 1, 1], x_zero=0), True),
     "unpadded, zero point -128 folded": (dict(x_shape=(1, 16, 6, 7), m=20, kernel=(3, 3), x_zero=-128), True),
@@ -176,7 +178,9 @@ SIGNED_DOT_CASES = {
     "dilation 2, uint8 zero point 128": (dict(x_shape=(1, 8, 9, 9), m=6, kernel=(3, 3), pads=[2, 2, 2, 2],
                                               dilations=[2, 2], x_dtype=UINT8, x_zero=128), True),
     "padded, zero point -128": (dict(x_shape=(1, 16, 6, 9), m=20, kernel=(3, 3), pads=[1, 1, 1, 1], x_zero=-128),
-                                False),
+                                True),
+    "padded, uint8 zero point 3, dilation 2": (dict(x_shape=(1, 8, 9, 9), m=6, kernel=(3, 3), pads=[2, 1, 2, 1],
+                                                    dilations=[2, 2], x_dtype=UINT8, x_zero=3), True),
     "short runs": (dict(x_shape=(1, 3, 6, 6), m=8, kernel=(3, 3), x_zero=0), False),
 }
 
