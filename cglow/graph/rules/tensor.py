@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from onnx import TensorProto, helper
 
 from ...errors import CglowError
 from ..geometry import axis, broadcast
@@ -214,10 +215,22 @@ def block_layout(node: Node, shape: tuple[int, ...]) -> tuple[tuple[int, ...], t
     return six, perm, (n, c // (b * b), h * b, w * b)
 
 
+WINDOWS = ("HannWindow", "HammingWindow", "BlackmanWindow")
+
+
+def eye_like(args: Args) -> list[TensorType]:
+    """EyeLike: a 2-D input's shape, of the dtype attribute's type (else the input's)."""
+    if len(args.shape(0)) != 2:
+        raise CglowError(f"{args.node.describe()}: the input must be 2-D, not {list(args.shape(0))}")
+    dtype = args.node.attr("dtype")
+    return [TensorType(args.types[0].dtype if dtype is None else np.dtype(helper.tensor_dtype_to_np_dtype(dtype)),
+                       args.shape(0))]
+
+
 def folded(args: Args) -> list[TensorType]:
-    """These ops are folded at import: Shape and Size always (shapes are static), ConstantOfShape and Range
-    when their inputs are constants, whose output types are computed here so that the importer can check
-    their size before it folds them. A run-time input has no static output shape."""
+    """These ops are folded at import: Shape and Size always (shapes are static); ConstantOfShape, Range, the
+    window functions and MelWeightMatrix when their inputs are constants, whose output types are computed here so
+    that the importer can check their size before it folds them. A run-time input has no static output shape."""
     node = args.node
     if node.op in ("ConstantOfShape", "Range") and all(c is not None for c in args.consts):
         if node.op == "ConstantOfShape":
@@ -227,5 +240,11 @@ def folded(args: Args) -> list[TensorType]:
         if delta == 0 or not math.isfinite((limit - start) / delta):
             raise CglowError(f"{node.describe()}: no finite range from {start} to {limit} by {delta}")
         return [TensorType(args.types[0].dtype, (max(math.ceil((limit - start) / delta), 0),))]
+    if node.op in WINDOWS + ("MelWeightMatrix",) and all(c is not None for c in args.consts):
+        dtype = np.dtype(helper.tensor_dtype_to_np_dtype(node.attr("output_datatype", TensorProto.FLOAT)))
+        if node.op != "MelWeightMatrix":
+            return [TensorType(dtype, (int(args.consts[0].reshape(-1)[0]),))]
+        bins, length = (int(c.reshape(-1)[0]) for c in args.consts[:2])
+        return [TensorType(dtype, (length // 2 + 1, bins))]
     raise CglowError(f"{node.describe()}: its output shape depends on run-time values; cglow compiles "
                      f"static graphs, so its inputs must be constants")

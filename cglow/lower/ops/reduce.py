@@ -1,5 +1,5 @@
 """Lowering of the reductions to the Reduce primitive, the reduced axes permuted last: Reduce*, ArgMax,
-ArgMin, GlobalMaxPool, and CumSum (a masked sum over the axis)."""
+ArgMin, GlobalMaxPool, and CumSum and CumProd (a masked sum or product over the axis)."""
 from __future__ import annotations
 
 from typing import Callable
@@ -49,8 +49,8 @@ REDUCTIONS: dict[str, tuple[str, Over, Over]] = {
     "ReduceL2": ("sum", lambda t: X * X, lambda t: t.back(call("sqrtf", t.float(ACC)))),
     "ReduceLogSum": ("sum", lambda t: X, lambda t: t.back(call("logf", t.float(ACC)))),
 }
-# CumSum: which j are summed into out[i], by (exclusive, reverse)
-CUMSUM_TAKES = {(0, 0): "<=", (1, 0): "<", (0, 1): ">=", (1, 1): ">"}
+# CumSum, CumProd: which j are summed (multiplied) into out[i], by (exclusive, reverse)
+CUMULATIVE_TAKES = {(0, 0): "<=", (1, 0): "<", (0, 1): ">=", (1, 1): ">"}
 
 
 def last_axis(rank: int, at: int) -> tuple[int, ...]:
@@ -118,8 +118,9 @@ def _global_max_pool(ctx: Context, node: Node) -> None:
     ctx.emit(Reduce(out, (x,), "max", X, ACC, node.name))
 
 
-def _cumsum(ctx: Context, node: Node) -> None:
-    """out[..., i] = the sum over j of x[..., j] for the j before i (after, reversed; i too unless exclusive)."""
+def _cumulative(ctx: Context, node: Node) -> None:
+    """out[..., i] = the sum (CumProd: the product) over j of x[..., j] for the j before i (after, reversed; i too
+    unless exclusive): the others count as 0 (as 1)."""
     shape = ctx.shape(node.inputs[0])
     at = axis(node, int(ctx.const(node.inputs[1]).reshape(-1)[0]), len(shape))
     last = last_axis(len(shape), at)
@@ -129,15 +130,17 @@ def _cumsum(ctx: Context, node: Node) -> None:
     pairs = x.shape[:-1] + (n, n)  # [outer..., i, j]
     pos = positions(ctx, n, node.name)
     row, i, j = repeat_rows(x, n), spread(pos, n).broadcast_to(pairs), pos.broadcast_to(pairs)
-    takes = CUMSUM_TAKES[node.attr("exclusive", 0), node.attr("reverse", 0)]
-    zero = lit(0, ctx.dtype(node.inputs[0]))
-    ctx.emit(Reduce(out, (row, i, j), "sum", select(binary(takes, Input(2), Input(1)), X, zero), ACC, node.name))
+    takes = CUMULATIVE_TAKES[node.attr("exclusive", 0), node.attr("reverse", 0)]
+    kind, neutral = ("prod", 1) if node.op == "CumProd" else ("sum", 0)
+    ctx.emit(Reduce(out, (row, i, j), kind, select(binary(takes, Input(2), Input(1)), X,
+                                                   lit(neutral, ctx.dtype(node.inputs[0]))), ACC, node.name))
 
 
 declare({
     "ArgMax": OpSpec(reduce_rules.arg, _arg),
     "ArgMin": OpSpec(reduce_rules.arg, _arg),
-    "CumSum": OpSpec(reduce_rules.cumsum, _cumsum, shape_inputs=(1,)),
+    "CumSum": OpSpec(reduce_rules.cumsum, _cumulative, shape_inputs=(1,)),
+    "CumProd": OpSpec(reduce_rules.cumsum, _cumulative, shape_inputs=(1,)),
     "GlobalMaxPool": OpSpec(nn_rules.global_pool, _global_max_pool),
     "ReduceL1": OpSpec(reduce_rules.reduction, _reduce, shape_inputs=(1,)),
     "ReduceL2": OpSpec(reduce_rules.reduction, _reduce, shape_inputs=(1,)),

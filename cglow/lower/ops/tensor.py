@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import numpy as np
+
 from ...graph.geometry import axis
 from ...graph.ir import Node
 from ...graph.registry import Args, OpSpec, declare
@@ -151,8 +153,21 @@ declare({
     "Unsqueeze": OpSpec(rules.unsqueeze, _reshape, int8="movement", shape_inputs=(1,)),
 })
 
+def _eye_like(ctx: Context, node: Node) -> None:
+    """A constant: ones on the diagonal k (the input gives only its shape)."""
+    n, m = ctx.shape(node.inputs[0])
+    eye = np.eye(n, m, node.attr("k", 0), dtype=ctx.dtype(node.outputs[0]))
+    ctx.emit(Map(ctx.new(node.outputs[0]), (ctx.const_view(eye, node.name),), Input(0), node.name))
+
+
+declare({
+    "EyeLike": OpSpec(rules.eye_like, _eye_like),
+})
+
 declare({  # always folded at import: their outputs depend on shapes or constant inputs only
     "ConstantOfShape": OpSpec(rules.folded, None, shape_inputs=(0,)),
+    **{op: OpSpec(rules.folded, None, shape_inputs=(0,)) for op in rules.WINDOWS},
+    "MelWeightMatrix": OpSpec(rules.folded, None, shape_inputs=(0, 1, 2, 3, 4)),
     "Range": OpSpec(rules.folded, None, shape_inputs=(0, 1, 2)),
     "Shape": OpSpec(rules.folded, None),
     "Size": OpSpec(rules.folded, None),
