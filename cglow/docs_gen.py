@@ -121,10 +121,12 @@ def render_ops() -> str:
              "# Supported operators\n",
              (f"cglow compiles models of opsets {OPSETS.start} to {last} of the default ONNX domain (older models "
               f"from opset 7 are upgraded to opset {OPSETS.start} with `onnx.version_converter`) with static shapes "
-              "(a symbolic first dimension is taken as 1; `--shape` pins the others). The element types are float32, bool and the 8- to 64-bit integers, each "
-              "op where ONNX allows them (*as ONNX*), except the ops marked *float32* (and *8-bit*: int8 and uint8 "
-              "too). Constant subgraphs are "
-              "folded at compile time whatever their ops.\n"),
+              "(a symbolic first dimension is taken as 1; `--shape` pins the others). The element types are float32, "
+              "bool and the 8- to 64-bit integers, each op where ONNX allows them (*as ONNX*), except the ops marked "
+              "*float32* (and *8-bit*: int8 and uint8 too). float16 and bfloat16 tensors are stored as such (their "
+              "bits, `uint16_t` in C: inputs, outputs, casts) and computed in float32, each op's result rounded to "
+              "its type (graph/halves.py); a *float32* op takes them so. Constant subgraphs are folded at compile "
+              "time whatever their ops.\n"),
              "- **opsets**: the opsets of the default domain in which cglow takes the op.",
              ("- **int8**: what the op becomes in a quantized (QDQ) model when its inputs come from "
               "DequantizeLinear and its output goes to QuantizeLinear; *float* means it runs in float between "

@@ -94,7 +94,7 @@ def _reason(exc: BaseException) -> str:
     return ("C build: " if errors else "") + text[:140]
 
 
-def _array(value) -> np.ndarray:
+def as_array(value) -> np.ndarray:
     """A data set's tensor as an array: the suite holds those of types NumPy lacks (bfloat16, float8, 4-bit...) as
     TensorProtos, which read as ml_dtypes arrays."""
     return numpy_helper.to_array(value) if isinstance(value, onnx.TensorProto) else np.asarray(value)
@@ -112,11 +112,11 @@ def run_case(name: str) -> tuple[str, str | None]:
             warnings.simplefilter("ignore")
             rep = backend.prepare(case.model)
             for inputs, outputs in case.data_sets:
-                got = rep.run([_array(x) for x in inputs])
+                got = rep.run([as_array(x) for x in inputs])
                 if len(got) != len(outputs):
                     return name, f"{len(got)} outputs, {len(outputs)} expected"
                 for g, want in zip(got, outputs):
-                    want = _array(want)
+                    want = as_array(want)
                     if g.dtype != want.dtype or g.shape != want.shape:
                         return name, f"output {g.dtype}{list(g.shape)}, expected {want.dtype}{list(want.shape)}"
                     np.testing.assert_allclose(g, want, rtol=case.rtol, atol=case.atol, equal_nan=True)

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from cglow.tools import backend
+from cglow.tools.coverage import as_array
 from cglow.tools.host import check_warnings, sources
 
 from tests.conformance_cases import all_cases, expected_failures, op_of, run_cases
@@ -44,10 +45,10 @@ def test_node_case(name):
     case = all_cases()[name]
     rep = backend.prepare(case.model)
     for inputs, outputs in case.data_sets:
-        got = rep.run(inputs)
+        got = rep.run([as_array(x) for x in inputs])
         assert len(got) == len(outputs)
         for g, want in zip(got, outputs):
-            want = np.asarray(want)
+            want = as_array(want)
             assert g.dtype == want.dtype and g.shape == want.shape, (g.dtype, g.shape, want.dtype, want.shape)
             np.testing.assert_allclose(g, want, rtol=case.rtol, atol=case.atol, equal_nan=True)
     for host in rep.hosts.values():

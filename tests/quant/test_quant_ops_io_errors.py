@@ -101,8 +101,8 @@ def bad_concat_no_inputs() -> onnx.ModelProto:
     return single_node("QLinearConcat", ins, INT8, domain=MS, axis=1)
 
 
-def quantize_f16_scale() -> onnx.ModelProto:
-    ins = [("x", (F32, (2, 3))), ("scale", np.asarray(0.1, np.float16)), ("zero", q(0, INT8))]
+def quantize_f64_scale() -> onnx.ModelProto:
+    ins = [("x", (F32, (2, 3))), ("scale", np.asarray(0.1, np.float64)), ("zero", q(0, INT8))]
     return single_node("QuantizeLinear", ins, INT8, opset=19)
 
 
@@ -137,7 +137,7 @@ def dequantize_block_size() -> onnx.ModelProto:
 ERRORS = {
     "QLinearConcat with a bad input count": (bad_concat, ("QLinearConcat", "7 inputs")),
     "QLinearConcat with no inputs to join": (bad_concat_no_inputs, ("QLinearConcat",)),
-    "QuantizeLinear with a float16 scale": (quantize_f16_scale, ("QuantizeLinear", "float16")),
+    "QuantizeLinear with a float64 scale": (quantize_f64_scale, ("QuantizeLinear", "float64")),
     "QuantizeLinear with block_size": (quantize_block_size, ("QuantizeLinear", "block_size")),
     "DequantizeLinear of int4": (dequantize_int4, ("DequantizeLinear", "int4")),
     "DequantizeLinear with block_size": (dequantize_block_size, ("DequantizeLinear", "block_size")),

@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 from onnx import helper
 
+from ...c_text import HALVES
 from ...errors import CglowError
 from ..ir import TensorType
 from ..registry import Args, require_float
@@ -36,8 +37,9 @@ def cast(args: Args) -> list[TensorType]:
     else:
         target = args.types[1].dtype
     for what, dtype in (("from", args.types[0].dtype), ("to", target)):
-        if dtype not in NUMERIC + (BOOL,):
+        if dtype not in NUMERIC + (BOOL,) + HALVES:
             name = "string" if dtype.kind in "OSU" else dtype.name
             raise CglowError(f"{args.node.describe()}: a cast {what} {name} is not supported (cglow "
-                             f"computes in float32, bool and the 8- to 64-bit integer types)")
+                             f"computes in float32, bool and the 8- to 64-bit integer types, and stores float16 "
+                             f"and bfloat16)")
     return [TensorType(target, args.shape(0))]

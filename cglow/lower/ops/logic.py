@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...c_text import HALVES
 from ...graph.ir import Node
 from ...graph.registry import OpSpec, declare
 from ...graph.rules import logic as rules
-from ...instr.expr import Input, and_, call, cast, eq, ge, gt, le, lift, lt, ne, not_, or_, select
+from ...instr.expr import Expr, Input, and_, call, cast, eq, ge, gt, le, lift, lt, ne, not_, or_, select, substitute
 from ..context import Context
 from .elementwise import identity, kind
 
@@ -49,12 +50,26 @@ def _is_inf(ctx: Context, node: Node) -> None:
     ctx.elementwise(node, IS_INF.get(detect, lift(0)), node.inputs[:1] if detect in IS_INF else [])
 
 
+# float16 and bfloat16 bits to and from float (runtime_c; graph/halves.py)
+TO_FLOAT = dict(zip(HALVES, ("cglow_half_to_float", "cglow_bfloat_to_float")))
+FROM_FLOAT = dict(zip(HALVES, ("cglow_float_to_half", "cglow_float_to_bfloat")))
+
+
+def _conversion(source: np.dtype, target: np.dtype) -> Expr:
+    """Input(0), of type source, converted to target: through float where either is a half type."""
+    if source in HALVES or target in HALVES:
+        value = call(TO_FLOAT[source], X) if source in HALVES else _conversion(source, F32)
+        if target in HALVES:
+            return call(FROM_FLOAT[target], value)
+        return value if target == F32 else substitute(_conversion(F32, target), [value])
+    return CASTS.get((kind(source), kind(target)), cast(VIA[target], X) if target in VIA else X)
+
+
 def _cast(ctx: Context, node: Node) -> None:
     source, target = ctx.dtype(node.inputs[0]), ctx.dtype(node.outputs[0])
     if source == target:
         return identity(ctx, node)
-    expr = CASTS.get((kind(source), kind(target)), cast(VIA[target], X) if target in VIA else X)
-    ctx.elementwise(node, expr, node.inputs[:1])
+    ctx.elementwise(node, _conversion(source, target), node.inputs[:1])
 
 
 declare({

@@ -1,0 +1,18 @@
+/* An IEEE binary16 value, its bits, as a float: exact (a float holds every half), infinities, NaN and
+   subnormals kept. Storage of float16 tensors, which compute in float (graph/halves.py). */
+static float cglow_half_to_float(uint16_t half)
+{
+    const uint32_t sign = (uint32_t)(half & 0x8000u) << 16;
+    const uint32_t exponent = (uint32_t)(half >> 10) & 0x1fu;
+    const uint32_t mantissa = half & 0x3ffu;
+    uint32_t bits = sign | ((exponent + 112u) << 23) | (mantissa << 13);
+    float value;
+    if (exponent == 0x1fu) {
+        bits = sign | 0x7f800000u | (mantissa << 13);
+    } else if (exponent == 0u) {
+        value = (float)mantissa * 0x1p-24f;
+        return sign ? -value : value;
+    }
+    memcpy(&value, &bits, 4);
+    return value;
+}

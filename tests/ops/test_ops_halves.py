@@ -1,0 +1,77 @@
+"""float16 and bfloat16 tensors (graph/halves.py): stored as their bits, converted to and from float32 by
+runtime_c's helpers exactly as NumPy (and ml_dtypes) round, computed in float32 between casts."""
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+from onnx import TensorProto as T, helper as h, numpy_helper
+import onnxruntime as ort
+import pytest
+
+import cglow
+from cglow.tools import backend
+from tests.util import need_tool
+
+BFLOAT16 = np.dtype(ml_dtypes.bfloat16)
+TYPES = {T.FLOAT16: np.dtype(np.float16), T.BFLOAT16: BFLOAT16}
+
+
+def cast_model(source: int, target: int, n: int):
+    graph = h.make_graph([h.make_node("Cast", ["x"], ["y"], to=target)], "cast",
+                         [h.make_tensor_value_info("x", source, [n])], [h.make_tensor_value_info("y", target, [n])])
+    return h.make_model(graph, opset_imports=[h.make_opsetid("", 21)])
+
+
+def floats() -> np.ndarray:
+    """Every rounding case: ties to even either way, the largest halves and beyond, subnormals down to and past
+    the smallest, infinities, NaN, signed zeros; and a sweep of float bit patterns."""
+    special = np.array([0.0, -0.0, 1.0, 65504.0, 65519.99, 65520.0, 1e6, np.inf, -np.inf, np.nan, 2.0 ** -14,
+                        2.0 ** -24, 2.0 ** -25, 2.0 ** -25 * 1.0001, 3 * 2.0 ** -26, 2.0 ** -26, 1e-45,
+                        1.0 + 2.0 ** -11, 1.0 + 3 * 2.0 ** -11, 1.0 + 2.0 ** -8, 1.0 + 3 * 2.0 ** -8,
+                        3.3895314e38, 3.4028235e38], np.float32)
+    sweep = np.arange(0, 2 ** 32, 65537, dtype=np.uint64).astype(np.uint32).view(np.float32)
+    return np.concatenate([special, -special, sweep])
+
+
+@pytest.mark.parametrize("target", list(TYPES), ids=["float16", "bfloat16"])
+def test_float_to_half_rounds_as_numpy(target):
+    x = floats()
+    got = backend.prepare(cast_model(T.FLOAT, target, x.size)).run([x])[0]
+    with np.errstate(all="ignore"):
+        want = x.astype(TYPES[target])
+    nan = np.isnan(x)
+    assert got.dtype == TYPES[target]
+    assert np.array_equal(got.view(np.uint16)[~nan], want.view(np.uint16)[~nan])
+    assert np.isnan(got[nan].astype(np.float32)).all()
+
+
+@pytest.mark.parametrize("source", list(TYPES), ids=["float16", "bfloat16"])
+def test_every_half_to_float_is_exact(source):
+    x = np.arange(2 ** 16, dtype=np.uint16).view(TYPES[source])
+    got = backend.prepare(cast_model(source, T.FLOAT, x.size)).run([x])[0]
+    want = x.astype(np.float32)
+    nan = np.isnan(want)
+    assert np.array_equal(got.view(np.uint32)[~nan], want.view(np.uint32)[~nan])
+    assert np.isnan(got[nan]).all()
+
+
+def test_a_float16_network_matches_onnxruntime():
+    """A float16 MatMul, Add, Relu and Softmax, each rounded to float16 as onnxruntime's float16 kernels round:
+    the same values within a float16 step; the C builds with clang under the strict flags too."""
+    rng = np.random.default_rng(0)
+    w = numpy_helper.from_array(rng.standard_normal((16, 8)).astype(np.float16), "w")
+    b = numpy_helper.from_array(rng.standard_normal(8).astype(np.float16), "b")
+    nodes = [h.make_node("MatMul", ["x", "w"], ["m"]), h.make_node("Add", ["m", "b"], ["a"]),
+             h.make_node("Relu", ["a"], ["r"]), h.make_node("Softmax", ["r"], ["y"])]
+    graph = h.make_graph(nodes, "half", [h.make_tensor_value_info("x", T.FLOAT16, [4, 16])],
+                         [h.make_tensor_value_info("y", T.FLOAT16, [4, 8])], [w, b])
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", 17)])
+    x = rng.standard_normal((4, 16)).astype(np.float16)
+    want = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    compiled = cglow.compile_model(model)
+    assert "const uint16_t *input_0" in compiled.h_source
+    got = cglow.build(compiled)(x)[0]
+    assert got.dtype == np.float16
+    np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32), rtol=2e-3, atol=1e-3)
+    from cglow.tools.host import check_warnings, sources
+    check_warnings(sources(compiled), need_tool("clang"))
