@@ -1,7 +1,8 @@
 """The ONNX node conformance suite through cglow (cglow.tools.backend, the C built by the host compiler): every case
-the installed onnx package generates, each run apart, less the families out of an inference compiler's reach; per
-op, its cases, the ones passed and why the others fail. `python -m cglow.tools.coverage docs/coverage.md` (make
-coverage) writes the table; tests/ops/test_conformance.py holds cglow to the cases it passes."""
+the installed onnx package generates, each run apart by onnx's official runner (onnx.backend.test.BackendTest),
+less the families out of an inference compiler's reach; per op, its cases, the ones passed and why the others
+fail. `python -m cglow.tools.coverage docs/coverage.md` (make docs) writes the table; tests/ops/test_conformance.py
+holds cglow to the cases it passes."""
 from __future__ import annotations
 
 import argparse
@@ -82,16 +83,20 @@ def _timed_out(signum, frame):
     raise TimeoutError(f"timed out after {CASE_SECONDS} s")
 
 
-def _reason(exc: BaseException) -> str:
-    """One line that says why a case failed (a build's first error), its names and paths blurred so that alike
-    failures group."""
-    lines = str(exc).strip().splitlines() or [type(exc).__name__]
-    errors = [line for line in lines if "error:" in line]
-    text = errors[0].split("error:", 1)[1].strip() if errors else lines[0]
-    if type(exc).__name__ == "AssertionError":
-        text = "wrong values" if "Not equal to tolerance" in str(exc) or "Mismatch" in str(exc) else text
-    text = re.sub(r"/tmp/\S+", "…", re.sub(r"'[^']*'|‘[^’]*’", "'…'", text))
-    return ("C build: " if errors else "") + text[:140]
+def _reason(failure: str) -> str:
+    """One line that says why a case failed, from its traceback (a C build's first error, else the exception's
+    message), its names and paths blurred so that alike failures group."""
+    lines = failure.strip().splitlines()
+    errors = [line for line in lines if "error:" in line and not line.startswith(("Traceback", "  "))]
+    last = next((line for line in reversed(lines) if re.match(r"[\w.]+(Error|Problems|Exception)\b", line)),
+                lines[-1] if lines else "failed")
+    if errors and "failed on generated code" in failure:
+        text = "C build: " + errors[0].split("error:", 1)[1].strip()
+    elif last.startswith("AssertionError") and ("Not equal to tolerance" in failure or "Mismatch" in failure):
+        text = "wrong values"
+    else:
+        text = last.split(": ", 1)[1] if ": " in last else last
+    return re.sub(r"/tmp/\S+", "…", re.sub(r"'[^']*'|‘[^’]*’", "'…'", text))[:140]
 
 
 def as_array(value) -> np.ndarray:
@@ -100,38 +105,45 @@ def as_array(value) -> np.ndarray:
     return numpy_helper.to_array(value) if isinstance(value, onnx.TensorProto) else np.asarray(value)
 
 
-def run_case(name: str) -> tuple[str, str | None]:
-    """Runs one case through the backend: (name, None) when every output matches its data set within the case's
-    tolerances, else (name, why)."""
+_TESTS: dict = {}  # each worker's: case name -> its test of onnx's official runner
+
+
+def _start(names: list[str]) -> None:
+    """A worker's official runner (onnx.backend.test.BackendTest over tools/backend.py) of the cases named."""
+    import unittest
+    from onnx.backend.test import BackendTest
     from . import backend
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        runner = BackendTest(backend, "cglow_coverage")
+        runner.include("^(" + "|".join(re.escape(n) for n in names) + ")_cpu$")
+        tests = list(unittest.TestSuite(runner.test_suite))
+
+    def flat(suite):
+        for t in suite:
+            yield from (flat(t) if isinstance(t, unittest.TestSuite) else [t])
+    for test in flat(tests):
+        _TESTS[test.id().rsplit(".", 1)[1].removesuffix("_cpu")] = test
+
+
+def run_case(name: str) -> tuple[str, str | None]:
+    """Runs one case's official test: (name, None) when it passes, else (name, why)."""
+    import unittest
     signal.signal(signal.SIGALRM, _timed_out)
     signal.alarm(CASE_SECONDS)
-    case = _CASES[name]
+    result = unittest.TestResult()
     try:
         with warnings.catch_warnings(), np.errstate(all="ignore"):
             warnings.simplefilter("ignore")
-            rep = backend.prepare(case.model)
-            for inputs, outputs in case.data_sets:
-                got = rep.run([as_array(x) for x in inputs])
-                if len(got) != len(outputs):
-                    return name, f"{len(got)} outputs, {len(outputs)} expected"
-                for g, want in zip(got, outputs):
-                    want = as_array(want)
-                    if g.dtype != want.dtype or g.shape != want.shape:
-                        return name, f"output {g.dtype}{list(g.shape)}, expected {want.dtype}{list(want.shape)}"
-                    np.testing.assert_allclose(g, want, rtol=case.rtol, atol=case.atol, equal_nan=True)
-        return name, None
-    except BaseException as exc:  # noqa: BLE001  (any failure of a case is its result)
-        return name, _reason(exc)
+            _TESTS[name].run(result)
+    except TimeoutError as exc:
+        return name, str(exc)
     finally:
         signal.alarm(0)
-
-
-_CASES: dict = {}
-
-
-def _start(cases: dict) -> None:
-    _CASES.update(cases)
+    problems = result.failures + result.errors
+    if problems:
+        return name, _reason(problems[0][1])
+    return name, f"skipped: {result.skipped[0][1]}" if result.skipped else None
 
 
 @dataclass
@@ -152,8 +164,7 @@ def measure(names: list[str] | None = None, jobs: int | None = None) -> Coverage
         reach = family(cases[name].model)
         (out[reach] if reach else by_op[op_of(cases, name)]).append(name)
     todo = [n for op in by_op.values() for n in op]
-    with multiprocessing.get_context("fork").Pool(jobs, initializer=_start, initargs=(cases,),
-                                                  maxtasksperchild=50) as pool:
+    with multiprocessing.get_context("fork").Pool(jobs, initializer=_start, initargs=(todo,)) as pool:
         results = dict(pool.imap_unordered(run_case, todo))
     return Coverage(dict(by_op), {n for n, why in results.items() if why is None},
                     {n: why for n, why in results.items() if why is not None}, dict(out))
