@@ -154,6 +154,7 @@ def _function_ops(registered: set[str]) -> list[str]:
     """The ops of the default domain that cglow compiles as their ONNX function bodies (graph/functions.py), less
     the families out of its reach (tools/coverage.py)."""
     from onnx import defs
+    from .graph.decompose import DECOMPOSITIONS
     from .tools.coverage import OUT_OF_REACH
     out = set().union(*OUT_OF_REACH.values())
     ops = sorted(s.name for s in defs.get_all_schemas() if s.domain == "" and s.name not in registered | out and
@@ -162,7 +163,9 @@ def _function_ops(registered: set[str]) -> list[str]:
             ("These ops have no lowering of their own: ONNX defines each as a function of other ops, and cglow "
              "replaces each node by that body at import (at the model's opset), so that they compile wherever the "
              "ops of the body do (docs/coverage.md shows which cases pass):\n"),
-            ", ".join(ops) + "."]
+            ", ".join(ops) + ".",
+            ("\nThese are built of other ops by cglow itself (graph/decompose.py): "
+             f"{', '.join(sorted(DECOMPOSITIONS))}.")]
 
 
 def _tflite_builtins() -> list[str]:

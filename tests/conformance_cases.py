@@ -12,6 +12,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto
 
+from cglow.graph.decompose import DECOMPOSITIONS
 from cglow.tools.coverage import family
 
 SCOPE = set("""
@@ -40,6 +41,7 @@ def _functions() -> set[str]:
 
 SCOPE |= _registered()  # every op cglow supports is held to its cases too, beyond the issue's list
 SCOPE |= _functions()  # and every op it compiles as its function body
+SCOPE |= set(DECOMPOSITIONS)  # or as its own decomposition
 
 SUPPORTED_TYPES = {TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.BFLOAT16, TensorProto.BOOL, TensorProto.INT8,
                    TensorProto.UINT8, TensorProto.INT16, TensorProto.UINT16, TensorProto.INT32, TensorProto.UINT32,

@@ -68,6 +68,16 @@ def _value_types(model: onnx.ModelProto) -> dict[str, onnx.TypeProto]:
     return types
 
 
+def value_shapes(model: onnx.ModelProto) -> dict[str, tuple[int, ...]]:
+    """The static shape of every value whose shape ONNX's shape inference finds."""
+    shapes = {}
+    for name, t in _value_types(model).items():
+        dims = t.tensor_type.shape.dim if t.HasField("tensor_type") and t.tensor_type.HasField("shape") else None
+        if dims is not None and all(d.HasField("dim_value") for d in dims):
+            shapes[name] = tuple(d.dim_value for d in dims)
+    return shapes
+
+
 def _body(node: onnx.NodeProto, opset: int, types: dict[str, onnx.TypeProto],
           prefix: str) -> list[onnx.NodeProto] | None:
     """The nodes of the newest function body of the node's op at `opset` (_inlined, its inner values' names

@@ -15,6 +15,7 @@ from ..errors import CglowError, ModelProblems, Notice, listed, reason
 from ..options import MAX_MEMORY
 from .evaluate_node import evaluate_node
 from .external_data import load_external_data
+from .decompose import decompose
 from .functions import expand_functions
 from .halves import compute_in_float
 from .limits import checked_type, read_tensor
@@ -271,7 +272,7 @@ def import_model(model: onnx.ModelProto, shapes: dict[str, tuple[int, ...]] | No
         raise CglowError("the file holds no graph (not an ONNX model?)")
     model = expand_qoperators(upgrade(model))
     opset = _opset(model)
-    model = compute_in_float(expand_functions(model, set(OPS), opset))
+    model = compute_in_float(expand_functions(decompose(model, set(OPS), opset), set(OPS), opset))
     g = model.graph
     consts = _constants(g, max_memory)
     inputs = _graph_inputs(g, consts, dict(shapes or {}))

@@ -1,0 +1,132 @@
+"""Ops that cglow compiles as a few others, built per node before import (as graph/functions.py does with ONNX's
+function bodies, where ONNX gives none): LpPool as the p-th root of a sum pool of |x|^p, and DFT as matrix
+products of the signal by constant cosine and sine matrices. SHAPE_INPUTS names the inputs that must be
+constants (the backend pins them, tools/backend.py)."""
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+
+from ..errors import CglowError
+
+SHAPE_INPUTS = {"DFT": (1, 2)}
+
+
+class Builder:
+    """The nodes of one decomposition, their values named after the node's."""
+
+    def __init__(self, node: onnx.NodeProto, prefix: str, opset: int):
+        self.node, self.prefix, self.opset, self.nodes = node, prefix, opset, []
+
+    def add(self, op: str, inputs: list[str], output: str | None = None, **attrs) -> str:
+        out = output or f"{self.prefix}{op}.{len(self.nodes)}"
+        self.nodes.append(helper.make_node(op, inputs, [out], f"{self.prefix}{op}.{len(self.nodes)}", **attrs))
+        return out
+
+    def const(self, value: np.ndarray) -> str:
+        out = f"{self.prefix}const.{len(self.nodes)}"
+        self.nodes.append(helper.make_node("Constant", [], [out], out, value=numpy_helper.from_array(value)))
+        return out
+
+
+def _named(node: onnx.NodeProto) -> str:
+    return f"{node.op_type} node '{node.name}'" if node.name else f"a {node.op_type} node"
+
+
+def _attrs(node: onnx.NodeProto) -> dict:
+    return {a.name: helper.get_attribute_value(a) for a in node.attribute}
+
+
+def _lp_pool(b: Builder, shapes: dict, consts: dict) -> None:
+    """(sum over the window of |x|^p)^(1/p): an AveragePool counting padding, times the window's size."""
+    attrs = _attrs(b.node)
+    p = float(attrs.pop("p", 2))
+    kernel = attrs["kernel_shape"]
+    powered = b.add("Pow", [b.add("Abs", [b.node.input[0]]), b.const(np.array(p, np.float32))])
+    mean = b.add("AveragePool", [powered], count_include_pad=1, **attrs)
+    total = b.add("Mul", [mean, b.const(np.array(math.prod(kernel), np.float32))])
+    b.add("Pow", [total, b.const(np.array(1 / p, np.float32))], b.node.output[0])
+
+
+def _dft(b: Builder, shapes: dict, consts: dict) -> None:
+    """The transform along `axis` of a real ([..., 1]) or complex ([..., 2]) signal, dft_length samples (the
+    signal cut or padded with zeros to it): Re = xr C + xi S, Im = xi C - xr S with C, S the cosines and sines
+    of 2 pi j k / length (the inverse: their conjugates over length); onesided, the first length / 2 + 1
+    frequencies."""
+    node, attrs = b.node, _attrs(b.node)
+    shape = shapes.get(node.input[0])
+
+    def given(i: int):
+        return consts.get(node.input[i]) if len(node.input) > i and node.input[i] else None
+    if shape is None or any(len(node.input) > i and node.input[i] and given(i) is None for i in (1, 2)):
+        raise CglowError(f"{_named(node)}: its input's shape, dft_length and axis must be static")
+    rank = len(shape)
+    axis = int(given(2).reshape(-1)[0]) if b.opset >= 20 and given(2) is not None else \
+        -2 if b.opset >= 20 else attrs.get("axis", 1)  # an input from opset 20, an attribute before
+    axis = axis + rank if axis < 0 else axis
+    if not 0 < axis < rank - 1 or shape[-1] not in (1, 2):
+        raise CglowError(f"{_named(node)}: axis {axis} of a [..., 1 or 2] signal of rank {rank}")
+    inverse, onesided = attrs.get("inverse", 0), attrs.get("onesided", 0)
+    if inverse and onesided:
+        raise CglowError(f"{_named(node)}: an inverse of a one-sided transform is not supported")
+    n = shape[axis]
+    length = int(given(1).reshape(-1)[0]) if given(1) is not None else n
+    used, k = min(n, length), length // 2 + 1 if onesided else length
+    perm = [d for d in range(rank - 1) if d != axis] + [axis, rank - 1]
+    x = b.add("Transpose", [node.input[0]], perm=perm)  # [..., n, 1 or 2]
+    x = b.add("Slice", [x, b.const(np.array([0], np.int64)), b.const(np.array([used], np.int64)),
+                        b.const(np.array([-2], np.int64))])
+
+    def part(i: int) -> str:  # the real or imaginary part, [..., 1, used]
+        sliced = b.add("Slice", [x, b.const(np.array([i], np.int64)), b.const(np.array([i + 1], np.int64)),
+                                 b.const(np.array([-1], np.int64))])
+        return b.add("Transpose", [sliced], perm=list(range(rank - 2)) + [rank - 1, rank - 2])
+    angle = 2 * np.pi * np.outer(np.arange(used), np.arange(k)) / length
+    scale = 1 / length if inverse else 1.0
+    cos, sin = b.const((np.cos(angle) * scale).astype(np.float32)), b.const((np.sin(angle) * scale).astype(np.float32))
+    real = part(0)
+    re, im = b.add("MatMul", [real, cos]), b.add("MatMul", [real, sin])  # [..., 1, k]
+    sign = 1 if inverse else -1  # e^(-i angle) forward, e^(+i angle) inverse
+    im = im if inverse else b.add("Neg", [im])
+    if shape[-1] == 2:
+        imag = part(1)
+        re = b.add("Add" if sign < 0 else "Sub", [re, b.add("MatMul", [imag, sin])])
+        im = b.add("Add", [im, b.add("MatMul", [imag, cos])])
+    pair = b.add("Concat", [re, im], axis=-2)  # [..., 2, k]
+    back = [0] * rank
+    for position, d in enumerate(perm):
+        back[d] = position
+    swapped = b.add("Transpose", [pair], perm=list(range(rank - 2)) + [rank - 1, rank - 2])  # [..., k, 2]
+    b.add("Transpose", [swapped], node.output[0], perm=back)
+
+
+DECOMPOSITIONS: dict[str, Callable[[Builder, dict, dict], None]] = {"LpPool": _lp_pool, "DFT": _dft}
+
+
+def decompose(model: onnx.ModelProto, known: set[str], opset: int) -> onnx.ModelProto:
+    """The model (of `opset`) with every node of an op in DECOMPOSITIONS (and not in `known`) replaced by its
+    decomposition."""
+    if not any(n.op_type in DECOMPOSITIONS and n.op_type not in known for n in model.graph.node):
+        return model
+    from .functions import value_shapes
+    shapes = value_shapes(model)
+    consts = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    consts.update({n.output[0]: numpy_helper.to_array(a.t) for n in model.graph.node if n.op_type == "Constant"
+                   for a in n.attribute if a.name == "value"})
+    nodes = []
+    for i, node in enumerate(model.graph.node):
+        if node.op_type in DECOMPOSITIONS and node.op_type not in known and node.domain in ("", "ai.onnx"):
+            b = Builder(node, f"{node.name or node.op_type}.{i}/", opset)
+            DECOMPOSITIONS[node.op_type](b, shapes, consts)
+            nodes += b.nodes
+        else:
+            nodes.append(node)
+    out = onnx.ModelProto()
+    out.CopyFrom(model)
+    del out.graph.node[:]
+    out.graph.node.extend(nodes)
+    return out

@@ -1,0 +1,45 @@
+"""Ops compiled as cglow's own decompositions (cglow/graph/decompose.py): DFT against NumPy's FFT, the signal cut
+or padded to dft_length, real and complex, forward, inverse and one-sided."""
+from __future__ import annotations
+
+import numpy as np
+from onnx import TensorProto as T, helper as h, numpy_helper
+import pytest
+
+import cglow
+from cglow.errors import CglowError
+from cglow.tools import backend
+
+RNG = np.random.default_rng(7)
+
+
+def dft_model(shape, out_shape, length=None, axis=1, **attrs):
+    inits = [numpy_helper.from_array(np.array(axis, np.int64), "axis")]
+    inputs = ["x", "", "axis"]
+    if length is not None:
+        inits.append(numpy_helper.from_array(np.array(length, np.int64), "length"))
+        inputs[1] = "length"
+    graph = h.make_graph([h.make_node("DFT", inputs, ["y"], **attrs)], "dft",
+                         [h.make_tensor_value_info("x", T.FLOAT, shape)],
+                         [h.make_tensor_value_info("y", T.FLOAT, out_shape)], inits)
+    return h.make_model(graph, opset_imports=[h.make_opsetid("", 20)])
+
+
+@pytest.mark.parametrize("length, complex_in, inverse, onesided", [
+    (None, False, 0, 0), (12, False, 0, 0), (5, True, 0, 0), (8, True, 1, 0), (9, False, 0, 1), (None, True, 0, 1)])
+def test_dft_as_numpy_fft(length, complex_in, inverse, onesided):
+    n = 8
+    x = RNG.standard_normal((2, n, 3, 2 if complex_in else 1)).astype(np.float32)
+    signal = x[..., 0] + 1j * x[..., 1] if complex_in else x[..., 0]
+    m = length or n
+    want = (np.fft.ifft if inverse else np.fft.fft)(signal, n=m, axis=1)
+    want = want[:, :m // 2 + 1] if onesided else want
+    want = np.stack([want.real, want.imag], -1).astype(np.float32)
+    model = dft_model(list(x.shape), list(want.shape), length, inverse=inverse, onesided=onesided)
+    got = backend.prepare(model).run([x])[0]
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+def test_a_dft_along_the_complex_axis_is_refused():
+    with pytest.raises(CglowError, match="axis 2 of a"):
+        cglow.compile_model(dft_model([1, 4, 1], [1, 4, 2], axis=-1))
