@@ -4,7 +4,9 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 
-HALVES = (np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16))  # stored as their bits, computed in float32
+# float16, bfloat16 and the float8 types: stored as their bits, computed in float32 (graph/narrow_floats.py)
+NARROW_FLOATS = tuple(np.dtype(t) for t in (np.float16, ml_dtypes.bfloat16, ml_dtypes.float8_e4m3fn,
+                                            ml_dtypes.float8_e4m3fnuz, ml_dtypes.float8_e5m2, ml_dtypes.float8_e5m2fnuz))
 C_TYPES = {
     np.dtype(np.float32): "float",
     np.dtype(np.int8): "int8_t", np.dtype(np.uint8): "uint8_t",
@@ -12,7 +14,7 @@ C_TYPES = {
     np.dtype(np.int32): "int32_t", np.dtype(np.uint32): "uint32_t",
     np.dtype(np.int64): "int64_t", np.dtype(np.uint64): "uint64_t",
     np.dtype(np.bool_): "uint8_t",  # 0 or 1, one byte, as ONNX and NumPy store it
-    **dict.fromkeys(HALVES, "uint16_t"),  # float16 and bfloat16: their bits (graph/halves.py)
+    **{t: f"uint{8 * t.itemsize}_t" for t in NARROW_FLOATS},  # their bits
 }
 
 
@@ -44,8 +46,8 @@ def c_int(value, dtype: np.dtype) -> str:
 
 def c_literal(value, dtype: np.dtype) -> str:
     dtype = np.dtype(dtype)
-    if dtype in HALVES:
-        return str(int(np.asarray(value, dtype).view(np.uint16)))
+    if dtype in NARROW_FLOATS:
+        return str(int(np.asarray(value, dtype).view(f"uint{8 * dtype.itemsize}")))
     if dtype == np.float32:
         return c_float(value)
     if dtype == np.bool_:
@@ -59,7 +61,7 @@ def c_array_lines(data: np.ndarray, per_line: int = 8) -> list[str]:
     once (a matrix of characters, one row per character position, and a mask of those kept): a large model
     has millions of values."""
     flat = np.asarray(data).reshape(-1)
-    flat = flat.view(np.uint16) if flat.dtype in HALVES else flat
+    flat = flat.view(f"uint{8 * flat.dtype.itemsize}") if flat.dtype in NARROW_FLOATS else flat
     if not flat.size:
         return ["0,"]
     separator = np.full(flat.size, ord(" "), np.uint8)

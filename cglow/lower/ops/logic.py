@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...c_text import HALVES
+from ...c_text import NARROW_FLOATS
 from ...graph.ir import Node
 from ...graph.registry import OpSpec, declare
 from ...graph.rules import logic as rules
-from ...instr.expr import Expr, Input, and_, call, cast, eq, ge, gt, le, lift, lt, ne, not_, or_, select, substitute
+from ...instr.expr import (Expr, Input, and_, call, cast, eq, ge, gt, le, lift, lit, lt, ne, not_, or_, select,
+                           substitute)
 from ..context import Context
 from .elementwise import identity, kind
 
@@ -50,17 +51,27 @@ def _is_inf(ctx: Context, node: Node) -> None:
     ctx.elementwise(node, IS_INF.get(detect, lift(0)), node.inputs[:1] if detect in IS_INF else [])
 
 
-# float16 and bfloat16 bits to and from float (runtime_c; graph/halves.py)
-TO_FLOAT = dict(zip(HALVES, ("cglow_half_to_float", "cglow_bfloat_to_float")))
-FROM_FLOAT = dict(zip(HALVES, ("cglow_float_to_half", "cglow_float_to_bfloat")))
+def _to_float(source: np.dtype) -> Expr:
+    """Input(0), the bits of a narrow float type, as a float (runtime_c; graph/narrow_floats.py)."""
+    if source in NARROW_FLOATS[2:]:
+        return call("cglow_float8_to_float", X, lit(NARROW_FLOATS.index(source) - 2, np.int32))
+    return call("cglow_half_to_float" if source == np.float16 else "cglow_bfloat_to_float", X)
 
 
-def _conversion(source: np.dtype, target: np.dtype) -> Expr:
-    """Input(0), of type source, converted to target: through float where either is a half type."""
-    if source in HALVES or target in HALVES:
-        value = call(TO_FLOAT[source], X) if source in HALVES else _conversion(source, F32)
-        if target in HALVES:
-            return call(FROM_FLOAT[target], value)
+def _from_float(target: np.dtype, value: Expr, saturate: int) -> Expr:
+    """A float value rounded to a narrow float type, its bits; a float8 one saturating as ONNX's Cast says."""
+    if target in NARROW_FLOATS[2:]:
+        return call("cglow_float_to_float8", value, lit(NARROW_FLOATS.index(target) - 2, np.int32),
+                    lit(int(bool(saturate)), np.int32))
+    return call("cglow_float_to_half" if target == np.float16 else "cglow_float_to_bfloat", value)
+
+
+def _conversion(source: np.dtype, target: np.dtype, saturate: int = 1) -> Expr:
+    """Input(0), of type source, converted to target: through float where either is a narrow float type."""
+    if source in NARROW_FLOATS or target in NARROW_FLOATS:
+        value = _to_float(source) if source in NARROW_FLOATS else _conversion(source, F32)
+        if target in NARROW_FLOATS:
+            return _from_float(target, value, saturate)
         return value if target == F32 else substitute(_conversion(F32, target), [value])
     return CASTS.get((kind(source), kind(target)), cast(VIA[target], X) if target in VIA else X)
 
@@ -69,7 +80,7 @@ def _cast(ctx: Context, node: Node) -> None:
     source, target = ctx.dtype(node.inputs[0]), ctx.dtype(node.outputs[0])
     if source == target:
         return identity(ctx, node)
-    ctx.elementwise(node, _conversion(source, target), node.inputs[:1])
+    ctx.elementwise(node, _conversion(source, target, node.attr("saturate", 1)), node.inputs[:1])
 
 
 declare({

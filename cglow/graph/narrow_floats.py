@@ -9,7 +9,8 @@ from __future__ import annotations
 import onnx
 from onnx import TensorProto, helper, shape_inference
 
-HALF_TYPES = (TensorProto.FLOAT16, TensorProto.BFLOAT16)
+HALF_TYPES = (TensorProto.FLOAT16, TensorProto.BFLOAT16, TensorProto.FLOAT8E4M3FN, TensorProto.FLOAT8E4M3FNUZ,
+              TensorProto.FLOAT8E5M2, TensorProto.FLOAT8E5M2FNUZ)
 # the ops that take a half tensor as it is: casts, and the ops whose attributes give their output type
 KEPT = {"Cast", "CastLike", "Constant", "ConstantOfShape", "EyeLike"}
 

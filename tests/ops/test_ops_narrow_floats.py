@@ -1,10 +1,14 @@
-"""float16 and bfloat16 tensors (graph/halves.py): stored as their bits, converted to and from float32 by
-runtime_c's helpers exactly as NumPy (and ml_dtypes) round, computed in float32 between casts."""
+"""float16, bfloat16 and float8 tensors (graph/narrow_floats.py): stored as their bits, converted to and from
+float32 by runtime_c's helpers exactly as NumPy and ml_dtypes round (float8: as onnx's reference Cast, saturating
+or not), computed in float32 between casts."""
 from __future__ import annotations
+
+import warnings
 
 import ml_dtypes
 import numpy as np
 from onnx import TensorProto as T, helper as h, numpy_helper
+from onnx.reference import ReferenceEvaluator
 import onnxruntime as ort
 import pytest
 
@@ -14,10 +18,12 @@ from tests.util import need_tool
 
 BFLOAT16 = np.dtype(ml_dtypes.bfloat16)
 TYPES = {T.FLOAT16: np.dtype(np.float16), T.BFLOAT16: BFLOAT16}
+FLOAT8 = {T.FLOAT8E4M3FN: ml_dtypes.float8_e4m3fn, T.FLOAT8E4M3FNUZ: ml_dtypes.float8_e4m3fnuz,
+          T.FLOAT8E5M2: ml_dtypes.float8_e5m2, T.FLOAT8E5M2FNUZ: ml_dtypes.float8_e5m2fnuz}
 
 
-def cast_model(source: int, target: int, n: int):
-    graph = h.make_graph([h.make_node("Cast", ["x"], ["y"], to=target)], "cast",
+def cast_model(source: int, target: int, n: int, **attrs):
+    graph = h.make_graph([h.make_node("Cast", ["x"], ["y"], to=target, **attrs)], "cast",
                          [h.make_tensor_value_info("x", source, [n])], [h.make_tensor_value_info("y", target, [n])])
     return h.make_model(graph, opset_imports=[h.make_opsetid("", 21)])
 
@@ -53,6 +59,31 @@ def test_every_half_to_float_is_exact(source):
     nan = np.isnan(want)
     assert np.array_equal(got.view(np.uint32)[~nan], want.view(np.uint32)[~nan])
     assert np.isnan(got[nan]).all()
+
+
+@pytest.mark.parametrize("saturate", [0, 1])
+@pytest.mark.parametrize("target", list(FLOAT8), ids=[t.__name__ for t in FLOAT8.values()])
+def test_float_to_float8_rounds_as_onnx(target, saturate):
+    """Every float8 format, saturating and not: the bits of onnx's reference Cast (NaN for NaN)."""
+    x = floats()
+    model = cast_model(T.FLOAT, target, x.size, saturate=saturate)
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want = np.asarray(ReferenceEvaluator(model).run(None, {"x": x})[0]).view(np.uint8)
+    got = backend.prepare(model).run([x])[0]
+    assert got.dtype == np.dtype(FLOAT8[target])
+    nan = np.isnan(want.view(FLOAT8[target]).astype(np.float32))
+    assert np.array_equal(got.view(np.uint8)[~nan], want[~nan])
+    assert np.isnan(got[nan].astype(np.float32)).all()
+
+
+@pytest.mark.parametrize("source", list(FLOAT8), ids=[t.__name__ for t in FLOAT8.values()])
+def test_every_float8_to_float_is_exact(source):
+    x = np.arange(256, dtype=np.uint8).view(FLOAT8[source])
+    got = backend.prepare(cast_model(source, T.FLOAT, x.size)).run([x])[0]
+    want = x.astype(np.float32)
+    nan = np.isnan(want)
+    assert np.array_equal(got.view(np.uint32)[~nan], want.view(np.uint32)[~nan]) and np.isnan(got[nan]).all()
 
 
 def test_a_float16_network_matches_onnxruntime():
