@@ -5,8 +5,9 @@ import ml_dtypes
 import numpy as np
 
 # float16, bfloat16 and the float8 types: stored as their bits, computed in float32 (graph/narrow_floats.py)
-NARROW_FLOATS = tuple(np.dtype(t) for t in (np.float16, ml_dtypes.bfloat16, ml_dtypes.float8_e4m3fn,
-                                            ml_dtypes.float8_e4m3fnuz, ml_dtypes.float8_e5m2, ml_dtypes.float8_e5m2fnuz))
+NARROW_FLOATS = tuple(np.dtype(t) for t in (
+    np.float16, ml_dtypes.bfloat16, ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e4m3fnuz, ml_dtypes.float8_e5m2,
+    ml_dtypes.float8_e5m2fnuz))
 C_TYPES = {
     np.dtype(np.float32): "float",
     np.dtype(np.int8): "int8_t", np.dtype(np.uint8): "uint8_t",
