@@ -15,7 +15,7 @@ import subprocess
 import jinja2
 import numpy as np
 
-from ..c_text import c_array_lines, c_type
+from ..c_text import NARROW_FLOATS, c_array_lines, c_type
 from ..compiler import CompiledModel
 from ..errors import CglowError
 
@@ -92,9 +92,16 @@ def parse_output_bits(stdout: str, compiled: CompiledModel) -> list[list[np.ndar
 
 
 def parse_outputs(stdout: str, compiled: CompiledModel) -> list[np.ndarray]:
+    """The outputs the harness printed: floats in hex, integers and the narrow floats' bits in decimal."""
     values = _output_fields(stdout)
-    return [np.array([float.fromhex(v) if t.dtype == np.float32 else int(v) for v in values[i][0]],
-                     t.dtype)[:t.size].reshape(t.shape) for i, t in enumerate(compiled.outputs)]
+
+    def array(fields: list[str], dtype: np.dtype) -> np.ndarray:
+        if dtype == np.float32:
+            return np.array([float.fromhex(v) for v in fields], dtype)
+        if dtype in NARROW_FLOATS:
+            return np.array([int(v) for v in fields], f"u{dtype.itemsize}").view(dtype)
+        return np.array([int(v) for v in fields], dtype)
+    return [array(values[i][0], t.dtype)[:t.size].reshape(t.shape) for i, t in enumerate(compiled.outputs)]
 
 
 def run_harness(exe: Path) -> str:
