@@ -9,6 +9,7 @@ import onnx
 from onnx import helper, shape_inference, version_converter
 
 DEPTH = 4
+SHAPE_INPUTS = {"CenterCropPad": (1,), "AffineGrid": (1,)}  # the inputs their bodies need as constants (a shape)
 
 
 def expand_functions(model: onnx.ModelProto, known: set[str], opset: int) -> onnx.ModelProto:
@@ -119,6 +120,23 @@ def _at_opset(nodes: list[onnx.NodeProto], node: onnx.NodeProto, fn_opset: int,
     return list(converted.graph.node)
 
 
+def scoped(graph: onnx.GraphProto, renamed) -> onnx.GraphProto:
+    """A subgraph (an If's branch) of a body, the values it reads from around it renamed as the body's are."""
+    out = onnx.GraphProto()
+    out.CopyFrom(graph)
+    inner = {v.name for v in graph.input} | {t.name for t in graph.initializer} | \
+        {o for n in graph.node for o in n.output}
+    for n in out.node:
+        n.input[:] = [x if not x or x in inner else renamed(x) for x in n.input]
+        for a in n.attribute:
+            if a.type == onnx.AttributeProto.GRAPH:
+                a.g.CopyFrom(scoped(a.g, lambda x: x if x in inner else renamed(x)))
+    for v in out.output:
+        if v.name not in inner:
+            v.name = renamed(v.name)
+    return out
+
+
 def _inlined(node: onnx.NodeProto, body: onnx.FunctionProto, prefix: str) -> list[onnx.NodeProto]:
     """The body's nodes with its inputs and outputs named as the node's (an input the node leaves out: ''), its
     other values prefixed, and each attribute that refers to one of the node's (its defaults included) taking that
@@ -138,7 +156,9 @@ def _inlined(node: onnx.NodeProto, body: onnx.FunctionProto, prefix: str) -> lis
         copy.output[:] = [renamed(n) for n in inner.output]
         del copy.attribute[:]
         for a in inner.attribute:
-            if not a.ref_attr_name:
+            if a.type == onnx.AttributeProto.GRAPH:
+                copy.attribute.append(helper.make_attribute(a.name, scoped(a.g, renamed)))
+            elif not a.ref_attr_name:
                 copy.attribute.append(a)
             elif a.ref_attr_name in values:
                 value = onnx.AttributeProto()

@@ -13,10 +13,10 @@ from onnx import helper, version_converter  # noqa: F401  (onnx.version_converte
 
 from ..errors import CglowError, ModelProblems, Notice, listed, reason
 from ..options import MAX_MEMORY
-from .evaluate_node import evaluate_node
+from .evaluate_node import evaluate_node, outer_names
 from .external_data import load_external_data
 from .decompose import decompose
-from .functions import expand_functions
+from .functions import expand_functions, scoped
 from .narrow_floats import compute_in_float
 from .limits import checked_type, read_tensor
 from .node_schema import input_type_problem, schema_problem
@@ -149,7 +149,7 @@ def _fold(proto: onnx.NodeProto, node: Node, consts: dict, types: dict, opset: i
         return [np.array(types[node.inputs[0]].size, dtype=np.int64)]
     if node.op == "CastLike" and node.inputs[0] in consts:
         return [consts[node.inputs[0]].astype(types[node.inputs[1]].dtype)]
-    feeds = {name: consts[name] for name in node.inputs if name}
+    feeds = {name: consts[name] for name in node.inputs + tuple(_outer_reads(node)) if name}
     try:
         if node.op == "Pad":
             return [_pad(node, consts, types, opset)]
@@ -179,7 +179,12 @@ def _foldable(node: Node, consts: dict, types: dict) -> bool:
         return node.inputs[0] in consts and node.inputs[1] in types
     if node.op == "DequantizeLinear":  # integer weights stay integers: graph/quant/fold.py reads them
         return False
-    return node.op not in RANDOM_OPS and all(not name or name in consts for name in node.inputs)
+    return node.op not in RANDOM_OPS and all(not name or name in consts for name in node.inputs + _outer_reads(node))
+
+
+def _outer_reads(node: Node) -> tuple[str, ...]:
+    """The values that the node's subgraphs (an If's branches) read from the graph around them."""
+    return tuple(sorted(outer_names(v for v in node.attrs.values() if isinstance(v, onnx.GraphProto))))
 
 
 def _constants(g: onnx.GraphProto, max_memory: int) -> dict[str, np.ndarray]:
@@ -330,8 +335,16 @@ def _typed_nodes(g: onnx.GraphProto, order: list[int], inputs: list, consts: dic
     problems appended, the unsupported operators first, all of them named."""
     known = {o for p in g.node for o in p.output} | {v.name for v in inputs}
     nodes, unsupported = [], {}
-    for i in order:
-        proto = g.node[i]
+    pending = [(g.node[i], i) for i in reversed(order)]  # a stack: an If's taken branch goes on top of it
+    while pending:
+        proto, i = pending.pop()
+        if proto.op_type == "If" and proto.input[0] in consts and proto.domain in ("", "ai.onnx"):
+            branch, values = _taken_branch(proto, i, consts, max_memory)
+            consts.update(values)
+            types.update((name, TensorType(v.dtype, v.shape)) for name, v in values.items())
+            known.update(o for p in branch for o in p.output)
+            pending += [(p, i) for p in reversed(branch)]
+            continue
         if proto.domain not in ("", "ai.onnx"):
             unsupported.setdefault(f"{proto.domain}.{proto.op_type}", []).append(node_label(proto, i))
             continue
@@ -366,6 +379,36 @@ def _typed_nodes(g: onnx.GraphProto, order: list[int], inputs: list, consts: dic
         problems.insert(0, f"unsupported operators: {listing} (docs/ops.md lists the supported ones; export the "
                            f"model without them, or replace them with supported ops)")
     return nodes
+
+
+def _taken_branch(proto: onnx.NodeProto, i: int, consts: dict,
+                  max_memory: int) -> tuple[list[onnx.NodeProto], dict[str, np.ndarray]]:
+    """An If whose condition is a constant (in `consts`), as the nodes of the branch it takes, its outputs passed
+    on to the If's by Identity nodes, and its initializers; their values named after the If."""
+    cond = consts[proto.input[0]]
+    if cond.size != 1:
+        raise CglowError(f"{describe(proto, i)}: the condition must hold one value, not {cond.size}")
+    taken = next(a.g for a in proto.attribute if a.name == ("then_branch" if bool(cond.reshape(-1)[0]) else
+                                                            "else_branch"))
+    prefix = f"{node_label(proto, i)}/"
+    inner = {t.name for t in taken.initializer} | {o for n in taken.node for o in n.output}
+
+    def renamed(name: str) -> str:
+        return prefix + name if name in inner else name
+    values = {prefix + t.name: read_tensor(t, f"tensor '{t.name}'", max_memory) for t in taken.initializer}
+    nodes = []
+    for n in taken.node:
+        copy = onnx.NodeProto()
+        copy.CopyFrom(n)
+        copy.name = prefix + (n.name or n.op_type)
+        copy.input[:] = [renamed(x) for x in n.input]
+        copy.output[:] = [renamed(x) for x in n.output]
+        for a in copy.attribute:
+            if a.type == onnx.AttributeProto.GRAPH:  # a nested If's branches read the taken branch's values
+                a.g.CopyFrom(scoped(a.g, renamed))
+        nodes.append(copy)
+    return nodes + [helper.make_node("Identity", [renamed(v.name)], [out], f"{prefix}{out}")
+                    for v, out in zip(taken.output, proto.output) if out], values
 
 
 def _node(proto: onnx.NodeProto, i: int, opset: int, max_memory: int) -> Node:

@@ -15,7 +15,7 @@ from onnx import numpy_helper
 from onnx.backend.base import Backend, BackendRep
 
 from ..compiler import compile_model
-from ..graph.decompose import SHAPE_INPUTS
+from ..graph import decompose, functions
 from ..graph.registry import OPS
 from .host import HostModel, build
 
@@ -28,7 +28,7 @@ def shape_inputs(model: onnx.ModelProto) -> set[str]:
     found = set()
     for node in model.graph.node:
         spec = OPS.get(node.op_type)
-        for i in spec.shape_inputs if spec else UPGRADED.get(node.op_type, SHAPE_INPUTS.get(node.op_type, ())):
+        for i in spec.shape_inputs if spec else UPGRADED.get(node.op_type, {**decompose.SHAPE_INPUTS, **functions.SHAPE_INPUTS}.get(node.op_type, ())):
             if i < len(node.input) and node.input[i] in inputs:
                 found.add(node.input[i])
     return found

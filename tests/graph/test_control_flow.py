@@ -1,0 +1,51 @@
+"""If with a condition that folds to a constant (graph/onnx_import.py _taken_branch): the branch it takes is
+compiled in its place, its initializers, a nested If and the values it reads from around it included; a
+condition known only at run time stays unsupported, by name."""
+from __future__ import annotations
+
+import numpy as np
+from onnx import TensorProto as T, helper as h, numpy_helper
+from onnx.reference import ReferenceEvaluator
+import pytest
+
+import cglow
+from cglow.errors import CglowError
+from cglow.tools import backend
+
+
+def branch(name: str, nodes, output: str, inits=()):
+    return h.make_graph(nodes, name, [], [h.make_tensor_value_info(output, T.FLOAT, None)], list(inits))
+
+
+def if_model(cond_nodes, cond: str):
+    """y = x * 2 + bias (the then branch, which nests an If on the same condition) or x - 1 (the else branch)."""
+    inner = h.make_node("If", [cond], ["twice"],
+                        then_branch=branch("inner_then", [h.make_node("Add", ["x", "x"], ["t"])], "t"),
+                        else_branch=branch("inner_else", [h.make_node("Identity", ["x"], ["e"])], "e"))
+    bias = numpy_helper.from_array(np.array([0.5, -1.0, 2.0], np.float32), "bias")
+    then = branch("then", [inner, h.make_node("Add", ["twice", "bias"], ["sum"])], "sum", [bias])
+    other = branch("else", [h.make_node("Sub", ["x", "one"], ["less"])], "less")
+    nodes = cond_nodes + [h.make_node("If", [cond], ["y"], then_branch=then, else_branch=other)]
+    graph = h.make_graph(nodes, "g", [h.make_tensor_value_info("x", T.FLOAT, [2, 3])],
+                         [h.make_tensor_value_info("y", T.FLOAT, [2, 3])],
+                         [numpy_helper.from_array(np.array(1.0, np.float32), "one"),
+                          numpy_helper.from_array(np.array(2, np.int64), "two")])
+    return h.make_model(graph, opset_imports=[h.make_opsetid("", 17)])
+
+
+@pytest.mark.parametrize("rank_test", ["Equal", "Greater"])
+def test_if_on_a_static_shape_takes_its_branch(rank_test):
+    """The condition compares the input's rank (a static shape) with 2: Equal takes the then branch, Greater the
+    else one."""
+    cond = [h.make_node("Shape", ["x"], ["s"]), h.make_node("Size", ["s"], ["rank"]),
+            h.make_node(rank_test, ["rank", "two"], ["c"])]
+    model = if_model(cond, "c")
+    x = np.random.default_rng(1).standard_normal((2, 3)).astype(np.float32)
+    want = ReferenceEvaluator(model).run(None, {"x": x})[0]
+    np.testing.assert_allclose(backend.prepare(model).run([x])[0], want, rtol=1e-6)
+
+
+def test_if_on_a_run_time_condition_is_refused():
+    cond = [h.make_node("ReduceSum", ["x"], ["total"], keepdims=0), h.make_node("Greater", ["total", "one"], ["c"])]
+    with pytest.raises(CglowError, match=r"unsupported operators: If"):
+        cglow.compile_model(if_model(cond, "c"))
