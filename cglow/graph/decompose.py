@@ -1,7 +1,7 @@
 """Ops that cglow compiles as a few others, built per node before import (as graph/functions.py does with ONNX's
-function bodies, where ONNX gives none): LpPool as the p-th root of a sum pool of |x|^p, and DFT as matrix
-products of the signal by constant cosine and sine matrices. SHAPE_INPUTS names the inputs that must be
-constants (the backend pins them, tools/backend.py)."""
+function bodies, where ONNX gives none): LpPool as the p-th root of a sum pool of |x|^p, DFT as matrix
+products of the signal by constant cosine and sine matrices, and ReverseSequence as a GatherElements.
+SHAPE_INPUTS names the inputs that must be constants (the backend pins them, tools/backend.py)."""
 from __future__ import annotations
 
 import math
@@ -104,7 +104,26 @@ def _dft(b: Builder, shapes: dict, consts: dict) -> None:
     b.add("Transpose", [swapped], node.output[0], perm=back)
 
 
-DECOMPOSITIONS: dict[str, Callable[[Builder, dict, dict], None]] = {"LpPool": _lp_pool, "DFT": _dft}
+def _reverse_sequence(b: Builder, shapes: dict, consts: dict) -> None:
+    """out[b, t] = x[b, length[b] - 1 - t] for t < length[b], else x[b, t]: GatherElements along the time axis,
+    its indices computed from the lengths (a run-time input) and the time steps (a constant)."""
+    node, attrs = b.node, _attrs(b.node)
+    shape = shapes.get(node.input[0])
+    if shape is None:
+        raise CglowError(f"{_named(node)}: its input's shape must be static")
+    batch, time = attrs.get("batch_axis", 1), attrs.get("time_axis", 0)
+    steps = np.arange(shape[time], dtype=np.int64).reshape([-1 if d == time else 1 for d in range(len(shape))])
+    lengths = b.add("Reshape", [node.input[1], b.const(np.array([-1 if d == batch else 1 for d in range(len(shape))],
+                                                                 np.int64))])
+    t = b.const(steps)
+    reversed_ = b.add("Sub", [b.add("Sub", [lengths, b.const(np.array(1, np.int64))]), t])
+    index = b.add("Where", [b.add("Less", [t, lengths]), reversed_, t])
+    index = b.add("Expand", [index, b.const(np.array(shape, np.int64))])
+    b.add("GatherElements", [node.input[0], index], node.output[0], axis=time)
+
+
+DECOMPOSITIONS: dict[str, Callable[[Builder, dict, dict], None]] = {
+    "LpPool": _lp_pool, "DFT": _dft, "ReverseSequence": _reverse_sequence}
 
 
 def decompose(model: onnx.ModelProto, known: set[str], opset: int) -> onnx.ModelProto:

@@ -31,6 +31,18 @@ def where(args: Args) -> list[TensorType]:
     return [TensorType(args.types[1].dtype, broadcast_all(args))]
 
 
+def bit_cast(args: Args) -> list[TensorType]:
+    """BitCast: the bits of each element read as another type of the same width."""
+    source = args.types[0].dtype
+    target = np.dtype(helper.tensor_dtype_to_np_dtype(args.node.attr("to")))
+    for dtype in (source, target):
+        if dtype not in NUMERIC + (BOOL,) + NARROW_FLOATS:
+            raise CglowError(f"{args.node.describe()}: a bit cast of {dtype.name} is not supported")
+    if source.itemsize != target.itemsize:
+        raise CglowError(f"{args.node.describe()}: {source.name} and {target.name} differ in width")
+    return [TensorType(target, args.shape(0))]
+
+
 def cast(args: Args) -> list[TensorType]:
     if args.node.op == "Cast":
         target = np.dtype(helper.tensor_dtype_to_np_dtype(args.node.attr("to")))

@@ -76,6 +76,16 @@ def _conversion(source: np.dtype, target: np.dtype, saturate: int = 1) -> Expr:
     return CASTS.get((kind(source), kind(target)), cast(VIA[target], X) if target in VIA else X)
 
 
+def _bit_cast(ctx: Context, node: Node) -> None:
+    """The bits read as the other type: a float's through cglow_float_bits and cglow_bits_float (memcpy), the
+    integer types' (the narrow floats' bits too) by C's conversion, which wraps."""
+    source, target = ctx.dtype(node.inputs[0]), ctx.dtype(node.outputs[0])
+    expr = call("cglow_float_bits", X) if source == F32 else X
+    if target == F32:
+        expr = call("cglow_bits_float", cast(np.dtype(np.uint32), expr))
+    ctx.elementwise(node, expr, node.inputs[:1])
+
+
 def _cast(ctx: Context, node: Node) -> None:
     source, target = ctx.dtype(node.inputs[0]), ctx.dtype(node.outputs[0])
     if source == target:
@@ -85,6 +95,7 @@ def _cast(ctx: Context, node: Node) -> None:
 
 declare({
     "And": OpSpec(rules.logic, _logic),
+    "BitCast": OpSpec(rules.bit_cast, _bit_cast),
     "Cast": OpSpec(rules.cast, _cast),
     "CastLike": OpSpec(rules.cast, _cast),
     "Equal": OpSpec(rules.logic, _logic),
