@@ -186,8 +186,9 @@ def table(cov: Coverage) -> str:
         f"{total} others cglow passes **{passed} ({100 * passed / total:.1f}%)**, "
         f"{plain_passed} of {plain} without the `_expanded` function-body variants "
         f"({100 * plain_passed / plain:.1f}%).", "",
-        "Each case is compiled to C by cglow, built by the host's C compiler and run through "
-        "`cglow.tools.backend`; its outputs must match the case's within its own tolerances.", "",
+        "Each case runs through onnx's official runner (`onnx.backend.test.BackendTest`) over "
+        "`cglow.tools.backend`: compiled to C by cglow, built by the host's C compiler, its outputs compared with "
+        "the case's within its own tolerances.", "",
         "| op | cases | passed | why not |", "|---|---:|---:|---|"]
     for op in sorted(cov.cases):
         names = cov.cases[op]
