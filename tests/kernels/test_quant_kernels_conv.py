@@ -115,8 +115,9 @@ def test_conv(case):
 
 # x86-64's tiles sum runs of 32 values or more as dot products of unsigned inputs (Tiles.vector_dot), channels last,
 # a window's values gathered first (instr/vector_dots.py gather_windows): case -> (the case, whether it does). An
-# input zero point of -128 (int8; 0 for uint8) needs no correction; another one is folded into the bias where no
-# window reads padding, else the convolution keeps the tiles over output channels.
+# input zero point of -128 (int8; 0 for uint8) needs no correction; another one is folded into the bias, and gathered
+# into a padded window's padding from 8 input channels (Conv.x_pad); with fewer, a padded convolution keeps the tiles
+# over output channels.
 VECTOR_DOT_CASES = {
     "padded, zero point -128": (dict(x_shape=(1, 16, 6, 9), m=20, kernel=(3, 3), pads=[1, 1, 1, 1], x_zero=-128),
                                 True),
