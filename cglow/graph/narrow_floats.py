@@ -18,9 +18,9 @@ KEPT = {"Cast", "CastLike", "Constant", "ConstantOfShape", "EyeLike"}
 def compute_in_float(model: onnx.ModelProto) -> onnx.ModelProto:
     """The model with its half-typed values read through Casts to float32 and written through Casts from it around
     every node but the casts and the ops whose attributes give their output type (KEPT)."""
+    if not _mentions_narrow_floats(model.graph):
+        return model  # no shape inference for a model without them
     types = _elem_types(model)
-    if not any(t in HALF_TYPES for t in types.values()):
-        return model
     nodes, as_float = [], {}
 
     def read(name: str) -> str:
@@ -48,6 +48,22 @@ def compute_in_float(model: onnx.ModelProto) -> onnx.ModelProto:
     del converted.graph.node[:]
     converted.graph.node.extend(nodes)
     return converted
+
+
+def _mentions_narrow_floats(g: onnx.GraphProto) -> bool:
+    """Whether a graph's declared types, initializers, or nodes' type attributes and tensors name a narrow float
+    type: where any of its values can come from."""
+    declared = [v.type.tensor_type.elem_type for v in list(g.input) + list(g.output) + list(g.value_info)]
+    declared += [t.data_type for t in g.initializer]
+    for node in g.node:
+        for a in node.attribute:
+            if a.type == onnx.AttributeProto.INT and a.name in ("to", "dtype", "output_dtype", "output_datatype"):
+                declared.append(a.i)
+            elif a.type == onnx.AttributeProto.TENSOR:
+                declared.append(a.t.data_type)
+            elif a.type == onnx.AttributeProto.GRAPH and _mentions_narrow_floats(a.g):
+                return True
+    return any(t in HALF_TYPES for t in declared)
 
 
 def _elem_types(model: onnx.ModelProto) -> dict[str, int]:
