@@ -1,7 +1,7 @@
 """Ops that cglow compiles as a few others, built per node before import (as graph/functions.py does with ONNX's
 function bodies, where ONNX gives none): LpPool as the p-th root of a sum pool of |x|^p, DFT as matrix
-products of the signal by constant cosine and sine matrices, and ReverseSequence as a GatherElements.
-SHAPE_INPUTS names the inputs that must be constants (the backend pins them, tools/backend.py)."""
+products of the signal by constant cosine and sine matrices, STFT as frames' DFTs, and ReverseSequence as a
+GatherElements. SHAPE_INPUTS names the inputs that must be constants (the backend pins them, tools/backend.py)."""
 from __future__ import annotations
 
 import math
@@ -13,7 +13,7 @@ from onnx import helper, numpy_helper
 
 from ..errors import CglowError
 
-SHAPE_INPUTS = {"DFT": (1, 2)}
+SHAPE_INPUTS = {"DFT": (1, 2), "STFT": (1, 3)}
 
 
 class Builder:
@@ -104,6 +104,33 @@ def _dft(b: Builder, shapes: dict, consts: dict) -> None:
     b.add("Transpose", [swapped], node.output[0], perm=back)
 
 
+def _stft(b: Builder, shapes: dict, consts: dict) -> None:
+    """The signal [batch, n, 1 or 2] cut into frames of frame_length samples (the window's length where it has
+    one) every frame_step (a Gather of constant indices), times the window, each frame's DFT (_dft; one-sided
+    unless onesided=0): [batch, frames, bins, 2]."""
+    node, attrs = b.node, _attrs(b.node)
+    shape = shapes.get(node.input[0])
+
+    def given(i: int):
+        return consts.get(node.input[i]) if len(node.input) > i and node.input[i] else None
+    window = node.input[2] if len(node.input) > 2 and node.input[2] else None
+    length = given(3) if given(3) is not None else None
+    length = int(length.reshape(-1)[0]) if length is not None else shapes.get(window, (None,))[0]
+    if shape is None or given(1) is None or length is None:
+        raise CglowError(f"{_named(node)}: the signal's shape, frame_step and the frame length must be static")
+    step = int(given(1).reshape(-1)[0])
+    frames = 1 + (shape[1] - length) // step
+    index = np.arange(frames, dtype=np.int64)[:, None] * step + np.arange(length, dtype=np.int64)[None, :]
+    framed = b.add("Gather", [node.input[0], b.const(index)], axis=1)  # [batch, frames, length, 1 or 2]
+    if window:
+        framed = b.add("Mul", [framed, b.add("Reshape", [window, b.const(np.array([1, 1, length, 1], np.int64))])])
+    axis = b.const(np.array(2, np.int64))
+    dft = helper.make_node("DFT", [framed, "", axis], [node.output[0]], onesided=attrs.get("onesided", 1))
+    inner = Builder(dft, b.prefix + "dft/", max(b.opset, 20))
+    _dft(inner, {**shapes, framed: (shape[0], frames, length, shape[2])}, {**consts, axis: np.array(2, np.int64)})
+    b.nodes += inner.nodes
+
+
 def _reverse_sequence(b: Builder, shapes: dict, consts: dict) -> None:
     """out[b, t] = x[b, length[b] - 1 - t] for t < length[b], else x[b, t]: GatherElements along the time axis,
     its indices computed from the lengths (a run-time input) and the time steps (a constant)."""
@@ -123,7 +150,7 @@ def _reverse_sequence(b: Builder, shapes: dict, consts: dict) -> None:
 
 
 DECOMPOSITIONS: dict[str, Callable[[Builder, dict, dict], None]] = {
-    "LpPool": _lp_pool, "DFT": _dft, "ReverseSequence": _reverse_sequence}
+    "LpPool": _lp_pool, "DFT": _dft, "STFT": _stft, "ReverseSequence": _reverse_sequence}
 
 
 def decompose(model: onnx.ModelProto, known: set[str], opset: int) -> onnx.ModelProto:
