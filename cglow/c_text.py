@@ -4,10 +4,12 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 
-# float16, bfloat16 and the float8 types: stored as their bits, computed in float32 (graph/narrow_floats.py)
+# float16, bfloat16 and the float8 types: stored as their bits, computed in float32 (graph/stored_floats.py);
+# STORED_FLOATS, float64 too
 NARROW_FLOATS = tuple(np.dtype(t) for t in (
     np.float16, ml_dtypes.bfloat16, ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e4m3fnuz, ml_dtypes.float8_e5m2,
     ml_dtypes.float8_e5m2fnuz))
+STORED_FLOATS = NARROW_FLOATS + (np.dtype(np.float64),)
 C_TYPES = {
     np.dtype(np.float32): "float",
     np.dtype(np.int8): "int8_t", np.dtype(np.uint8): "uint8_t",
@@ -16,6 +18,7 @@ C_TYPES = {
     np.dtype(np.int64): "int64_t", np.dtype(np.uint64): "uint64_t",
     np.dtype(np.bool_): "uint8_t",  # 0 or 1, one byte, as ONNX and NumPy store it
     **{t: f"uint{8 * t.itemsize}_t" for t in NARROW_FLOATS},  # their bits
+    np.dtype(np.float64): "double",  # stored, computed in float32 (graph/stored_floats.py)
 }
 
 
@@ -51,6 +54,8 @@ def c_literal(value, dtype: np.dtype) -> str:
         return str(int(np.asarray(value, dtype).view(f"uint{8 * dtype.itemsize}")))
     if dtype == np.float32:
         return c_float(value)
+    if dtype == np.float64:
+        return _c_double(float(value))
     if dtype == np.bool_:
         return "1" if value else "0"
     return c_int(value, dtype)
@@ -69,9 +74,24 @@ def c_array_lines(data: np.ndarray, per_line: int = 8) -> list[str]:
     separator[per_line - 1::per_line] = ord("\n")
     not_last = np.ones(flat.size, bool)
     not_last[-1] = False
+    if flat.dtype == np.float64:
+        return _lines([_c_double(float(v)) + "," for v in flat], per_line)
     rows = _hex_floats(flat) if flat.dtype == np.float32 else _decimal_ints(flat)
     chars, keep = _matrix(rows + [(ord(","), True), (separator, not_last)], flat.size)
     return chars.T[keep.T].tobytes().decode("ascii").split("\n")
+
+
+def _c_double(v: float) -> str:
+    """An exact C99 hex double (`0x1.8p+1`), or (double)INFINITY, (double)NAN."""
+    if v != v:
+        return "((double)NAN)"
+    if v in (float("inf"), float("-inf")):
+        return "((double)INFINITY)" if v > 0 else "(-(double)INFINITY)"
+    return f"({v.hex()})" if v < 0 or str(v).startswith("-") else v.hex()
+
+
+def _lines(values: list[str], per_line: int) -> list[str]:
+    return [" ".join(values[i:i + per_line]) for i in range(0, len(values), per_line)]
 
 
 def _matrix(rows: list[tuple], n: int) -> tuple[np.ndarray, np.ndarray]:

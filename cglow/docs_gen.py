@@ -123,11 +123,11 @@ def render_ops() -> str:
               f"from opset 7 are upgraded to opset {OPSETS.start} with `onnx.version_converter`) with static shapes "
               "(a symbolic first dimension is taken as 1; `--shape` pins the others). The element types are float32, "
               "bool and the 8- to 64-bit integers, each op where ONNX allows them (*as ONNX*), except the ops marked "
-              "*float32* (and *8-bit*: int8 and uint8 too). float16, bfloat16 and float8 (E4M3FN, E4M3FNUZ, E5M2, "
-              "E5M2FNUZ) tensors are stored as such (their bits, `uint16_t` or `uint8_t` in C: inputs, outputs, "
-              "casts) and computed in float32, each op's result rounded to its type (graph/narrow_floats.py); a "
-              "*float32* op takes them so. Constant subgraphs are folded at compile "
-              "time whatever their ops.\n"),
+              "*float32* (and *8-bit*: int8 and uint8 too). float16, bfloat16, float8 (E4M3FN, E4M3FNUZ, E5M2, "
+              "E5M2FNUZ) and float64 tensors are stored as such (their bits, `uint16_t` or `uint8_t` in C; float64 "
+              "as `double`: inputs, outputs, casts) and computed in float32, each op's result rounded to its type "
+              "(graph/stored_floats.py; a float64 model is told so); a *float32* op takes them so. Constant "
+              "subgraphs are folded at compile time whatever their ops.\n"),
              "- **opsets**: the opsets of the default domain in which cglow takes the op.",
              ("- **int8**: what the op becomes in a quantized (QDQ) model when its inputs come from "
               "DequantizeLinear and its output goes to QuantizeLinear; *float* means it runs in float between "

@@ -17,7 +17,7 @@ from .evaluate_node import evaluate_node, outer_names
 from .external_data import load_external_data
 from .decompose import decompose
 from .functions import expand_functions, scoped
-from .narrow_floats import compute_in_float
+from .stored_floats import compute_in_float
 from .limits import checked_type, read_tensor
 from .node_schema import input_type_problem, schema_problem
 from .proto_text import check_text

@@ -96,7 +96,7 @@ def parse_outputs(stdout: str, compiled: CompiledModel) -> list[np.ndarray]:
     values = _output_fields(stdout)
 
     def array(fields: list[str], dtype: np.dtype) -> np.ndarray:
-        if dtype == np.float32:
+        if dtype in (np.float32, np.float64):
             return np.array([float.fromhex(v) for v in fields], dtype)
         if dtype in NARROW_FLOATS:
             return np.array([int(v) for v in fields], f"u{dtype.itemsize}").view(dtype)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...c_text import NARROW_FLOATS
+from ...c_text import NARROW_FLOATS, STORED_FLOATS
 from ...graph.ir import Node
 from ...graph.registry import OpSpec, declare
 from ...graph.rules import logic as rules
@@ -52,14 +52,19 @@ def _is_inf(ctx: Context, node: Node) -> None:
 
 
 def _to_float(source: np.dtype) -> Expr:
-    """Input(0), the bits of a narrow float type, as a float (runtime_c; graph/narrow_floats.py)."""
+    """Input(0), a stored float (graph/stored_floats.py; a narrow one's bits), as a float (runtime_c)."""
+    if source == np.float64:
+        return cast(F32, X)
     if source in NARROW_FLOATS[2:]:
         return call("cglow_float8_to_float", X, lit(NARROW_FLOATS.index(source) - 2, np.int32))
     return call("cglow_half_to_float" if source == np.float16 else "cglow_bfloat_to_float", X)
 
 
 def _from_float(target: np.dtype, value: Expr, saturate: int) -> Expr:
-    """A float value rounded to a narrow float type, its bits; a float8 one saturating as ONNX's Cast says."""
+    """A float value as a stored float type (a narrow one's bits, rounded; a float8 one saturating as ONNX's Cast
+    says)."""
+    if target == np.float64:
+        return cast(target, value)
     if target in NARROW_FLOATS[2:]:
         return call("cglow_float_to_float8", value, lit(NARROW_FLOATS.index(target) - 2, np.int32),
                     lit(int(bool(saturate)), np.int32))
@@ -67,10 +72,10 @@ def _from_float(target: np.dtype, value: Expr, saturate: int) -> Expr:
 
 
 def _conversion(source: np.dtype, target: np.dtype, saturate: int = 1) -> Expr:
-    """Input(0), of type source, converted to target: through float where either is a narrow float type."""
-    if source in NARROW_FLOATS or target in NARROW_FLOATS:
-        value = _to_float(source) if source in NARROW_FLOATS else _conversion(source, F32)
-        if target in NARROW_FLOATS:
+    """Input(0), of type source, converted to target: through float where either is a stored float type."""
+    if source in STORED_FLOATS or target in STORED_FLOATS:
+        value = _to_float(source) if source in STORED_FLOATS else _conversion(source, F32)
+        if target in STORED_FLOATS:
             return _from_float(target, value, saturate)
         return value if target == F32 else substitute(_conversion(F32, target), [value])
     return CASTS.get((kind(source), kind(target)), cast(VIA[target], X) if target in VIA else X)

@@ -1,30 +1,38 @@
-"""float16 and bfloat16 tensors are stored as such (two bytes, their bits: uint16_t in C) and computed in float32:
-before import, every node that reads or writes one, other than a cast, reads it through a Cast to float32 and
-writes float32 that a Cast rounds back to its type. Each op's result is rounded, as a float16 kernel that computes
-in float32 rounds it (onnxruntime's); rounding only at the graph's outputs passed fewer of the node suite's cases
-(1355 against 1357 of 1802). The casts convert bits and floats in C (runtime_c/half_to_float.c, float_to_half.c,
-bfloat_to_float.c, float_to_bfloat.c)."""
+"""The float types other than float32 (float16, bfloat16, the float8 types, float64) are stored as such (their
+bits in C, uint16_t or uint8_t; float64 as double) and computed in float32, cglow's one float arithmetic (a
+double in a Cortex-M4 loop is a library call per operation): before import, every node that reads or writes one,
+other than a cast, reads it through a Cast to float32 and writes float32 that a Cast rounds back to its type. Each
+op's result is rounded, as a float16 kernel that computes in float32 rounds it (onnxruntime's); rounding only at
+the graph's outputs passed fewer of the node suite's cases (1355 against 1357 of 1802). A float64 model is told
+so (a Notice). The casts convert bits and floats in C (runtime_c/half_to_float.c, float_to_half.c...)."""
 from __future__ import annotations
+
+import warnings
 
 import onnx
 from onnx import TensorProto, helper, shape_inference
 
-HALF_TYPES = (TensorProto.FLOAT16, TensorProto.BFLOAT16, TensorProto.FLOAT8E4M3FN, TensorProto.FLOAT8E4M3FNUZ,
-              TensorProto.FLOAT8E5M2, TensorProto.FLOAT8E5M2FNUZ)
-# the ops that take a half tensor as it is: casts, and the ops whose attributes give their output type
+from ..errors import Notice
+
+STORED_TYPES = (TensorProto.FLOAT16, TensorProto.BFLOAT16, TensorProto.FLOAT8E4M3FN, TensorProto.FLOAT8E4M3FNUZ,
+                TensorProto.FLOAT8E5M2, TensorProto.FLOAT8E5M2FNUZ, TensorProto.DOUBLE)
+# the ops that take a stored float tensor as it is: casts, and the ops whose attributes give their output type
 KEPT = {"Cast", "CastLike", "Constant", "ConstantOfShape", "EyeLike"}
 
 
 def compute_in_float(model: onnx.ModelProto) -> onnx.ModelProto:
-    """The model with its half-typed values read through Casts to float32 and written through Casts from it around
-    every node but the casts and the ops whose attributes give their output type (KEPT)."""
-    if not _mentions_narrow_floats(model.graph):
+    """The model with its stored float values read through Casts to float32 and written through Casts from it
+    around every node but the casts and the ops whose attributes give their output type (KEPT)."""
+    if not _mentions_stored_floats(model.graph):
         return model  # no shape inference for a model without them
     types = _elem_types(model)
+    if TensorProto.DOUBLE in types.values():
+        warnings.warn(Notice("float64 values are computed in float32 (cglow's float arithmetic), stored as "
+                             "float64 where the model's inputs, outputs and casts have them"), stacklevel=3)
     nodes, as_float = [], {}
 
     def read(name: str) -> str:
-        if types.get(name) not in HALF_TYPES:
+        if types.get(name) not in STORED_TYPES:
             return name
         if name not in as_float:
             as_float[name] = f"{name}__as_float"
@@ -38,7 +46,7 @@ def compute_in_float(model: onnx.ModelProto) -> onnx.ModelProto:
         copy = onnx.NodeProto()
         copy.CopyFrom(node)
         copy.input[:] = [read(name) for name in node.input]
-        halves = [name for name in node.output if types.get(name) in HALF_TYPES]
+        halves = [name for name in node.output if types.get(name) in STORED_TYPES]
         copy.output[:] = [f"{name}__float" if name in halves else name for name in node.output]
         nodes.append(copy)
         nodes += [helper.make_node("Cast", [f"{name}__float"], [name], f"{name} rounded", to=types[name])
@@ -50,8 +58,8 @@ def compute_in_float(model: onnx.ModelProto) -> onnx.ModelProto:
     return converted
 
 
-def _mentions_narrow_floats(g: onnx.GraphProto) -> bool:
-    """Whether a graph's declared types, initializers, or nodes' type attributes and tensors name a narrow float
+def _mentions_stored_floats(g: onnx.GraphProto) -> bool:
+    """Whether a graph's declared types, initializers, or nodes' type attributes and tensors name a stored float
     type: where any of its values can come from."""
     declared = [v.type.tensor_type.elem_type for v in list(g.input) + list(g.output) + list(g.value_info)]
     declared += [t.data_type for t in g.initializer]
@@ -61,9 +69,9 @@ def _mentions_narrow_floats(g: onnx.GraphProto) -> bool:
                 declared.append(a.i)
             elif a.type == onnx.AttributeProto.TENSOR:
                 declared.append(a.t.data_type)
-            elif a.type == onnx.AttributeProto.GRAPH and _mentions_narrow_floats(a.g):
+            elif a.type == onnx.AttributeProto.GRAPH and _mentions_stored_floats(a.g):
                 return True
-    return any(t in HALF_TYPES for t in declared)
+    return any(t in STORED_TYPES for t in declared)
 
 
 def _elem_types(model: onnx.ModelProto) -> dict[str, int]:

@@ -1,4 +1,4 @@
-"""float16, bfloat16 and float8 tensors (graph/narrow_floats.py): stored as their bits, converted to and from
+"""float16, bfloat16 and float8 tensors (graph/stored_floats.py): stored as their bits, converted to and from
 float32 by runtime_c's helpers exactly as NumPy and ml_dtypes round (float8: as onnx's reference Cast, saturating
 or not), computed in float32 between casts."""
 from __future__ import annotations
@@ -106,3 +106,21 @@ def test_a_float16_network_matches_onnxruntime():
     np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32), rtol=2e-3, atol=1e-3)
     from cglow.tools.host import check_warnings, sources
     check_warnings(sources(compiled), need_tool("clang"))
+
+
+def test_a_float64_model_is_stored_as_double_and_computed_in_float32():
+    """float64 inputs, weights and outputs: the C takes and gives double, computes in float (no double arithmetic
+    in a loop), and says so; the values are the float64 reference's within float32's precision."""
+    rng = np.random.default_rng(4)
+    w = numpy_helper.from_array(rng.standard_normal((6, 5)), "w")
+    nodes = [h.make_node("MatMul", ["x", "w"], ["m"]), h.make_node("Tanh", ["m"], ["y"])]
+    graph = h.make_graph(nodes, "double", [h.make_tensor_value_info("x", T.DOUBLE, [3, 6])],
+                         [h.make_tensor_value_info("y", T.DOUBLE, [3, 5])], [w])
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", 17)])
+    x = rng.standard_normal((3, 6))
+    with pytest.warns(UserWarning, match="float64 values are computed in float32"):
+        compiled = cglow.compile_model(model)
+    assert "const double *input_0" in compiled.h_source and "tanhf" in compiled.c_source
+    got = cglow.build(compiled)(x)[0]
+    assert got.dtype == np.float64
+    np.testing.assert_allclose(got, np.tanh(x @ numpy_helper.to_array(w)), rtol=1e-5, atol=1e-6)
