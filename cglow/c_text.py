@@ -4,12 +4,15 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 
-# float16, bfloat16 and the float8 types: stored as their bits, computed in float32 (graph/stored_floats.py);
+# float16, bfloat16 and the float8 types: stored as their bits, computed in float32 (graph/stored_types.py);
 # STORED_FLOATS, float64 too
 NARROW_FLOATS = tuple(np.dtype(t) for t in (
     np.float16, ml_dtypes.bfloat16, ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e4m3fnuz, ml_dtypes.float8_e5m2,
     ml_dtypes.float8_e5m2fnuz))
 STORED_FLOATS = NARROW_FLOATS + (np.dtype(np.float64),)
+# the 4- and 2-bit integers: stored one a byte, their bits in its low bits as ml_dtypes keeps them, computed in 8 bits
+SUB_BYTE_INTS = tuple(np.dtype(t) for t in (ml_dtypes.int4, ml_dtypes.uint4, ml_dtypes.int2, ml_dtypes.uint2))
+BITS = NARROW_FLOATS + SUB_BYTE_INTS  # the types C holds as their bits
 C_TYPES = {
     np.dtype(np.float32): "float",
     np.dtype(np.int8): "int8_t", np.dtype(np.uint8): "uint8_t",
@@ -17,8 +20,8 @@ C_TYPES = {
     np.dtype(np.int32): "int32_t", np.dtype(np.uint32): "uint32_t",
     np.dtype(np.int64): "int64_t", np.dtype(np.uint64): "uint64_t",
     np.dtype(np.bool_): "uint8_t",  # 0 or 1, one byte, as ONNX and NumPy store it
-    **{t: f"uint{8 * t.itemsize}_t" for t in NARROW_FLOATS},  # their bits
-    np.dtype(np.float64): "double",  # stored, computed in float32 (graph/stored_floats.py)
+    **{t: f"uint{8 * t.itemsize}_t" for t in BITS},  # their bits
+    np.dtype(np.float64): "double",  # stored, computed in float32 (graph/stored_types.py)
 }
 
 
@@ -50,7 +53,7 @@ def c_int(value, dtype: np.dtype) -> str:
 
 def c_literal(value, dtype: np.dtype) -> str:
     dtype = np.dtype(dtype)
-    if dtype in NARROW_FLOATS:
+    if dtype in BITS:
         return str(int(np.asarray(value, dtype).view(f"uint{8 * dtype.itemsize}")))
     if dtype == np.float32:
         return c_float(value)
@@ -67,7 +70,7 @@ def c_array_lines(data: np.ndarray, per_line: int = 8) -> list[str]:
     once (a matrix of characters, one row per character position, and a mask of those kept): a large model
     has millions of values."""
     flat = np.asarray(data).reshape(-1)
-    flat = flat.view(f"uint{8 * flat.dtype.itemsize}") if flat.dtype in NARROW_FLOATS else flat
+    flat = flat.view(f"uint{8 * flat.dtype.itemsize}") if flat.dtype in BITS else flat
     if not flat.size:
         return ["0,"]
     separator = np.full(flat.size, ord(" "), np.uint8)

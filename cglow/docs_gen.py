@@ -126,7 +126,9 @@ def render_ops() -> str:
               "*float32* (and *8-bit*: int8 and uint8 too). float16, bfloat16, float8 (E4M3FN, E4M3FNUZ, E5M2, "
               "E5M2FNUZ) and float64 tensors are stored as such (their bits, `uint16_t` or `uint8_t` in C; float64 "
               "as `double`: inputs, outputs, casts) and computed in float32, each op's result rounded to its type "
-              "(graph/stored_floats.py; a float64 model is told so); a *float32* op takes them so. Constant "
+              "(graph/stored_types.py; a float64 model is told so); a *float32* op takes them so. The 4- and 2-bit "
+              "integers are stored one a byte (their bits in its low bits, as NumPy's ml_dtypes keeps them: "
+              "`uint8_t`) and computed in int8 or uint8. Constant "
               "subgraphs are folded at compile time whatever their ops.\n"),
              "- **opsets**: the opsets of the default domain in which cglow takes the op.",
              ("- **int8**: what the op becomes in a quantized (QDQ) model when its inputs come from "

@@ -1,5 +1,5 @@
 /* A bfloat16 value, its bits, as a float: the float's upper half. Storage of bfloat16 tensors
-   (graph/stored_floats.py). */
+   (graph/stored_types.py). */
 static float cglow_bfloat_to_float(uint16_t bfloat)
 {
     const uint32_t bits = (uint32_t)bfloat << 16;

@@ -1,6 +1,6 @@
 /* A float8 value, its bits, as a float (exact). `format`, a literal: 0 E4M3FN, 1 E4M3FNUZ, 2 E5M2, 3 E5M2FNUZ
    (their mantissa widths 3, 3, 2, 2 and exponent biases 7, 8, 15, 16); the FNUZ formats' only NaN is 0x80,
-   E4M3FN's are 0x7f and 0xff, E5M2 has infinities. Storage of float8 tensors (graph/stored_floats.py). */
+   E4M3FN's are 0x7f and 0xff, E5M2 has infinities. Storage of float8 tensors (graph/stored_types.py). */
 static float cglow_float8_to_float(uint8_t code, int32_t format)
 {
     const uint32_t m = format < 2 ? 3u : 2u;

@@ -1,5 +1,5 @@
 /* A float rounded to the nearest bfloat16 value (ties to even), its bits; NaN stays a quiet NaN. Storage of
-   bfloat16 tensors (graph/stored_floats.py). */
+   bfloat16 tensors (graph/stored_types.py). */
 static uint16_t cglow_float_to_bfloat(float value)
 {
     uint32_t bits;

@@ -1,7 +1,7 @@
 /* A float rounded to the nearest float8 value (ties to even), its bits, as ONNX's Cast (opset 19) gives it:
    `format` as in float8_to_float.c; with `saturate`, infinities and values beyond the largest finite one give
    it, else NaN (E5M2: infinity); the FNUZ formats have no negative zero. Each a literal: the compiler folds
-   the format's branches. Storage of float8 tensors (graph/stored_floats.py). */
+   the format's branches. Storage of float8 tensors (graph/stored_types.py). */
 static uint8_t cglow_float_to_float8(float value, int32_t format, int32_t saturate)
 {
     const uint32_t m = format < 2 ? 3u : 2u;

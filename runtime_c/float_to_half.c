@@ -1,5 +1,5 @@
 /* A float rounded to the nearest IEEE binary16 value (ties to even), its bits: above the largest half less
-   half a step, infinity; NaN stays a quiet NaN. Storage of float16 tensors (graph/stored_floats.py). */
+   half a step, infinity; NaN stays a quiet NaN. Storage of float16 tensors (graph/stored_types.py). */
 static uint16_t cglow_float_to_half(float value)
 {
     uint32_t bits;

@@ -1,5 +1,5 @@
 /* An IEEE binary16 value, its bits, as a float: exact (a float holds every half), infinities, NaN and
-   subnormals kept. Storage of float16 tensors, which compute in float (graph/stored_floats.py). */
+   subnormals kept. Storage of float16 tensors, which compute in float (graph/stored_types.py). */
 static float cglow_half_to_float(uint16_t half)
 {
     const uint32_t sign = (uint32_t)(half & 0x8000u) << 16;

@@ -164,7 +164,7 @@ CASES = {
                             ["tensor 'w'", "'weights.bin'", "20 bytes", "24 bytes"]),
     "external-wrong-length": (lambda f: with_external(f, "weights.bin", bytes(24), length=8), [],
                               ["tensor 'w'", "length 8"]),
-    "dtype-int4": (simple(lambda: relu_model(elem=T.INT4)), [], ["'x'", "int4"]),
+    "dtype-float4": (simple(lambda: relu_model(elem=T.FLOAT4E2M1)), [], ["'x'", "float4_e2m1fn"]),
     "dtype-string": (simple(lambda: model([node("Identity", ["x"], ["y"], "id")], [tensor("x", [2], T.STRING)],
                                           [tensor("y", [2], T.STRING)])), [], ["'x'", "object"]),
     "dtype-unknown": (simple(lambda: relu_model(elem=99)), [], ["input 'x'", "element type 99"]),

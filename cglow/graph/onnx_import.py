@@ -17,7 +17,7 @@ from .evaluate_node import evaluate_node, outer_names
 from .external_data import load_external_data
 from .decompose import decompose
 from .functions import expand_functions, scoped
-from .stored_floats import compute_in_float
+from .stored_types import compute_stored
 from .limits import checked_type, read_tensor
 from .node_schema import input_type_problem, schema_problem
 from .proto_text import check_text
@@ -277,7 +277,7 @@ def import_model(model: onnx.ModelProto, shapes: dict[str, tuple[int, ...]] | No
         raise CglowError("the file holds no graph (not an ONNX model?)")
     model = expand_qoperators(upgrade(model))
     opset = _opset(model)
-    model = compute_in_float(expand_functions(decompose(model, set(OPS), opset), set(OPS), opset))
+    model = compute_stored(expand_functions(decompose(model, set(OPS), opset), set(OPS), opset))
     g = model.graph
     consts = _constants(g, max_memory)
     inputs = _graph_inputs(g, consts, dict(shapes or {}))

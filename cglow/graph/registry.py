@@ -6,7 +6,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..c_text import STORED_FLOATS
+from ..c_text import STORED_FLOATS, SUB_BYTE_INTS
 from ..errors import CglowError
 from .ir import Node, TensorType
 
@@ -88,7 +88,7 @@ def onnx_ops() -> list[str]:
 
 F32 = np.dtype(np.float32)
 RUNTIME_DTYPES = {np.dtype(t) for t in (np.float32, np.bool_, np.int8, np.uint8, np.int16, np.uint16, np.int32,
-                                        np.uint32, np.int64, np.uint64)} | set(STORED_FLOATS)  # the C's types
+                                        np.uint32, np.int64, np.uint64)} | set(STORED_FLOATS + SUB_BYTE_INTS)
 
 
 def same_as_input(args: Args) -> list[TensorType]:

@@ -15,7 +15,7 @@ import subprocess
 import jinja2
 import numpy as np
 
-from ..c_text import NARROW_FLOATS, c_array_lines, c_type
+from ..c_text import BITS, c_array_lines, c_type
 from ..compiler import CompiledModel
 from ..errors import CglowError
 
@@ -92,13 +92,13 @@ def parse_output_bits(stdout: str, compiled: CompiledModel) -> list[list[np.ndar
 
 
 def parse_outputs(stdout: str, compiled: CompiledModel) -> list[np.ndarray]:
-    """The outputs the harness printed: floats in hex, integers and the narrow floats' bits in decimal."""
+    """The outputs the harness printed: floats in hex, integers and the types C holds as bits in decimal."""
     values = _output_fields(stdout)
 
     def array(fields: list[str], dtype: np.dtype) -> np.ndarray:
         if dtype in (np.float32, np.float64):
             return np.array([float.fromhex(v) for v in fields], dtype)
-        if dtype in NARROW_FLOATS:
+        if dtype in BITS:
             return np.array([int(v) for v in fields], f"u{dtype.itemsize}").view(dtype)
         return np.array([int(v) for v in fields], dtype)
     return [array(values[i][0], t.dtype)[:t.size].reshape(t.shape) for i, t in enumerate(compiled.outputs)]

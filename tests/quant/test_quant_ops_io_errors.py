@@ -106,14 +106,6 @@ def quantize_block_size() -> onnx.ModelProto:
     return single_node("QuantizeLinear", ins, INT8, opset=21, axis=1, block_size=2)
 
 
-def dequantize_int4() -> onnx.ModelProto:
-    x = helper.make_tensor_value_info("x", TensorProto.INT4, [2, 4])
-    node = helper.make_node("DequantizeLinear", ["x", "scale"], ["y"], name="the DequantizeLinear")
-    graph = helper.make_graph([node], "int4", [x], [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])],
-                              initializer=[numpy_helper.from_array(f32(0.1), "scale")])
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)], ir_version=10)
-
-
 def softmax_opset12_axis1() -> onnx.ModelProto:
     ins = [("x", (INT8, (2, 3, 4))), ("x_scale", f32(0.1)), ("x_zero", q(0, INT8)), ("y_scale", f32(1 / 256)),
            ("y_zero", q(-128, INT8))]
@@ -133,7 +125,6 @@ ERRORS = {
     "QLinearConcat with a bad input count": (bad_concat, ("QLinearConcat", "7 inputs")),
     "QLinearConcat with no inputs to join": (bad_concat_no_inputs, ("QLinearConcat",)),
     "QuantizeLinear with block_size": (quantize_block_size, ("QuantizeLinear", "block_size")),
-    "DequantizeLinear of int4": (dequantize_int4, ("DequantizeLinear", "int4")),
     "DequantizeLinear with block_size": (dequantize_block_size, ("DequantizeLinear", "block_size")),
     "QLinearSoftmax of opset 12 over axis 1": (softmax_opset12_axis1, ("QLinearSoftmax", "axis")),
     "QLinearGlobalAveragePool channels_last": (pool_channels_last, ("QLinearGlobalAveragePool", "channels_last")),

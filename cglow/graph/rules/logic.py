@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 from onnx import helper
 
-from ...c_text import NARROW_FLOATS, STORED_FLOATS
+from ...c_text import NARROW_FLOATS, STORED_FLOATS, SUB_BYTE_INTS
 from ...errors import CglowError
 from ..ir import TensorType
 from ..registry import Args, require_float
@@ -49,9 +49,9 @@ def cast(args: Args) -> list[TensorType]:
     else:
         target = args.types[1].dtype
     for what, dtype in (("from", args.types[0].dtype), ("to", target)):
-        if dtype not in NUMERIC + (BOOL,) + STORED_FLOATS:
+        if dtype not in NUMERIC + (BOOL,) + STORED_FLOATS + SUB_BYTE_INTS:
             name = "string" if dtype.kind in "OSU" else dtype.name
             raise CglowError(f"{args.node.describe()}: a cast {what} {name} is not supported (cglow "
                              f"computes in float32, bool and the 8- to 64-bit integer types, and stores float16, "
-                             f"bfloat16, float8 and float64)")
+                             f"bfloat16, float8, float64 and the 4- and 2-bit integers)")
     return [TensorType(target, args.shape(0))]

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...c_text import NARROW_FLOATS, STORED_FLOATS
+from ...c_text import NARROW_FLOATS, STORED_FLOATS, SUB_BYTE_INTS
 from ...graph.ir import Node
 from ...graph.registry import OpSpec, declare
 from ...graph.rules import logic as rules
-from ...instr.expr import (Expr, Input, and_, call, cast, eq, ge, gt, le, lift, lit, lt, ne, not_, or_, select,
-                           substitute)
+from ...instr.expr import (Expr, Input, and_, binary, call, cast, eq, ge, gt, le, lift, lit, lt, ne, not_, or_,
+                           select, substitute)
 from ..context import Context
 from .elementwise import identity, kind
 
@@ -52,7 +52,7 @@ def _is_inf(ctx: Context, node: Node) -> None:
 
 
 def _to_float(source: np.dtype) -> Expr:
-    """Input(0), a stored float (graph/stored_floats.py; a narrow one's bits), as a float (runtime_c)."""
+    """Input(0), a stored float (graph/stored_types.py; a narrow one's bits), as a float (runtime_c)."""
     if source == np.float64:
         return cast(F32, X)
     if source in NARROW_FLOATS[2:]:
@@ -71,8 +71,26 @@ def _from_float(target: np.dtype, value: Expr, saturate: int) -> Expr:
     return call("cglow_float_to_half" if target == np.float16 else "cglow_float_to_bfloat", value)
 
 
+def _sub_byte(dtype: np.dtype) -> tuple[int, int, np.dtype]:
+    """A 4- or 2-bit integer type's mask, sign bit (0 unsigned) and computing type (graph/stored_types.py)."""
+    bits = 4 if "4" in dtype.name else 2
+    signed = not dtype.name.startswith("u")
+    return (1 << bits) - 1, (1 << (bits - 1)) if signed else 0, np.dtype(np.int8 if signed else np.uint8)
+
+
 def _conversion(source: np.dtype, target: np.dtype, saturate: int = 1) -> Expr:
-    """Input(0), of type source, converted to target: through float where either is a stored float type."""
+    """Input(0), of type source, converted to target: through float where either is a stored float type; through
+    8 bits where either is a 4- or 2-bit integer (its bits in a byte's low bits, sign-extended when read, wrapped
+    when written, as Cast's fixed-point conversions wrap)."""
+    if source in SUB_BYTE_INTS:
+        mask, sign, wide = _sub_byte(source)
+        value = binary("&", X, mask)
+        value = binary("-", binary("^", value, sign), sign) if sign else value
+        return value if target == wide else substitute(_conversion(wide, target, saturate), [value])
+    if target in SUB_BYTE_INTS:
+        mask = _sub_byte(target)[0]
+        value = _conversion(source, np.dtype(np.int32), saturate)
+        return binary("&", cast(np.int32, value) if source in STORED_FLOATS or source == F32 else value, mask)
     if source in STORED_FLOATS or target in STORED_FLOATS:
         value = _to_float(source) if source in STORED_FLOATS else _conversion(source, F32)
         if target in STORED_FLOATS:

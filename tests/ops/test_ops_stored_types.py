@@ -1,4 +1,4 @@
-"""float16, bfloat16 and float8 tensors (graph/stored_floats.py): stored as their bits, converted to and from
+"""float16, bfloat16 and float8 tensors (graph/stored_types.py): stored as their bits, converted to and from
 float32 by runtime_c's helpers exactly as NumPy and ml_dtypes round (float8: as onnx's reference Cast, saturating
 or not), computed in float32 between casts."""
 from __future__ import annotations
@@ -124,3 +124,25 @@ def test_a_float64_model_is_stored_as_double_and_computed_in_float32():
     got = cglow.build(compiled)(x)[0]
     assert got.dtype == np.float64
     np.testing.assert_allclose(got, np.tanh(x @ numpy_helper.to_array(w)), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("elem, dtype", [(T.INT4, ml_dtypes.int4), (T.UINT4, ml_dtypes.uint4),
+                                         (T.INT2, ml_dtypes.int2), (T.UINT2, ml_dtypes.uint2)])
+def test_sub_byte_integers_read_wrap_and_saturate_as_onnx(elem, dtype):
+    """A 4- or 2-bit input (its bits in each byte's low bits, as ml_dtypes keeps them) read sign-extended, tripled
+    in float, quantized back to its type (saturating), and cast to it from float (wrapping): onnx's reference."""
+    info = ml_dtypes.iinfo(dtype)
+    x = np.arange(info.min, info.max + 1).astype(dtype)
+    zero = numpy_helper.from_array(np.array(0, dtype), "zero")
+    scale = numpy_helper.from_array(np.array(1.0, np.float32), "scale")
+    three = numpy_helper.from_array(np.array(3.0, np.float32), "three")
+    nodes = [h.make_node("Cast", ["x"], ["f"], to=T.FLOAT), h.make_node("Mul", ["f", "three"], ["t"]),
+             h.make_node("QuantizeLinear", ["t", "scale", "zero"], ["q"]), h.make_node("Cast", ["t"], ["w"], to=elem)]
+    graph = h.make_graph(nodes, "sub_byte", [h.make_tensor_value_info("x", elem, [x.size])],
+                         [h.make_tensor_value_info("q", elem, [x.size]), h.make_tensor_value_info("w", elem, [x.size])],
+                         [zero, scale, three])
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", 21 if "4" in np.dtype(dtype).name else 25)])
+    want = ReferenceEvaluator(model).run(None, {"x": x})
+    got = backend.prepare(model).run([x])
+    for g, w in zip(got, want):
+        assert g.dtype == np.dtype(dtype) and np.array_equal(g.astype(np.int32), np.asarray(w).astype(np.int32))
