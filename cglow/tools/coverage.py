@@ -45,8 +45,9 @@ def _value_family(value: onnx.ValueInfoProto) -> str | None:
 
 
 def family(model: onnx.ModelProto) -> str | None:
-    """The out-of-reach family a case's model belongs to, by its ops (every node's, subgraphs' too) or by its
-    inputs' and outputs' types; None for a case in reach."""
+    """The out-of-reach family a case's model belongs to, by its ops (every node's, subgraphs' too), by its nodes'
+    domain (the issue takes the default domain: ai.onnx.ml's classical ML ops are another), or by its inputs' and
+    outputs' types; None for a case in reach."""
     def ops(graph: onnx.GraphProto):
         for node in graph.node:
             yield node.op_type
@@ -54,6 +55,8 @@ def family(model: onnx.ModelProto) -> str | None:
                 for g in ([a.g] if a.type == onnx.AttributeProto.GRAPH else list(a.graphs)):
                     yield from ops(g)
     found = set(ops(model.graph))
+    if any(node.domain == "ai.onnx.ml" for node in model.graph.node):
+        return "ai.onnx.ml domain"
     for name, members in OUT_OF_REACH.items():
         if found & members:
             return name
