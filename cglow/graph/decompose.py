@@ -56,7 +56,8 @@ def _dft(b: Builder, shapes: dict, consts: dict) -> None:
     """The transform along `axis` of a real ([..., 1]) or complex ([..., 2]) signal, dft_length samples (the
     signal cut or padded with zeros to it): Re = xr C + xi S, Im = xi C - xr S with C, S the cosines and sines
     of 2 pi j k / length (the inverse: their conjugates over length); onesided, the first length / 2 + 1
-    frequencies."""
+    frequencies, or, inverse, a real signal from them (length 2 (n - 1) unless given; each frequency but the first
+    and the middle one counted twice, for its conjugate)."""
     node, attrs = b.node, _attrs(b.node)
     shape = shapes.get(node.input[0])
 
@@ -71,11 +72,11 @@ def _dft(b: Builder, shapes: dict, consts: dict) -> None:
     if not 0 < axis < rank - 1 or shape[-1] not in (1, 2):
         raise CglowError(f"{_named(node)}: axis {axis} of a [..., 1 or 2] signal of rank {rank}")
     inverse, onesided = attrs.get("inverse", 0), attrs.get("onesided", 0)
-    if inverse and onesided:
-        raise CglowError(f"{_named(node)}: an inverse of a one-sided transform is not supported")
     n = shape[axis]
-    length = int(given(1).reshape(-1)[0]) if given(1) is not None else n
-    used, k = min(n, length), length // 2 + 1 if onesided else length
+    real_out = inverse and onesided  # the inverse of half a spectrum: a real signal
+    length = int(given(1).reshape(-1)[0]) if given(1) is not None else 2 * (n - 1) if real_out else n
+    used = min(n, length // 2 + 1) if real_out else min(n, length)
+    k = length // 2 + 1 if onesided and not real_out else length
     perm = [d for d in range(rank - 1) if d != axis] + [axis, rank - 1]
     x = b.add("Transpose", [node.input[0]], perm=perm)  # [..., n, 1 or 2]
     x = b.add("Slice", [x, b.const(np.array([0], np.int64)), b.const(np.array([used], np.int64)),
@@ -86,8 +87,12 @@ def _dft(b: Builder, shapes: dict, consts: dict) -> None:
                                  b.const(np.array([-1], np.int64))])
         return b.add("Transpose", [sliced], perm=list(range(rank - 2)) + [rank - 1, rank - 2])
     angle = 2 * np.pi * np.outer(np.arange(used), np.arange(k)) / length
-    scale = 1 / length if inverse else 1.0
-    cos, sin = b.const((np.cos(angle) * scale).astype(np.float32)), b.const((np.sin(angle) * scale).astype(np.float32))
+    scale = np.full((used, 1), 1 / length if inverse else 1.0)
+    if real_out:  # each frequency but 0 and length / 2 stands for its conjugate too
+        scale[1:] *= 2
+        if length % 2 == 0 and used > length // 2:
+            scale[length // 2] /= 2
+    cos, sin = (b.const((f(angle) * scale).astype(np.float32)) for f in (np.cos, np.sin))
     real = part(0)
     re, im = b.add("MatMul", [real, cos]), b.add("MatMul", [real, sin])  # [..., 1, k]
     sign = 1 if inverse else -1  # e^(-i angle) forward, e^(+i angle) inverse
@@ -96,7 +101,7 @@ def _dft(b: Builder, shapes: dict, consts: dict) -> None:
         imag = part(1)
         re = b.add("Add" if sign < 0 else "Sub", [re, b.add("MatMul", [imag, sin])])
         im = b.add("Add", [im, b.add("MatMul", [imag, cos])])
-    pair = b.add("Concat", [re, im], axis=-2)  # [..., 2, k]
+    pair = re if real_out else b.add("Concat", [re, im], axis=-2)  # [..., 2 (or 1, real), k]
     back = [0] * rank
     for position, d in enumerate(perm):
         back[d] = position

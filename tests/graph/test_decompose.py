@@ -26,15 +26,19 @@ def dft_model(shape, out_shape, length=None, axis=1, **attrs):
 
 
 @pytest.mark.parametrize("length, complex_in, inverse, onesided", [
-    (None, False, 0, 0), (12, False, 0, 0), (5, True, 0, 0), (8, True, 1, 0), (9, False, 0, 1), (None, True, 0, 1)])
+    (None, False, 0, 0), (12, False, 0, 0), (5, True, 0, 0), (8, True, 1, 0), (9, False, 0, 1), (None, True, 0, 1),
+    (None, True, 1, 1), (9, True, 1, 1), (6, True, 1, 1)])
 def test_dft_as_numpy_fft(length, complex_in, inverse, onesided):
     n = 8
     x = RNG.standard_normal((2, n, 3, 2 if complex_in else 1)).astype(np.float32)
     signal = x[..., 0] + 1j * x[..., 1] if complex_in else x[..., 0]
     m = length or n
-    want = (np.fft.ifft if inverse else np.fft.fft)(signal, n=m, axis=1)
-    want = want[:, :m // 2 + 1] if onesided else want
-    want = np.stack([want.real, want.imag], -1).astype(np.float32)
+    if inverse and onesided:  # the inverse of half a spectrum: a real signal, 2 (n - 1) samples unless given
+        want = np.fft.irfft(signal, n=length, axis=1)[..., None].astype(np.float32)
+    else:
+        want = (np.fft.ifft if inverse else np.fft.fft)(signal, n=m, axis=1)
+        want = want[:, :m // 2 + 1] if onesided else want
+        want = np.stack([want.real, want.imag], -1).astype(np.float32)
     model = dft_model(list(x.shape), list(want.shape), length, inverse=inverse, onesided=onesided)
     got = backend.prepare(model).run([x])[0]
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
