@@ -1,7 +1,8 @@
 """Ops that cglow compiles as a few others, built per node before import (as graph/functions.py does with ONNX's
 function bodies, where ONNX gives none): LpPool as the p-th root of a sum pool of |x|^p, DFT as matrix
-products of the signal by constant cosine and sine matrices, STFT as frames' DFTs, and ReverseSequence as a
-GatherElements. SHAPE_INPUTS names the inputs that must be constants (the backend pins them, tools/backend.py)."""
+products of the signal by constant cosine and sine matrices, STFT as frames' DFTs, ReverseSequence as a
+GatherElements, and Det (up to 3 x 3) by cofactors. SHAPE_INPUTS names the inputs that must be constants (the
+backend pins them, tools/backend.py)."""
 from __future__ import annotations
 
 import math
@@ -154,7 +155,32 @@ def _reverse_sequence(b: Builder, shapes: dict, consts: dict) -> None:
     b.add("GatherElements", [node.input[0], index], node.output[0], axis=time)
 
 
-DECOMPOSITIONS: dict[str, Callable[[Builder, dict, dict], None]] = {
+def _det(b: Builder, shapes: dict, consts: dict) -> None:
+    """The determinant of [..., m, m] matrices up to 3 x 3, by cofactors of their elements (Slices): no loop."""
+    node = b.node
+    shape = shapes.get(node.input[0])
+    if shape is None or len(shape) < 2 or shape[-1] != shape[-2] or shape[-1] > 3:
+        raise CglowError(f"{_named(node)}: the determinant of matrices up to 3 x 3 of a static shape is supported, "
+                         f"not of {list(shape) if shape else 'an unknown shape'}")
+    m = shape[-1]
+
+    def e(i: int, j: int) -> str:
+        return b.add("Slice", [node.input[0], b.const(np.array([i, j], np.int64)),
+                               b.const(np.array([i + 1, j + 1], np.int64)), b.const(np.array([-2, -1], np.int64))])
+
+    def minor(r0: int, r1: int, c0: int, c1: int) -> str:
+        return b.add("Sub", [b.add("Mul", [e(r0, c0), e(r1, c1)]), b.add("Mul", [e(r0, c1), e(r1, c0)])])
+    if m == 1:
+        det = e(0, 0)
+    elif m == 2:
+        det = minor(0, 1, 0, 1)
+    else:
+        terms = [b.add("Mul", [e(0, j), minor(1, 2, *[c for c in range(3) if c != j])]) for j in range(3)]
+        det = b.add("Add", [b.add("Sub", [terms[0], terms[1]]), terms[2]])
+    b.add("Reshape", [det, b.const(np.array(shape[:-2], np.int64))], node.output[0])
+
+
+DECOMPOSITIONS: dict[str, Callable[[Builder, dict, dict], None]] = {"Det": _det,
     "LpPool": _lp_pool, "DFT": _dft, "STFT": _stft, "ReverseSequence": _reverse_sequence}
 
 

@@ -1,5 +1,5 @@
 """Ops compiled as cglow's own decompositions (cglow/graph/decompose.py): DFT against NumPy's FFT, the signal cut
-or padded to dft_length, real and complex, forward, inverse and one-sided."""
+or padded to dft_length, real and complex, forward, inverse and one-sided; Det against NumPy's."""
 from __future__ import annotations
 
 import numpy as np
@@ -47,3 +47,19 @@ def test_dft_as_numpy_fft(length, complex_in, inverse, onesided):
 def test_a_dft_along_the_complex_axis_is_refused():
     with pytest.raises(CglowError, match="axis 2 of a"):
         cglow.compile_model(dft_model([1, 4, 1], [1, 4, 2], axis=-1))
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (2, 2), (4, 3, 3), (2, 2, 3, 3)])
+def test_det_as_numpy(shape):
+    x = RNG.standard_normal(shape).astype(np.float32)
+    graph = h.make_graph([h.make_node("Det", ["x"], ["y"])], "det", [h.make_tensor_value_info("x", T.FLOAT, shape)],
+                         [h.make_tensor_value_info("y", T.FLOAT, shape[:-2])])
+    got = backend.prepare(h.make_model(graph, opset_imports=[h.make_opsetid("", 22)])).run([x])[0]
+    np.testing.assert_allclose(got, np.linalg.det(x), rtol=1e-5, atol=1e-5)
+
+
+def test_a_det_of_4_x_4_matrices_is_refused():
+    graph = h.make_graph([h.make_node("Det", ["x"], ["y"])], "det", [h.make_tensor_value_info("x", T.FLOAT, [4, 4])],
+                         [h.make_tensor_value_info("y", T.FLOAT, [])])
+    with pytest.raises(CglowError, match="up to 3 x 3"):
+        cglow.compile_model(h.make_model(graph, opset_imports=[h.make_opsetid("", 22)]))
