@@ -62,13 +62,13 @@ def save(model: onnx.ModelProto, path: Path) -> str:
 
 
 def unsupported_model() -> onnx.ModelProto:
-    """Four nodes, three of ops cglow does not support (two Det, a Unique)."""
+    """Four nodes, three of ops cglow does not support (two NonZero, a Unique)."""
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 4])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [])
     nodes = [helper.make_node("Relu", ["x"], ["a"], name="fine"),
-             helper.make_node("Det", ["a"], ["b"], name="first det"),
+             helper.make_node("NonZero", ["a"], ["b"], name="first det"),
              helper.make_node("Unique", ["b"], ["c"], name="uq"),
-             helper.make_node("Det", ["c"], ["y"], name="second det")]
+             helper.make_node("NonZero", ["c"], ["y"], name="second det")]
     return helper.make_model(helper.make_graph(nodes, "g", [x], [y]), opset_imports=[helper.make_opsetid("", 17)])
 
 
