@@ -13,6 +13,7 @@ import onnx
 from onnx import helper, numpy_helper
 
 from ..errors import CglowError
+from .inferred import value_shapes
 
 SHAPE_INPUTS = {"DFT": (1, 2), "STFT": (1, 3)}
 
@@ -189,7 +190,6 @@ def decompose(model: onnx.ModelProto, known: set[str], opset: int) -> onnx.Model
     decomposition."""
     if not any(n.op_type in DECOMPOSITIONS and n.op_type not in known for n in model.graph.node):
         return model
-    from .functions import value_shapes
     shapes = value_shapes(model)
     consts = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
     consts.update({n.output[0]: numpy_helper.to_array(a.t) for n in model.graph.node if n.op_type == "Constant"

@@ -6,7 +6,9 @@ that uses another such op is expanded in turn, up to DEPTH times."""
 from __future__ import annotations
 
 import onnx
-from onnx import helper, shape_inference, version_converter
+from onnx import helper, version_converter
+
+from .inferred import value_types
 
 DEPTH = 4
 SHAPE_INPUTS = {"CenterCropPad": (1,), "AffineGrid": (1,)}  # the inputs their bodies need as constants (a shape)
@@ -22,7 +24,7 @@ def expand_functions(model: onnx.ModelProto, known: set[str], opset: int) -> onn
             if node.domain not in ("", "ai.onnx") or node.op_type in known or not _has_body(node, opset):
                 nodes.append(node)
                 continue
-            types = types if types is not None else _value_types(model)
+            types = types if types is not None else value_types(model)
             body = _body(node, opset, types, f"{node.name or node.op_type}.{i}/")
             if body is None:
                 nodes.append(node)
@@ -55,28 +57,6 @@ def _versions(schema, opset: int) -> tuple[list[int], list[int]]:
 def _has_body(node: onnx.NodeProto, opset: int) -> bool:
     schema = _schema(node, opset)
     return schema is not None and any(_versions(schema, opset))
-
-
-def _value_types(model: onnx.ModelProto) -> dict[str, onnx.TypeProto]:
-    """Every value's type, as ONNX's shape inference finds it (a context-dependent body depends on its inputs')."""
-    try:
-        g = shape_inference.infer_shapes(model).graph
-    except Exception:  # noqa: BLE001  (no inferred types: only the declared ones)
-        g = model.graph
-    types = {v.name: v.type for v in list(g.input) + list(g.value_info) + list(g.output)}
-    for t in g.initializer:
-        types[t.name] = helper.make_tensor_type_proto(t.data_type, list(t.dims))
-    return types
-
-
-def value_shapes(model: onnx.ModelProto) -> dict[str, tuple[int, ...]]:
-    """The static shape of every value whose shape ONNX's shape inference finds."""
-    shapes = {}
-    for name, t in _value_types(model).items():
-        dims = t.tensor_type.shape.dim if t.HasField("tensor_type") and t.tensor_type.HasField("shape") else None
-        if dims is not None and all(d.HasField("dim_value") for d in dims):
-            shapes[name] = tuple(d.dim_value for d in dims)
-    return shapes
 
 
 def _body(node: onnx.NodeProto, opset: int, types: dict[str, onnx.TypeProto],

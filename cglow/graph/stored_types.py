@@ -14,9 +14,10 @@ import warnings
 
 import numpy as np
 import onnx
-from onnx import TensorProto, helper, numpy_helper, shape_inference
+from onnx import TensorProto, helper, numpy_helper
 
 from ..errors import Notice
+from .inferred import value_types
 
 T = TensorProto
 COMPUTED_AS = {  # stored type -> the type it computes in
@@ -34,7 +35,7 @@ def compute_stored(model: onnx.ModelProto) -> onnx.ModelProto:
     them around every node but the casts and the ops whose attributes give their output type (KEPT)."""
     if not _mentions_stored_types(model.graph):
         return model  # no shape inference for a model without them
-    types = _elem_types(model)
+    types = {name: t.tensor_type.elem_type for name, t in value_types(model).items() if t.HasField("tensor_type")}
     if T.DOUBLE in types.values():
         warnings.warn(Notice("float64 values are computed in float32 (cglow's float arithmetic), stored as "
                              "float64 where the model's inputs, outputs and casts have them"), stacklevel=3)
@@ -91,20 +92,3 @@ def _mentions_stored_types(g: onnx.GraphProto) -> bool:
             elif a.type == onnx.AttributeProto.GRAPH and _mentions_stored_types(a.g):
                 return True
     return any(t in COMPUTED_AS for t in declared)
-
-
-def _elem_types(model: onnx.ModelProto) -> dict[str, int]:
-    """Every value's element type, as declared and as ONNX's shape inference finds it."""
-    try:
-        g = shape_inference.infer_shapes(model).graph
-    except Exception:  # noqa: BLE001  (no inferred types: the declared ones)
-        g = model.graph
-    types = {v.name: v.type.tensor_type.elem_type for v in list(g.input) + list(g.value_info) + list(g.output)
-             if v.type.HasField("tensor_type")}
-    types.update({t.name: t.data_type for t in g.initializer})
-    for node in g.node:
-        if node.op_type == "Constant":
-            for a in node.attribute:
-                if a.name == "value":
-                    types[node.output[0]] = a.t.data_type
-    return types
