@@ -117,6 +117,20 @@ def scoped(graph: onnx.GraphProto, renamed) -> onnx.GraphProto:
     return out
 
 
+def renamed_node(node: onnx.NodeProto, renamed, name: str) -> onnx.NodeProto:
+    """A copy of a node named `name`, its inputs and outputs renamed, and the values its subgraphs read from
+    around them renamed too (scoped): a body's node inlined, an If's taken branch's."""
+    copy = onnx.NodeProto()
+    copy.CopyFrom(node)
+    copy.name = name
+    copy.input[:] = [renamed(x) for x in node.input]
+    copy.output[:] = [renamed(x) for x in node.output]
+    for a in copy.attribute:
+        if a.type == onnx.AttributeProto.GRAPH:
+            a.g.CopyFrom(scoped(a.g, renamed))
+    return copy
+
+
 def _inlined(node: onnx.NodeProto, body: onnx.FunctionProto, prefix: str) -> list[onnx.NodeProto]:
     """The body's nodes with its inputs and outputs named as the node's (an input the node leaves out: ''), its
     other values prefixed, and each attribute that refers to one of the node's (its defaults included) taking that
@@ -129,16 +143,11 @@ def _inlined(node: onnx.NodeProto, body: onnx.FunctionProto, prefix: str) -> lis
         return names.get(name, prefix + name) if name else ""
     nodes = []
     for j, inner in enumerate(body.node):
-        copy = onnx.NodeProto()
-        copy.CopyFrom(inner)
-        copy.name = prefix + (inner.name or f"{inner.op_type}.{j}")
-        copy.input[:] = [renamed(n) for n in inner.input]
-        copy.output[:] = [renamed(n) for n in inner.output]
+        copy = renamed_node(inner, renamed, prefix + (inner.name or f"{inner.op_type}.{j}"))
+        attributes = list(copy.attribute)
         del copy.attribute[:]
-        for a in inner.attribute:
-            if a.type == onnx.AttributeProto.GRAPH:
-                copy.attribute.append(helper.make_attribute(a.name, scoped(a.g, renamed)))
-            elif not a.ref_attr_name:
+        for a in attributes:
+            if not a.ref_attr_name:
                 copy.attribute.append(a)
             elif a.ref_attr_name in values:
                 value = onnx.AttributeProto()

@@ -16,7 +16,7 @@ from ..options import MAX_MEMORY
 from .evaluate_node import evaluate_node, outer_names
 from .external_data import load_external_data
 from .decompose import decompose
-from .functions import expand_functions, scoped
+from .functions import expand_functions, renamed_node
 from .stored_types import compute_stored
 from .limits import checked_type, read_tensor
 from .node_schema import input_type_problem, schema_problem
@@ -396,17 +396,7 @@ def _taken_branch(proto: onnx.NodeProto, i: int, consts: dict,
     def renamed(name: str) -> str:
         return prefix + name if name in inner else name
     values = {prefix + t.name: read_tensor(t, f"tensor '{t.name}'", max_memory) for t in taken.initializer}
-    nodes = []
-    for n in taken.node:
-        copy = onnx.NodeProto()
-        copy.CopyFrom(n)
-        copy.name = prefix + (n.name or n.op_type)
-        copy.input[:] = [renamed(x) for x in n.input]
-        copy.output[:] = [renamed(x) for x in n.output]
-        for a in copy.attribute:
-            if a.type == onnx.AttributeProto.GRAPH:  # a nested If's branches read the taken branch's values
-                a.g.CopyFrom(scoped(a.g, renamed))
-        nodes.append(copy)
+    nodes = [renamed_node(n, renamed, prefix + (n.name or n.op_type)) for n in taken.node]
     return nodes + [helper.make_node("Identity", [renamed(v.name)], [out], f"{prefix}{out}")
                     for v, out in zip(taken.output, proto.output) if out], values
 
