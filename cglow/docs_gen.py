@@ -156,12 +156,10 @@ def render_ops() -> str:
 def _function_ops(registered: set[str]) -> list[str]:
     """The ops of the default domain that cglow compiles as their ONNX function bodies (graph/functions.py), less
     the families out of its reach (tools/coverage.py)."""
-    from onnx import defs
     from .graph.decompose import DECOMPOSITIONS
+    from .graph.functions import function_ops
     from .tools.coverage import OUT_OF_REACH
-    out = set().union(*OUT_OF_REACH.values())
-    ops = sorted(s.name for s in defs.get_all_schemas() if s.domain == "" and s.name not in registered | out and
-                 (s.function_opset_versions or s.context_dependent_function_opset_versions))
+    ops = sorted(function_ops() - registered - set().union(*OUT_OF_REACH.values()))
     return ["\n## Ops compiled as their function bodies\n",
             ("These ops have no lowering of their own: ONNX defines each as a function of other ops, and cglow "
              "replaces each node by that body at import (at the model's opset), so that they compile wherever the "

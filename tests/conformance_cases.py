@@ -13,6 +13,7 @@ import onnx
 from onnx import TensorProto
 
 from cglow.graph.decompose import DECOMPOSITIONS
+from cglow.graph.functions import function_ops
 from cglow.tools.coverage import family
 
 SCOPE = set("""
@@ -33,14 +34,8 @@ def _registered() -> set[str]:
     return set(onnx_ops())
 
 
-def _functions() -> set[str]:
-    """The ops of the default domain whose newest schema has a function body (cglow/graph/functions.py)."""
-    return {s.name for s in onnx.defs.get_all_schemas() if s.domain == "" and
-            (s.function_opset_versions or s.context_dependent_function_opset_versions)}
-
-
 SCOPE |= _registered()  # every op cglow supports is held to its cases too, beyond the issue's list
-SCOPE |= _functions()  # and every op it compiles as its function body
+SCOPE |= function_ops()  # and every op it compiles as its function body
 SCOPE |= set(DECOMPOSITIONS)  # or as its own decomposition
 
 SUPPORTED_TYPES = {TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16, TensorProto.BFLOAT16, TensorProto.FLOAT8E4M3FN,

@@ -41,6 +41,12 @@ def expand_functions(model: onnx.ModelProto, known: set[str], opset: int) -> onn
     return model
 
 
+def function_ops() -> set[str]:
+    """The ops of the default domain whose newest schema defines a function body (static or context-dependent)."""
+    return {s.name for s in onnx.defs.get_all_schemas() if s.domain == "" and
+            (s.function_opset_versions or s.context_dependent_function_opset_versions)}
+
+
 def _schema(node: onnx.NodeProto, opset: int):
     try:
         return onnx.defs.get_schema(node.op_type, opset, "")
