@@ -35,6 +35,11 @@ class Builder:
         return out
 
 
+def _given(node: onnx.NodeProto, i: int, consts: dict) -> np.ndarray | None:
+    """The constant value of the node's input i; None where it leaves the input out or it is not a constant."""
+    return consts.get(node.input[i]) if len(node.input) > i and node.input[i] else None
+
+
 def _named(node: onnx.NodeProto) -> str:
     return f"{node.op_type} node '{node.name}'" if node.name else f"a {node.op_type} node"
 
@@ -64,7 +69,7 @@ def _dft(b: Builder, shapes: dict, consts: dict) -> None:
     shape = shapes.get(node.input[0])
 
     def given(i: int):
-        return consts.get(node.input[i]) if len(node.input) > i and node.input[i] else None
+        return _given(node, i, consts)
     if shape is None or any(len(node.input) > i and node.input[i] and given(i) is None for i in (1, 2)):
         raise CglowError(f"{_named(node)}: its input's shape, dft_length and axis must be static")
     rank = len(shape)
@@ -97,11 +102,10 @@ def _dft(b: Builder, shapes: dict, consts: dict) -> None:
     cos, sin = (b.const((f(angle) * scale).astype(np.float32)) for f in (np.cos, np.sin))
     real = part(0)
     re, im = b.add("MatMul", [real, cos]), b.add("MatMul", [real, sin])  # [..., 1, k]
-    sign = 1 if inverse else -1  # e^(-i angle) forward, e^(+i angle) inverse
-    im = im if inverse else b.add("Neg", [im])
+    im = im if inverse else b.add("Neg", [im])  # e^(-i angle) forward, e^(+i angle) inverse
     if shape[-1] == 2:
         imag = part(1)
-        re = b.add("Add" if sign < 0 else "Sub", [re, b.add("MatMul", [imag, sin])])
+        re = b.add("Sub" if inverse else "Add", [re, b.add("MatMul", [imag, sin])])
         im = b.add("Add", [im, b.add("MatMul", [imag, cos])])
     pair = re if real_out else b.add("Concat", [re, im], axis=-2)  # [..., 2 (or 1, real), k]
     back = [0] * rank
@@ -119,10 +123,9 @@ def _stft(b: Builder, shapes: dict, consts: dict) -> None:
     shape = shapes.get(node.input[0])
 
     def given(i: int):
-        return consts.get(node.input[i]) if len(node.input) > i and node.input[i] else None
+        return _given(node, i, consts)
     window = node.input[2] if len(node.input) > 2 and node.input[2] else None
-    length = given(3) if given(3) is not None else None
-    length = int(length.reshape(-1)[0]) if length is not None else shapes.get(window, (None,))[0]
+    length = int(given(3).reshape(-1)[0]) if given(3) is not None else shapes.get(window, (None,))[0]
     if shape is None or given(1) is None or length is None:
         raise CglowError(f"{_named(node)}: the signal's shape, frame_step and the frame length must be static")
     step = int(given(1).reshape(-1)[0])
