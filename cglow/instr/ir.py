@@ -252,6 +252,36 @@ class Gather(Primitive):
 
 
 @dataclass(frozen=True)
+class Scatter(Primitive):
+    """out = data, then each element u of updates combined into out at index[u] along out's dim `axis` (a negative
+    index counts from its length; one out of range is skipped): `kind` "none" stores it, "add", "mul", "max" and
+    "min" combine it with what is there, in the order of updates' elements. index has updates' shape; `dims` maps
+    each dim of updates to the dim of out it runs along, or None for a dim whose place the index gives. So the
+    places follow out's own strides, whatever view a pass turns out into (a concat's slice, a graph output)."""
+    primitive = "scatter"
+    roles = (("out", "out"), ("data", "in"), ("updates", "in"), ("index", "in"))
+    out: View
+    data: View              # out's shape
+    updates: View
+    index: View             # updates' shape
+    axis: int
+    dims: tuple[int | None, ...]
+    kind: str
+    node: str
+    value: Value | None = None
+
+    def places(self) -> tuple[View, int, int]:
+        """The view of out over updates' shape at index 0 of the axis, the axis' length and its stride."""
+        strides = tuple(0 if d is None else self.out.strides[d] for d in self.dims)
+        return (View(self.out.buf, self.out.offset, self.updates.shape, strides), self.out.shape[self.axis],
+                self.out.strides[self.axis])
+
+    def work(self) -> int:
+        """One unit per element of out (its copy of data) and of updates."""
+        return math.prod(self.out.shape) + math.prod(self.updates.shape)
+
+
+@dataclass(frozen=True)
 class Conv(Primitive):
     """2-D convolution, x [N,C,H,W], w [M,C/group,KH,KW], out [N,M,OH,OW]. With a `ring` (scratch rows
     [top pad + 1, M, OW]), out is x itself: the convolution runs in place, row by row. With a `panel`
@@ -331,7 +361,7 @@ class Pool(Primitive):
         return math.prod(self.out.shape) * math.prod(self.win.kernel)
 
 
-Instr = Map | Reduce | Conv | Gemm | Pool | Gather
+Instr = Map | Reduce | Conv | Gemm | Pool | Gather | Scatter
 
 
 def channels_innermost(c: Conv) -> bool:

@@ -1,13 +1,13 @@
 """The kernels that are plain loop nests, one template each: elementwise maps (map.c.j2), reductions
-(reduce.c.j2, argreduce.c.j2), gathers (gather.c.j2) and pools (pool.c.j2). Their loops walk the output in
-memory order, with the dims that are contiguous in every view merged into one (kernel.py collapse)."""
+(reduce.c.j2, argreduce.c.j2), gathers (gather.c.j2), scatters (scatter.c.j2) and pools (pool.c.j2). Their loops
+walk the output in memory order, with the dims that are contiguous in every view merged into one (kernel.py collapse)."""
 from __future__ import annotations
 
 import numpy as np
 
 from ..c_text import c_highest, c_literal, c_lowest, c_type
 from ..instr.expr import Input, to_c
-from ..instr.ir import Gather, Map, Pool, Reduce, View, accumulator, contiguous_strides
+from ..instr.ir import Gather, Map, Pool, Reduce, Scatter, View, accumulator, contiguous_strides
 from .kernel import Kernel, collapsed, from_template, index, join, linear, memory_order
 
 
@@ -96,6 +96,25 @@ def gather_kernel(fn: str, g: Gather, dtypes) -> Kernel:
         "gather.c.j2", fn, g, ["y", "x", "index"], dtypes, loops=loops, out=index(out, variables),
         data=join(index(data, variables), linear([("j", g.axis_stride)])), idx=index(idx, variables),
         length=g.axis_len)
+
+
+def scatter_kernel(fn: str, s: Scatter, dtypes) -> Kernel:
+    """The copy of data in out's memory order, then the updates in their own order, each to its place."""
+    perm = memory_order(s.out)
+    copy, (out, data) = collapsed((s.out.permute(perm), s.data.permute(perm)), s.out.permute(perm).shape,
+                                  slice(None), "i")
+    places, length, stride = s.places()
+    loops, (place, updates, idx) = collapsed((places, s.updates, s.index), s.updates.shape, slice(None), "u")
+    variables = [v for v, _ in loops]
+    at = f"y[{join(index(place, variables), linear([('j', stride)]))}]"
+    value = f"u[{index(updates, variables)}]"
+    store = {"none": f"{at} = {value}", "add": f"{at} += {value}", "mul": f"{at} *= {value}",
+             "max": f"{at} = ({value} > {at}) ? {value} : {at}",
+             "min": f"{at} = ({value} < {at}) ? {value} : {at}"}[s.kind]
+    copy_vars = [v for v, _ in copy]
+    return from_template(
+        "scatter.c.j2", fn, s, ["y", "x", "u", "index"], dtypes, copy=copy, out=index(out, copy_vars),
+        data=index(data, copy_vars), loops=loops, idx=index(idx, variables), length=length, store=store)
 
 
 def pool_kernel(fn: str, p: Pool, dtypes) -> Kernel:

@@ -134,6 +134,31 @@ def gather_indices_input(b: Builder) -> None:
     b.node("Gather", [x.name, indices.name], axis=axis, exact=x.exact)
 
 
+def scatter(b: Builder) -> None:
+    """ScatterElements or ScatterND of constant updates into a value, at constant indices (distinct places where
+    the updates are stored, so that no order decides; repeated ones where they are added or multiplied)."""
+    x = b.pick(lambda v: v.rank >= 1)
+    reduction = b.choice(["none", "add", "mul"])
+    if b.chance(0.5):
+        axis = b.int(0, x.rank - 1)
+        d = x.shape[axis]
+        most = d if reduction == "none" else 4
+        shape = [b.int(1, s) if i != axis else b.int(1, most) for i, s in enumerate(x.shape)]
+        if reduction == "none":  # a prefix of a permutation of the axis along each line
+            order = np.argsort(b.rng.random(shape[:axis] + [d] + shape[axis + 1:]), axis=axis)
+            indices = np.take(order, range(shape[axis]), axis=axis) - b.int(0, 1) * d
+        else:
+            indices = b.rng.integers(-d, d, shape)
+        b.node("ScatterElements", [x.name, b.const(ints(indices)), b.weights(*shape)], axis=axis, reduction=reduction)
+        return
+    k = b.int(1, x.rank)
+    count = b.int(1, min(3, int(np.prod(x.shape[:k]))))
+    flat = b.rng.permutation(int(np.prod(x.shape[:k])))[:count] if reduction == "none" else \
+        b.rng.integers(0, int(np.prod(x.shape[:k])), count)
+    indices = np.stack(np.unravel_index(flat, x.shape[:k]), axis=-1)
+    b.node("ScatterND", [x.name, b.const(ints(indices)), b.weights(count, *x.shape[k:])], reduction=reduction)
+
+
 def folded_at_import(b: Builder) -> None:
     """The exporters' patterns that the importer folds: Shape, Slice and Concat making a Reshape's target
     shape; a Range or a ConstantOfShape added to a value."""
@@ -196,5 +221,5 @@ def einsum(b: Builder) -> None:
 
 
 GENERATORS = [(transpose, 3), (reshape, 4), (concat, 3), (split, 2), (slice_, 3), (pad, 2), (tile_expand, 2),
-              (gather, 2), (gather_indices_input, 1), (folded_at_import, 1), (depth_space, 1), (resize, 2), (trilu, 1),
+              (gather, 2), (gather_indices_input, 1), (scatter, 1), (folded_at_import, 1), (depth_space, 1), (resize, 2), (trilu, 1),
               (einsum, 1)]

@@ -7,7 +7,7 @@ from ..ir import TensorType
 from ..registry import Args, same_as_input
 
 
-def _integer_indices(args: Args, i: int) -> None:
+def integer_indices(args: Args, i: int) -> None:
     if args.types[i].dtype.kind not in "iu":
         raise CglowError(f"{args.node.describe()}: indices '{args.node.inputs[i]}' are "
                          f"{args.types[i].dtype.name}, not an integer type")
@@ -21,7 +21,7 @@ def _in_range(args: Args, i: int, length: int) -> None:
 
 
 def gather(args: Args) -> list[TensorType]:
-    _integer_indices(args, 1)
+    integer_indices(args, 1)
     shape = args.shape(0)
     at = axis(args.node, args.node.attr("axis", 0), len(shape))
     _in_range(args, 1, shape[at])
@@ -29,7 +29,7 @@ def gather(args: Args) -> list[TensorType]:
 
 
 def gather_elements(args: Args) -> list[TensorType]:
-    _integer_indices(args, 1)
+    integer_indices(args, 1)
     shape, indices = args.shape(0), args.shape(1)
     at = axis(args.node, args.node.attr("axis", 0), len(shape))
     if len(indices) != len(shape) or any(i > d for k, (i, d) in enumerate(zip(indices, shape)) if k != at):
@@ -39,7 +39,7 @@ def gather_elements(args: Args) -> list[TensorType]:
 
 
 def gather_nd(args: Args) -> list[TensorType]:
-    _integer_indices(args, 1)
+    integer_indices(args, 1)
     shape, indices = args.shape(0), args.shape(1)
     batch = args.node.attr("batch_dims", 0)
     if len(indices) <= batch or len(shape) < batch + indices[-1] or indices[:batch] != shape[:batch]:
