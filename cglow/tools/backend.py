@@ -11,26 +11,39 @@ from typing import Any
 
 import numpy as np
 import onnx
-from onnx import numpy_helper
+from onnx import helper, numpy_helper
 from onnx.backend.base import Backend, BackendRep
 
 from ..compiler import compile_model
 from ..graph import decompose, functions
+from ..graph.evaluate_node import outer_names
 from ..graph.registry import OPS
 from .host import HostModel, build
 
 UPGRADED = {"Upsample": (1,)}  # shape inputs of ops the import upgrades into others (Upsample's scales: Resize's)
 
 
+SHAPE_ONLY = ("Shape", "Size")  # ops whose output depends on their input's shape, not on its values
+
+
 def shape_inputs(model: onnx.ModelProto) -> set[str]:
-    """The graph inputs that feed a shape-like operand of some node (OpSpec.shape_inputs)."""
+    """The graph inputs whose values reach a shape-like operand of some node (OpSpec.shape_inputs), directly or
+    through other nodes (an `_expanded` function body computing a Range's limit from an input, an If's branch
+    reading it), not through Shape or Size."""
     inputs = {v.name for v in model.graph.input} - {t.name for t in model.graph.initializer}
+    sources: dict[str, set[str]] = {name: {name} for name in inputs}  # value -> the graph inputs it derives from
+    shape_like = {**decompose.SHAPE_INPUTS, **functions.SHAPE_INPUTS, **UPGRADED}
     found = set()
     for node in model.graph.node:
         spec = OPS.get(node.op_type)
-        for i in spec.shape_inputs if spec else UPGRADED.get(node.op_type, {**decompose.SHAPE_INPUTS, **functions.SHAPE_INPUTS}.get(node.op_type, ())):
-            if i < len(node.input) and node.input[i] in inputs:
-                found.add(node.input[i])
+        for i in spec.shape_inputs if spec else shape_like.get(node.op_type, ()):
+            if i < len(node.input):
+                found |= sources.get(node.input[i], set())
+        reads = list(node.input) + sorted(outer_names(helper.get_attribute_value(a) for a in node.attribute
+                                                      if a.type == onnx.AttributeProto.GRAPH))
+        derived = set() if node.op_type in SHAPE_ONLY else set().union(*(sources.get(x, set()) for x in reads))
+        for out in node.output:
+            sources[out] = derived
     return found
 
 

@@ -178,6 +178,10 @@ def _totals(cov: Coverage, expanded: bool) -> tuple[int, int]:
     return sum(n in cov.passed for n in names), len(names)
 
 
+def _percent(part: int, whole: int) -> str:
+    return f"{100 * part / whole:.1f}%" if whole else "-"
+
+
 def table(cov: Coverage) -> str:
     """The coverage page: totals, then one row per op."""
     passed, total = _totals(cov, True)
@@ -186,9 +190,9 @@ def table(cov: Coverage) -> str:
     lines = [
         "# ONNX node conformance coverage", "",
         f"onnx {onnx.__version__}: {total + reach} node cases, {reach} of them out of reach (below); of the "
-        f"{total} others cglow passes **{passed} ({100 * passed / total:.1f}%)**, "
-        f"{plain_passed} of {plain} without the `_expanded` function-body variants "
-        f"({100 * plain_passed / plain:.1f}%).", "",
+        f"{total} others cglow passes **{passed} ({_percent(passed, total)})**, "
+        f"{plain_passed} of {plain} without the `_expanded` function-body variants ({_percent(plain_passed, plain)}).",
+        "",
         "Each case runs through onnx's official runner (`onnx.backend.test.BackendTest`) over "
         "`cglow.tools.backend`: compiled to C by cglow, built by the host's C compiler, its outputs compared with "
         "the case's within its own tolerances.", "",
