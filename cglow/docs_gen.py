@@ -154,8 +154,9 @@ def render_ops() -> str:
 
 
 def _function_ops(registered: set[str]) -> list[str]:
-    """The ops of the default domain that cglow compiles as their ONNX function bodies (graph/functions.py), less
-    the families out of its reach (tools/coverage.py)."""
+    """The ops of the default and preview domains that cglow compiles as their ONNX function bodies
+    (graph/functions.py), less the families out of its reach (tools/coverage.py)."""
+    import onnx
     from .graph.decompose import DECOMPOSITIONS
     from .graph.functions import function_ops
     from .tools.coverage import OUT_OF_REACH
@@ -164,7 +165,7 @@ def _function_ops(registered: set[str]) -> list[str]:
             ("These ops have no lowering of their own: ONNX defines each as a function of other ops, and cglow "
              "replaces each node by that body at import (at the model's opset), so that they compile wherever the "
              "ops of the body do (docs/coverage.md shows which cases pass):\n"),
-            ", ".join(ops) + ".",
+            ", ".join(f"{op} (ai.onnx.preview)" if onnx.defs.has(op, "ai.onnx.preview") else op for op in ops) + ".",
             ("\nThese are built of other ops by cglow itself (graph/decompose.py): "
              f"{', '.join(sorted(DECOMPOSITIONS))}.")]
 

@@ -11,21 +11,27 @@ from onnx import helper, version_converter
 from .inferred import value_types
 
 DEPTH = 4
+DOMAINS = ("", "ai.onnx", "ai.onnx.preview")  # the default domain and the preview one (FlexAttention)
 SHAPE_INPUTS = {"CenterCropPad": (1,), "AffineGrid": (1,)}  # the inputs their bodies need as constants (a shape)
 
 
 def expand_functions(model: onnx.ModelProto, known: set[str], opset: int) -> onnx.ModelProto:
     """The model with every node of the default domain whose op is not in `known` and whose schema has a function
-    body at `opset` replaced by that body."""
+    body at `opset` replaced by that body; and every node of the preview domain whose schema has one at the
+    model's version of that domain."""
+    versions = {o.domain or "": o.version for o in model.opset_import}
+    versions[""] = versions["ai.onnx"] = opset
     for _ in range(DEPTH):
         types = None
         nodes, changed = [], False
         for i, node in enumerate(model.graph.node):
-            if node.domain not in ("", "ai.onnx") or node.op_type in known or not _has_body(node, opset):
+            at = versions.get(node.domain, 1)
+            if node.domain not in DOMAINS or node.domain in ("", "ai.onnx") and node.op_type in known or \
+                    not _has_body(node, at):
                 nodes.append(node)
                 continue
             types = types if types is not None else value_types(model)
-            body = _body(node, opset, types, f"{node.name or node.op_type}.{i}/")
+            body = _body(node, at, opset, types, f"{node.name or node.op_type}.{i}/")
             if body is None:
                 nodes.append(node)
                 continue
@@ -42,14 +48,16 @@ def expand_functions(model: onnx.ModelProto, known: set[str], opset: int) -> onn
 
 
 def function_ops() -> set[str]:
-    """The ops of the default domain whose newest schema defines a function body (static or context-dependent)."""
-    return {s.name for s in onnx.defs.get_all_schemas() if s.domain == "" and
+    """The ops of the default and preview domains whose newest schema defines a function body (static or
+    context-dependent)."""
+    return {s.name for s in onnx.defs.get_all_schemas() if s.domain in DOMAINS and
             (s.function_opset_versions or s.context_dependent_function_opset_versions)}
 
 
-def _schema(node: onnx.NodeProto, opset: int):
+def _schema(node: onnx.NodeProto, version: int):
+    """The node's schema at `version` of its domain."""
     try:
-        return onnx.defs.get_schema(node.op_type, opset, "")
+        return onnx.defs.get_schema(node.op_type, version, "" if node.domain == "ai.onnx" else node.domain)
     except onnx.defs.SchemaError:
         return None
 
@@ -60,18 +68,18 @@ def _versions(schema, opset: int) -> tuple[list[int], list[int]]:
             [v for v in schema.context_dependent_function_opset_versions if v <= opset])
 
 
-def _has_body(node: onnx.NodeProto, opset: int) -> bool:
-    schema = _schema(node, opset)
-    return schema is not None and any(_versions(schema, opset))
+def _has_body(node: onnx.NodeProto, version: int) -> bool:
+    schema = _schema(node, version)
+    return schema is not None and any(_versions(schema, version))
 
 
-def _body(node: onnx.NodeProto, opset: int, types: dict[str, onnx.TypeProto],
+def _body(node: onnx.NodeProto, version: int, opset: int, types: dict[str, onnx.TypeProto],
           prefix: str) -> list[onnx.NodeProto] | None:
-    """The nodes of the newest function body of the node's op at `opset` (_inlined, its inner values' names
-    after `prefix`), at `opset`; None when it cannot be had (a context-dependent body whose inputs' types are
-    unknown, a body the converter cannot take)."""
-    schema = _schema(node, opset)
-    static, dependent = _versions(schema, opset)
+    """The nodes of the newest function body of the node's op at `version` of its domain (_inlined, its inner
+    values' names after `prefix`), at the default domain's `opset`; None when it cannot be had (a
+    context-dependent body whose inputs' types are unknown, a body the converter cannot take)."""
+    schema = _schema(node, version)
+    static, dependent = _versions(schema, version)
     full = onnx.NodeProto()
     full.CopyFrom(node)
     given = {a.name for a in node.attribute}

@@ -49,6 +49,23 @@ def test_a_context_dependent_body():
     check(m, scores, target, weight)
 
 
+def test_a_preview_domain_body_with_a_subgraph():
+    """FlexAttention (ai.onnx.preview) with grouped query heads and a score_mod subgraph (a causal mask)."""
+    q, k, v = (RNG.standard_normal(s).astype(np.float32) for s in ((1, 4, 3, 8), (1, 2, 3, 8), (1, 2, 3, 5)))
+    mask = np.triu(np.full((3, 3), -np.inf, np.float32), 1)
+    score_mod = h.make_graph([h.make_node("Add", ["s", "mask"], ["masked"])], "score_mod",
+                             [h.make_tensor_value_info("s", T.FLOAT, None)],
+                             [h.make_tensor_value_info("masked", T.FLOAT, None)],
+                             [onnx.numpy_helper.from_array(mask, "mask")])
+    node = h.make_node("FlexAttention", ["q", "k", "v"], ["y"], domain="ai.onnx.preview", scale=0.5,
+                       score_mod=score_mod)
+    graph = h.make_graph([node], "g", [h.make_tensor_value_info(n, T.FLOAT, a.shape) for n, a in
+                                       (("q", q), ("k", k), ("v", v))],
+                         [h.make_tensor_value_info("y", T.FLOAT, (1, 4, 3, 5))])
+    m = h.make_model(graph, opset_imports=[h.make_opsetid("", 24), h.make_opsetid("ai.onnx.preview", 1)])
+    check(m, q, k, v)
+
+
 def test_an_op_without_a_body_stays_unsupported():
     m = model([h.make_node("NonZero", ["x"], ["y"])], [("x", T.FLOAT, [3, 3])], "y", 22)
     with pytest.raises(CglowError, match="unsupported operators: NonZero"):
