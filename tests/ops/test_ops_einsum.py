@@ -55,10 +55,25 @@ def test_einsum_same_operand_twice():
     check(make_model([helper.make_node("Einsum", ["x", "x"], ["y"], equation="ij,kj->ik")], {"x": (3, 4)}, ["y"]))
 
 
-@pytest.mark.parametrize("equation", ["ii->i", "bii->bi"])
-def test_einsum_diagonal_is_refused(equation):
-    shape = (3, 3) if equation == "ii->i" else (2, 3, 3)
-    model = make_model([helper.make_node("Einsum", ["x"], ["y"], equation=equation)], {"x": shape},
-                       [("y", None)], opset=12)
-    with pytest.raises(CglowError, match="diagonals"):
+DIAGONALS = [  # id, equation, operand shapes: a letter twice in a term reads a diagonal
+    ("diagonal", "ii->i", [(3, 3)]),
+    ("trace", "ii", [(4, 4)]),
+    ("batch-diagonal", "bii->bi", [(2, 3, 3)]),
+    ("diagonal-times", "iij,jk->ik", [(3, 3, 4), (4, 2)]),
+    ("three-times", "iii->i", [(2, 2, 2)]),
+]
+
+
+@pytest.mark.parametrize("case", DIAGONALS, ids=ids(DIAGONALS))
+def test_einsum_diagonal(case):
+    _, equation, shapes = case
+    names = [f"x{i}" for i in range(len(shapes))]
+    check(make_model([helper.make_node("Einsum", names, ["y"], equation=equation)], dict(zip(names, shapes)),
+                     [("y", None)], opset=12))
+
+
+def test_einsum_letter_repeated_in_the_output_is_refused():
+    model = make_model([helper.make_node("Einsum", ["x"], ["y"], equation="i->ii")], {"x": (3,)}, [("y", None)],
+                       opset=12)
+    with pytest.raises(CglowError, match="repeated in the output"):
         cglow_run(model, feeds_for(model))

@@ -15,7 +15,8 @@ _ELLIPSIS = "0123456789"  # stand-ins for the dims an ellipsis covers; no equati
 
 @dataclass(frozen=True)
 class Equation:
-    terms: tuple[str, ...]      # one letter per dim of each operand, ellipses spelled out as digits
+    terms: tuple[str, ...]      # one letter per dim of each operand, ellipses spelled out as digits; a letter twice
+                                # in one term takes its diagonal
     out: str
     sizes: dict[str, int]
 
@@ -35,16 +36,14 @@ def parse(node: Node, shapes: list[tuple[int, ...]]) -> Equation:
         letters = "".join(terms)
         right = "..." * bool(width) + "".join(sorted(c for c in set(letters) if c.isalpha() and letters.count(c) == 1))
     out = right.replace("...", _ELLIPSIS[:width])
-    for t in terms + [out]:
-        if len(set(t)) != len(t):
-            raise CglowError(f"{node.describe()}: a letter repeated within one term ('{text}') is not supported "
-                             f"(diagonals)")
+    if len(set(out)) != len(out):
+        raise CglowError(f"{node.describe()}: a letter repeated in the output of '{text}'")
     if not set(out) <= set("".join(terms)):
         raise CglowError(f"{node.describe()}: output letters of '{text}' missing from the inputs")
     sizes: dict[str, int] = {}
     for t, shape in zip(terms, shapes):
         for c, d in zip(t, shape):
-            if c in sizes and sizes[c] != d and not c.isdigit():
+            if c in sizes and sizes[c] != d and not c.isdigit() or t.count(c) > 1 and d != shape[t.index(c)]:
                 raise CglowError(f"{node.describe()}: letter '{c}' of '{text}' has sizes {sizes[c]} and {d}")
             sizes[c] = broadcast(node, (sizes.get(c, d),), (d,))[0]
     return Equation(tuple(terms), out, sizes)

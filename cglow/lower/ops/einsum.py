@@ -1,5 +1,6 @@
 """Lowering of Einsum: operands contracted pairwise from the left, each pair as one batched Gemm over
-permuted views; letters that no later term needs are summed out first with a Reduce."""
+permuted views; letters that no later term needs are summed out first with a Reduce. A letter repeated within a
+term reads the operand's diagonal: a view whose one dim steps by the sum of the repeated dims' strides."""
 from __future__ import annotations
 
 import numpy as np
@@ -62,9 +63,16 @@ def _product(ctx: Context, a: Operand, b: Operand, keep: str, label: str) -> Ope
     return out.reshape(tuple(sizes[c] for c in letters)), letters
 
 
+def _diagonal(view: View, term: str) -> Operand:
+    """The operand with each repeated letter's dims as one, stepping along all of them at once."""
+    letters = "".join(dict.fromkeys(term))
+    return View(view.buf, view.offset, tuple(view.shape[term.index(c)] for c in letters),
+                tuple(sum(s for t, s in zip(term, view.strides) if t == c) for c in letters)), letters
+
+
 def _einsum(ctx: Context, node: Node) -> None:
     eq = parse(node, [ctx.shape(name) for name in node.inputs])
-    operands = [(ctx.view(name).broadcast_to(tuple(eq.sizes[c] for c in term)), term)
+    operands = [_diagonal(ctx.view(name).broadcast_to(tuple(eq.sizes[c] for c in term)), term)
                 for name, term in zip(node.inputs, eq.terms)]
     result = operands[0]
     for i in range(1, len(operands)):
