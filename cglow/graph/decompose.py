@@ -1,8 +1,8 @@
 """Ops that cglow compiles as a few others, built per node before import (as graph/functions.py does with ONNX's
 function bodies, where ONNX gives none): LpPool as the p-th root of a sum pool of |x|^p, DFT as matrix
 products of the signal by constant cosine and sine matrices, STFT as frames' DFTs, ReverseSequence as a
-GatherElements, and Det (up to 3 x 3) by cofactors. SHAPE_INPUTS names the inputs that must be constants (the
-backend pins them, tools/backend.py)."""
+GatherElements, Det (up to 3 x 3) by cofactors, and TfIdfVectorizer as counts of matches (graph/ngrams.py).
+SHAPE_INPUTS names the inputs that must be constants (the backend pins them, tools/backend.py)."""
 from __future__ import annotations
 
 import math
@@ -14,6 +14,7 @@ from onnx import helper, numpy_helper
 
 from ..errors import CglowError
 from .inferred import value_shapes
+from .ngrams import tfidf_vectorizer
 
 SHAPE_INPUTS = {"DFT": (1, 2), "STFT": (1, 3)}
 
@@ -185,7 +186,8 @@ def _det(b: Builder, shapes: dict, consts: dict) -> None:
 
 
 DECOMPOSITIONS: dict[str, Callable[[Builder, dict, dict], None]] = {"Det": _det,
-    "LpPool": _lp_pool, "DFT": _dft, "STFT": _stft, "ReverseSequence": _reverse_sequence}
+    "LpPool": _lp_pool, "DFT": _dft, "STFT": _stft, "ReverseSequence": _reverse_sequence,
+    "TfIdfVectorizer": tfidf_vectorizer}
 
 
 def decompose(model: onnx.ModelProto, known: set[str], opset: int) -> onnx.ModelProto:

@@ -63,3 +63,40 @@ def test_a_det_of_4_x_4_matrices_is_refused():
                          [h.make_tensor_value_info("y", T.FLOAT, [])])
     with pytest.raises(CglowError, match="up to 3 x 3"):
         cglow.compile_model(h.make_model(graph, opset_imports=[h.make_opsetid("", 22)]))
+
+
+TFIDF = [  # id, input, attributes
+    ("idf-weights-batch", np.array([[1, 4, 2, 4, 2, 2], [3, 3, 1, 2, 4, 1]], np.int64),
+     dict(mode="IDF", min_gram_length=1, max_gram_length=2, max_skip_count=1, ngram_counts=[0, 3],
+          ngram_indexes=[2, 0, 1, 3, 4], pool_int64s=[1, 2, 4, 4, 2, 2, 4], weights=[0.5, 2.0, 1.5, 3.0, 0.25])),
+    ("tfidf-shared-column", np.array([5, 1, 5, 1, 5, 1, 5], np.int32),
+     dict(mode="TFIDF", min_gram_length=1, max_gram_length=3, max_skip_count=2, ngram_counts=[0, 2, 2],
+          ngram_indexes=[1, 1, 0], pool_int64s=[5, 1, 5, 5, 5], weights=[1.0, 2.0, 0.5])),
+    ("trigrams-only", np.array([7, 8, 7, 8, 7, 8, 7], np.int64),
+     dict(mode="TF", min_gram_length=3, max_gram_length=3, max_skip_count=3, ngram_counts=[0, 1, 3],
+          ngram_indexes=[0, 1, 2, 3], pool_int64s=[7, 7, 8, 7, 8, 7], weights=[1.0, 1.0, 1.0, 1.0])),
+]
+
+
+@pytest.mark.parametrize("case", TFIDF, ids=[c[0] for c in TFIDF])
+def test_tfidf_vectorizer(case):
+    """Against onnx's reference: every mode, weights, grams of several lengths and skips, two grams on one column,
+    the lengths outside [min, max] not counted."""
+    from onnx.reference import ReferenceEvaluator
+    _, x, attrs = case
+    columns = max(attrs["ngram_indexes"]) + 1
+    graph = h.make_graph([h.make_node("TfIdfVectorizer", ["x"], ["y"], **attrs)], "tfidf",
+                         [h.make_tensor_value_info("x", h.np_dtype_to_tensor_dtype(x.dtype), x.shape)],
+                         [h.make_tensor_value_info("y", T.FLOAT, x.shape[:-1] + (columns,))])
+    m = h.make_model(graph, opset_imports=[h.make_opsetid("", 13)])
+    want = ReferenceEvaluator(m).run(None, {"x": x})[0]
+    np.testing.assert_allclose(backend.prepare(m).run([x])[0], want, rtol=1e-6)
+
+
+def test_tfidf_vectorizer_of_strings_is_refused():
+    node = h.make_node("TfIdfVectorizer", ["x"], ["y"], mode="TF", min_gram_length=1, max_gram_length=1,
+                       max_skip_count=0, ngram_counts=[0], ngram_indexes=[0], pool_strings=["a"])
+    graph = h.make_graph([node], "tfidf", [h.make_tensor_value_info("x", T.INT64, [4])],
+                         [h.make_tensor_value_info("y", T.FLOAT, [1])])
+    with pytest.raises(CglowError, match="pool of strings"):
+        cglow.compile_model(h.make_model(graph, opset_imports=[h.make_opsetid("", 13)]))
