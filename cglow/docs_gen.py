@@ -157,7 +157,7 @@ def _function_ops(registered: set[str]) -> list[str]:
     """The ops of the default and preview domains that cglow compiles as their ONNX function bodies
     (graph/functions.py), less the families out of its reach (tools/coverage.py)."""
     import onnx
-    from .graph.decompose import DECOMPOSITIONS
+    from .graph.decompose import DECOMPOSITIONS, MODES
     from .graph.functions import function_ops
     from .tools.coverage import OUT_OF_REACH
     ops = sorted(function_ops() - registered - set().union(*OUT_OF_REACH.values()))
@@ -167,7 +167,7 @@ def _function_ops(registered: set[str]) -> list[str]:
              "ops of the body do (docs/coverage.md shows which cases pass):\n"),
             ", ".join(f"{op} (ai.onnx.preview)" if onnx.defs.has(op, "ai.onnx.preview") else op for op in ops) + ".",
             ("\nThese are built of other ops by cglow itself (graph/decompose.py): "
-             f"{', '.join(sorted(DECOMPOSITIONS))}.")]
+             f"{', '.join(f'{op} (in {MODES[op][0]})' if op in MODES else op for op in sorted(DECOMPOSITIONS))}.")]
 
 
 def _tflite_builtins() -> list[str]:

@@ -1,7 +1,8 @@
 """Ops that cglow compiles as a few others, built per node before import (as graph/functions.py does with ONNX's
 function bodies, where ONNX gives none): LpPool as the p-th root of a sum pool of |x|^p, DFT as matrix
 products of the signal by constant cosine and sine matrices, STFT as frames' DFTs, ReverseSequence as a
-GatherElements, Det (up to 3 x 3) by cofactors, and TfIdfVectorizer as counts of matches (graph/ngrams.py).
+GatherElements, Det (up to 3 x 3) by cofactors, TfIdfVectorizer as counts of matches (graph/ngrams.py), and
+BatchNormalization in training mode by the batch's statistics.
 SHAPE_INPUTS names the inputs that must be constants (the backend pins them, tools/backend.py)."""
 from __future__ import annotations
 
@@ -185,15 +186,53 @@ def _det(b: Builder, shapes: dict, consts: dict) -> None:
     b.add("Reshape", [det, b.const(np.array(shape[:-2], np.int64))], node.output[0])
 
 
+def _training_batchnorm(b: Builder, shapes: dict, consts: dict) -> None:
+    """Training mode: normalized by the batch's own mean and (population) variance over every dim but the channels';
+    the running statistics, if asked for, moved towards them by (1 - momentum)."""
+    node = b.node
+    attrs = _attrs(node)
+    x, scale, bias, mean, var = node.input[:5]
+    rank = len(shapes[x])
+    axes = [d for d in range(rank) if d != 1]
+    per_channel = np.array([1, -1] + [1] * (rank - 2), np.int64)
+
+    def reduce_mean(v: str) -> str:
+        if b.opset >= 18:
+            return b.add("ReduceMean", [v, b.const(np.array(axes, np.int64))], keepdims=0)
+        return b.add("ReduceMean", [v], axes=axes, keepdims=0)
+    batch_mean = reduce_mean(x)
+    centered = b.add("Sub", [x, b.add("Reshape", [batch_mean, b.const(per_channel)])])
+    batch_var = reduce_mean(b.add("Mul", [centered, centered]))
+    std = b.add("Sqrt", [b.add("Add", [batch_var, b.const(np.array(attrs.get("epsilon", 1e-5), np.float32))])])
+    gain = b.add("Reshape", [b.add("Div", [scale, std]), b.const(per_channel)])
+    b.add("Add", [b.add("Mul", [centered, gain]), b.add("Reshape", [bias, b.const(per_channel)])], node.output[0])
+    momentum = attrs.get("momentum", 0.9)
+    for out, running, batch in zip(node.output[1:3], (mean, var), (batch_mean, batch_var)):
+        if out:
+            kept = b.add("Mul", [running, b.const(np.array(momentum, np.float32))])
+            b.add("Add", [kept, b.add("Mul", [batch, b.const(np.array(1 - momentum, np.float32))])], out)
+
+
+def _in_training(node: onnx.NodeProto) -> bool:
+    return any(a.name == "training_mode" and a.i for a in node.attribute)
+
+
 DECOMPOSITIONS: dict[str, Callable[[Builder, dict, dict], None]] = {"Det": _det,
     "LpPool": _lp_pool, "DFT": _dft, "STFT": _stft, "ReverseSequence": _reverse_sequence,
-    "TfIdfVectorizer": tfidf_vectorizer}
+    "TfIdfVectorizer": tfidf_vectorizer, "BatchNormalization": _training_batchnorm}
+# ops cglow lowers, decomposed in a mode their lowering lacks: the mode's name, and whether a node is in it
+MODES = {"BatchNormalization": ("training mode", _in_training)}
+
+
+def _decomposed(node: onnx.NodeProto, known: set[str]) -> bool:
+    return node.op_type in DECOMPOSITIONS and node.domain in ("", "ai.onnx") and \
+        (node.op_type not in known or node.op_type in MODES and MODES[node.op_type][1](node))
 
 
 def decompose(model: onnx.ModelProto, known: set[str], opset: int) -> onnx.ModelProto:
-    """The model (of `opset`) with every node of an op in DECOMPOSITIONS (and not in `known`) replaced by its
-    decomposition."""
-    if not any(n.op_type in DECOMPOSITIONS and n.op_type not in known for n in model.graph.node):
+    """The model (of `opset`) with every node of an op in DECOMPOSITIONS (and not in `known`, or in a mode of MODES)
+    replaced by its decomposition."""
+    if not any(_decomposed(n, known) for n in model.graph.node):
         return model
     shapes = value_shapes(model)
     consts = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
@@ -201,7 +240,7 @@ def decompose(model: onnx.ModelProto, known: set[str], opset: int) -> onnx.Model
                    for a in n.attribute if a.name == "value"})
     nodes = []
     for i, node in enumerate(model.graph.node):
-        if node.op_type in DECOMPOSITIONS and node.op_type not in known and node.domain in ("", "ai.onnx"):
+        if _decomposed(node, known):
             b = Builder(node, f"{node.name or node.op_type}.{i}/", opset)
             DECOMPOSITIONS[node.op_type](b, shapes, consts)
             nodes += b.nodes

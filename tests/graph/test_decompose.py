@@ -100,3 +100,23 @@ def test_tfidf_vectorizer_of_strings_is_refused():
                          [h.make_tensor_value_info("y", T.FLOAT, [1])])
     with pytest.raises(CglowError, match="pool of strings"):
         cglow.compile_model(h.make_model(graph, opset_imports=[h.make_opsetid("", 13)]))
+
+
+@pytest.mark.parametrize("shape, outputs", [((2, 3, 4, 5), 3), ((4, 2, 6), 1)])
+def test_batchnorm_in_training_mode(shape, outputs):
+    """The batch's own statistics normalize it; the running ones move towards them by (1 - momentum)."""
+    from onnx.reference import ReferenceEvaluator
+    x = RNG.standard_normal(shape).astype(np.float32) * 3 + 1
+    c = shape[1]
+    params = {"s": RNG.uniform(0.5, 2, c), "b": RNG.standard_normal(c), "m": RNG.standard_normal(c),
+              "v": RNG.uniform(0.5, 2, c)}
+    names = ["y", "running_mean", "running_var"][:outputs]
+    node = h.make_node("BatchNormalization", ["x", "s", "b", "m", "v"], names, training_mode=1, momentum=0.8,
+                       epsilon=1e-3)
+    graph = h.make_graph([node], "bn", [h.make_tensor_value_info("x", T.FLOAT, shape)],
+                         [h.make_tensor_value_info(n, T.FLOAT, shape if n == "y" else (c,)) for n in names],
+                         [numpy_helper.from_array(v.astype(np.float32), n) for n, v in params.items()])
+    m = h.make_model(graph, opset_imports=[h.make_opsetid("", 15)])
+    want = ReferenceEvaluator(m).run(None, {"x": x})
+    for got, expected in zip(backend.prepare(m).run([x]), want):
+        np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)

@@ -85,9 +85,8 @@ def matmul(args: Args) -> list[TensorType]:
 
 
 def batchnorm(args: Args) -> list[TensorType]:
+    """Inference mode (training mode is decomposed before import, graph/decompose.py)."""
     require_float(args, 0)
-    if args.node.attr("training_mode", 0):
-        raise CglowError(f"{args.node.describe()}: training mode is not supported; export the model in eval mode")
     shape = args.shape(0)
     if len(shape) < 2 or any(args.shape(i) != (shape[1],) for i in range(1, 5)):
         raise CglowError(f"{args.node.describe()}: scale, bias, mean and var must have shape ({shape[1]},)")
