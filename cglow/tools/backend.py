@@ -15,23 +15,42 @@ from onnx import numpy_helper
 from onnx.backend.base import Backend, BackendRep
 
 from ..compiler import compile_model
-from ..graph import decompose, functions
+from ..graph import decompose, functions, unroll
 from ..graph.registry import OPS
 from .host import HostModel, build
 
 UPGRADED = {"Upsample": (1,)}  # shape inputs of ops the import upgrades into others (Upsample's scales: Resize's)
+REWRITTEN = {**UPGRADED, **decompose.SHAPE_INPUTS, **functions.SHAPE_INPUTS, **unroll.SHAPE_INPUTS}
 
 
 def shape_inputs(model: onnx.ModelProto) -> set[str]:
-    """The graph inputs that feed a shape-like operand of some node (OpSpec.shape_inputs)."""
+    """The graph inputs that feed a shape-like operand of some node (OpSpec.shape_inputs, or REWRITTEN for the ops
+    the import rewrites), and those that a Loop's trip count or condition is computed from (unrolled, it is as many
+    copies of its body as they say)."""
     inputs = {v.name for v in model.graph.input} - {t.name for t in model.graph.initializer}
-    found = set()
+    found, counts = set(), []
     for node in model.graph.node:
         spec = OPS.get(node.op_type)
-        for i in spec.shape_inputs if spec else UPGRADED.get(node.op_type, {**decompose.SHAPE_INPUTS, **functions.SHAPE_INPUTS}.get(node.op_type, ())):
+        for i in spec.shape_inputs if spec else REWRITTEN.get(node.op_type, ()):
             if i < len(node.input) and node.input[i] in inputs:
                 found.add(node.input[i])
-    return found
+            if i < len(node.input) and node.op_type == "Loop":
+                counts.append(node.input[i])
+    return found | (_computed_from(model.graph, counts) & inputs)
+
+
+def _computed_from(graph: onnx.GraphProto, values: list[str]) -> set[str]:
+    """The values whose values the given ones are computed from, these included (through the nodes that read
+    values: not through Shape and Size, which read types)."""
+    producer = {o: n for n in graph.node for o in n.output if o}
+    seen: set[str] = set()
+    while values:
+        name = values.pop()
+        if name and name not in seen:
+            seen.add(name)
+            node = producer.get(name)
+            values += list(node.input) if node is not None and node.op_type not in ("Shape", "Size") else []
+    return seen
 
 
 def specialize(model: onnx.ModelProto, values: dict[str, np.ndarray]) -> onnx.ModelProto:
