@@ -19,6 +19,7 @@ from .decompose import decompose
 from .functions import expand_functions
 from .control_flow import CONTROL_FLOW
 from .subgraphs import Budget, Step
+from .unroll import scans_per_batch
 from .stored_types import compute_stored
 from .limits import checked_type, read_tensor
 from .node_schema import input_type_problem, schema_problem
@@ -68,11 +69,16 @@ def upgrade(model: onnx.ModelProto) -> onnx.ModelProto:
                     (problem := schema_problem(proto, describe(proto, i), opset))]
         if problems:
             raise ModelProblems(problems)
+        model, split = scans_per_batch(model) if opset < 9 else (model, set())
         try:
-            return onnx.version_converter.convert_version(model, OPSETS.start)
+            converted = onnx.version_converter.convert_version(model, OPSETS.start)
         except Exception as exc:
             raise CglowError(f"opset {opset} is older than cglow supports ({OPSETS.start} to {OPSETS.stop - 1}) "
                              f"and onnx.version_converter could not convert it ({reason(exc)})") from None
+        kept = [v for v in converted.graph.value_info if v.name not in split]
+        del converted.graph.value_info[:]
+        converted.graph.value_info.extend(kept)
+        return converted
     raise CglowError(f"opset {opset} is not supported (cglow supports opsets {OPSETS.start} to "
                      f"{OPSETS.stop - 1})")
 

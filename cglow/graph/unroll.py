@@ -11,6 +11,7 @@ import onnx
 from onnx import helper
 
 from ..errors import CglowError
+from .inferred import value_shapes
 from .ir import TensorType
 from .subgraphs import Budget, Step, copied
 from .topology import describe, node_label
@@ -186,3 +187,52 @@ def scan_step(proto: onnx.NodeProto, i: int, consts: dict, types: dict[str, Tens
             values.update(shape)
         return Step(nodes, values)
     return Step(nodes, values, stack)
+
+
+def scans_per_batch(model: onnx.ModelProto) -> tuple[onnx.ModelProto, set[str]]:
+    """An opset-8 model whose Scan nodes (whose values have a batch axis first) are each one Scan per batch item,
+    of that item's values (a Slice and a Squeeze), their outputs stacked (an Unsqueeze and a Concat): onnx's
+    version converter, which turns a Scan-8 into a Scan-9 by dropping the batch axis from the shapes of its values,
+    then keeps its meaning. With the values it names (whose shapes the converter writes wrong)."""
+    if not any(n.op_type == "Scan" and n.domain in ("", "ai.onnx") for n in model.graph.node):
+        return model, set()
+    shapes = value_shapes(model)
+    nodes, made = [], set()
+    for i, node in enumerate(model.graph.node):
+        if node.op_type != "Scan" or node.domain not in ("", "ai.onnx"):
+            nodes.append(node)
+            continue
+        split = _per_batch(node, describe(node, i), node_label(node, i), shapes)
+        made |= {o for n in split for o in n.output} - set(node.output)
+        nodes += split
+    out = onnx.ModelProto()
+    out.CopyFrom(model)
+    del out.graph.node[:]
+    out.graph.node.extend(nodes)
+    return out, made
+
+
+def _per_batch(node: onnx.NodeProto, described: str, label: str,
+               shapes: dict[str, tuple[int, ...]]) -> list[onnx.NodeProto]:
+    """A Scan-8 node as one per batch item (scans_per_batch), at opset 8."""
+    if node.input[0]:
+        raise CglowError(f"{described}: sequence_lens (a Scan-8 input) is not supported")
+    batch = next((shapes[x][0] for x in node.input[1:] if x in shapes and shapes[x]), None)
+    if batch is None:
+        raise CglowError(f"{described}: the batch size of its inputs must be static")
+    nodes = []
+    for b in range(batch):
+        prefix = f"{label}/batch{b}/"
+        item = onnx.NodeProto()
+        item.CopyFrom(node)
+        item.name = f"{prefix}scan"
+        item.input[:] = [""] + [f"{prefix}{x}" for x in node.input[1:]]
+        item.output[:] = [f"{prefix}{y}" if y else "" for y in node.output]
+        for x in node.input[1:]:
+            nodes += [helper.make_node("Slice", [x], [f"{prefix}{x}/slice"], starts=[b], ends=[b + 1], axes=[0]),
+                      helper.make_node("Squeeze", [f"{prefix}{x}/slice"], [f"{prefix}{x}"], axes=[0])]
+        nodes.append(item)
+        nodes += [helper.make_node("Unsqueeze", [f"{prefix}{y}"], [f"{prefix}{y}/item"], axes=[0])
+                  for y in node.output if y]
+    return nodes + [helper.make_node("Concat", [f"{label}/batch{b}/{y}/item" for b in range(batch)], [y], axis=0)
+                    for y in node.output if y]
