@@ -11,7 +11,7 @@ from onnx import helper
 
 from ..errors import CglowError
 from .ir import TensorType
-from .subgraphs import Budget, Step, copied
+from .subgraphs import UNROLL_LIMIT, Budget, Step, copied
 from .topology import describe, node_label
 from .unroll import loop_step, scan_step
 
@@ -49,9 +49,11 @@ def if_step(proto: onnx.NodeProto, i: int, consts: dict, types: dict[str, Tensor
 
 
 CONTROL_FLOW = {"If": if_step, "Loop": loop_step, "Scan": scan_step}
+UNROLLED = f"unrolled, up to {UNROLL_LIMIT} copied nodes in a model (a loop in C is not implemented yet)"
 LIMITS = {
     "If": ["a condition known only at run time computes both branches, which must give the same types and shapes"],
-    "Loop": ["unrolled: its trip count and condition must be constants, and the condition each iteration leaves "
-             "(when the loop has one) must fold to a constant"],
-    "Scan": ["unrolled: the scanned axes' lengths are static"],
+    "Loop": [UNROLLED, "its trip count and condition must be constants, and the condition that each iteration leaves "
+             "(when the Loop has a condition input) must fold to a constant", "a Loop that runs no iteration has no "
+             "scan outputs"],
+    "Scan": [UNROLLED, "Scan-8 (opset 8) without sequence_lens"],
 }

@@ -42,8 +42,8 @@ class Budget:
         go beyond UNROLL_LIMIT."""
         if self.unrolled + nodes > UNROLL_LIMIT:
             raise CglowError(f"{described}: unrolled, {what} would take the model's copied loop bodies beyond "
-                             f"{UNROLL_LIMIT} nodes; cglow unrolls Loop and Scan (a loop in C is not implemented "
-                             f"yet)")
+                             f"{UNROLL_LIMIT} nodes; cglow compiles Loop and Scan by unrolling them, and a loop in C "
+                             f"is not implemented yet")
 
 
 def copied(graph: onnx.GraphProto, prefix: str, bound: dict[str, str],

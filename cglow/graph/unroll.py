@@ -91,12 +91,13 @@ class _Loop:
     def _iteration(self) -> Step:
         prefix = f"{self.label}/{self.k}/"
         self.budget.unroll(len(self.body.node), self.described, f"iteration {self.k} of {len(self.body.node)} nodes")
-        values = {f"{prefix}iteration": np.array(self.k, np.int64)}
-        cond_in = self.cond if self.cond_driven else f"{prefix}true"
+        counter = f"{self.label}/{self.k}.iteration"  # not '/' after k: apart from the names of the copy's values
+        values = {counter: np.array(self.k, np.int64)}
+        cond_in = self.cond if self.cond_driven else f"{self.label}/{self.k}.true"
         if not self.cond_driven:
             values[cond_in] = np.array(True)
         inputs = [v.name for v in self.body.input]
-        bound = dict(zip(inputs, [f"{prefix}iteration", cond_in] + self.states))
+        bound = dict(zip(inputs, [counter, cond_in] + self.states))
         nodes, body_values, renamed = copied(self.body, prefix, bound, self.budget)
         outputs = [renamed(v.name) for v in self.body.output]
         self.cond = outputs[0] if self.cond_driven else None
@@ -160,11 +161,11 @@ def scan_step(proto: onnx.NodeProto, i: int, consts: dict, types: dict[str, Tens
         for j, (x, a, back) in enumerate(zip(scanned, axes, in_reverse)):
             at = steps - 1 - t if back else t
             values[f"{label}/at{at}"], values[f"{label}/to{at}"] = np.array([at], np.int64), np.array([at + 1], np.int64)
-            cut = f"{prefix}in{j}/slice"
-            nodes += [helper.make_node("Slice", [x, f"{label}/at{at}", f"{label}/to{at}", f"{label}/axis{a}"], [cut],
-                                       cut),
-                      helper.make_node("Reshape", [cut, f"{label}/in{j}/shape"], [f"{prefix}in{j}"], f"{prefix}in{j}")]
-            slices.append(f"{prefix}in{j}")
+            piece = f"{label}/{t}.in{j}"  # not '/' after t: apart from the names of the copy's values
+            nodes += [helper.make_node("Slice", [x, f"{label}/at{at}", f"{label}/to{at}", f"{label}/axis{a}"],
+                                       [f"{piece}/slice"], f"{piece}/slice"),
+                      helper.make_node("Reshape", [f"{piece}/slice", f"{label}/in{j}/shape"], [piece], piece)]
+            slices.append(piece)
         copy, body_values, renamed = copied(body, prefix, dict(zip([v.name for v in body.input], states + slices)),
                                             budget)
         nodes += copy

@@ -53,3 +53,17 @@ def test_if_on_a_run_time_condition_computes_both_branches(sign):
     x = sign * np.abs(np.random.default_rng(2).standard_normal((2, 3)).astype(np.float32))
     want = ReferenceEvaluator(model).run(None, {"x": x})[0]
     np.testing.assert_allclose(backend.prepare(model).run([x])[0], want, rtol=1e-6)
+
+
+def test_run_time_branches_of_different_shapes_are_refused():
+    """Both branches run and a Where selects: an output whose shape depends on the branch taken is refused."""
+    then = branch("then", [h.make_node("ReduceSum", ["x"], ["s"], keepdims=1)], "s")
+    other = branch("else", [h.make_node("Neg", ["x"], ["n"])], "n")
+    nodes = [h.make_node("ReduceSum", ["x"], ["total"], keepdims=0), h.make_node("Greater", ["total", "one"], ["c"]),
+             h.make_node("If", ["c"], ["y"], "choice", then_branch=then, else_branch=other)]
+    graph = h.make_graph(nodes, "g", [h.make_tensor_value_info("x", T.FLOAT, [2, 3])],
+                         [h.make_tensor_value_info("y", T.FLOAT, None)],
+                         [numpy_helper.from_array(np.array(1.0, np.float32), "one")])
+    with pytest.raises(CglowError, match=r"If node 'choice': its condition is known only at run time, and its "
+                                         r"branches give output 0 \('y'\) as float32\[1,1\] and float32\[2,3\]"):
+        cglow.compile_model(h.make_model(graph, opset_imports=[h.make_opsetid("", 17)]))
