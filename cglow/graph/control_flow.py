@@ -23,6 +23,10 @@ def if_step(proto: onnx.NodeProto, i: int, consts: dict, types: dict[str, Tensor
     if types[cond].size != 1:
         raise CglowError(f"{describe(proto, i)}: the condition must hold one value, not {types[cond].size}")
     branches = {a.name: a.g for a in proto.attribute if a.type == onnx.AttributeProto.GRAPH}
+    for name, g in sorted(branches.items()):
+        if len(g.output) != len(proto.output):
+            raise CglowError(f"{describe(proto, i)}: its {name} gives {len(g.output)} outputs, for its "
+                             f"{len(proto.output)}")
     if cond in consts:
         taken = "then_branch" if bool(consts[cond].reshape(-1)[0]) else "else_branch"
         nodes, values, renamed = copied(branches[taken], f"{label}/", {}, budget)

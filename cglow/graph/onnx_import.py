@@ -368,6 +368,11 @@ def _typed_nodes(g: onnx.GraphProto, order: list[int], inputs: list, consts: dic
                 unsupported.setdefault(node.op, []).append(node.name)
             continue
         if node.op in CONTROL_FLOW:  # even on constants: onnx's reference Loop stacks scalars as [n, 1]
+            problem = input_type_problem(proto, node.describe(), opset, [types[n].dtype if n else None
+                                                                         for n in node.inputs])
+            if problem:
+                problems.append(problem)
+                continue
             _push(lambda: CONTROL_FLOW[node.op](proto, i, consts, types, budget), i, pending, consts, types, known,
                   problems)
             continue

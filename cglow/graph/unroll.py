@@ -19,8 +19,13 @@ from .topology import describe, node_label
 SHAPE_INPUTS = {"Loop": (0, 1)}  # a Loop's trip count and condition: how many copies of its body
 
 
-def _body(proto: onnx.NodeProto) -> onnx.GraphProto:
-    return next(a.g for a in proto.attribute if a.name == "body")
+def _body(proto: onnx.NodeProto, described: str, inputs: int, outputs: int) -> onnx.GraphProto:
+    """The node's body, once it has the numbers of inputs and outputs that the node's say it must."""
+    body = next(a.g for a in proto.attribute if a.name == "body")
+    if (len(body.input), len(body.output)) != (inputs, outputs):
+        raise CglowError(f"{described}: its body has {len(body.input)} inputs and {len(body.output)} outputs, where "
+                         f"its inputs and outputs call for {inputs} and {outputs}")
+    return body
 
 
 def _ints(proto: onnx.NodeProto, name: str, count: int, described: str) -> list[int]:
@@ -59,13 +64,16 @@ class _Loop:
     or, when the trip count or the condition says stop, passes the final values on and stacks the scan outputs."""
 
     def __init__(self, proto: onnx.NodeProto, i: int, consts: dict, budget: Budget):
-        self.proto, self.body, self.budget = proto, _body(proto), budget
         self.label, self.described = node_label(proto, i), describe(proto, i)
-        for k, what in ((0, "trip count"), (1, "condition")):
-            if len(proto.input) > k and proto.input[k] and proto.input[k] not in consts:
-                raise CglowError(f"{self.described}: its {what} (input '{proto.input[k]}') is known only at run "
-                                 f"time; cglow unrolls a Loop whose trip count and condition are constants")
+        self.proto, self.budget = proto, budget
+        self.body = _body(proto, self.described, len(proto.input), len(proto.output) + 1)
         given = [proto.input[k] if len(proto.input) > k and proto.input[k] else None for k in (0, 1)]
+        for name, what in zip(given, ("trip count", "condition")):
+            if name is not None and name not in consts:
+                raise CglowError(f"{self.described}: its {what} (input '{name}') is known only at run time; cglow "
+                                 f"unrolls a Loop whose trip count and condition are constants")
+            if name is not None and consts[name].size != 1:
+                raise CglowError(f"{self.described}: its {what} must hold one value, not {consts[name].size}")
         self.trips = int(consts[given[0]].reshape(-1)[0]) if given[0] else None
         self.cond, self.cond_driven = given[1], given[1] is not None
         if self.trips is None and not self.cond_driven:
@@ -132,8 +140,11 @@ def loop_step(proto: onnx.NodeProto, i: int, consts: dict, types: dict[str, Tens
 def scan_step(proto: onnx.NodeProto, i: int, consts: dict, types: dict[str, TensorType], budget: Budget) -> Step:
     """A Scan (the i-th node of its graph) unrolled: every copy of its body, each reading its inputs' slices at
     its position, then (once typed) the scan outputs stacked."""
-    body, label, described = _body(proto), node_label(proto, i), describe(proto, i)
+    label, described = node_label(proto, i), describe(proto, i)
     count = next(a.i for a in proto.attribute if a.name == "num_scan_inputs")
+    if not 0 < count <= len(proto.input):
+        raise CglowError(f"{described}: num_scan_inputs is {count}, of {len(proto.input)} inputs")
+    body = _body(proto, described, len(proto.input), len(proto.output))
     n_states = len(proto.input) - count
     scanned = list(proto.input[n_states:])
     n_outputs = len(body.output) - n_states

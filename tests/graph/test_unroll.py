@@ -124,10 +124,12 @@ def test_scan8_with_a_batch_axis():
 
 
 def counting_loop(trips: str, cond: str, inits):
+    """acc doubled each iteration; the trip count and condition named `trips` and `cond` ("": left out), graph inputs
+    unless `inits` gives them."""
     body = loop_body([h.make_node("Add", ["acc", "acc"], ["acc_out"]), h.make_node("Identity", ["cond"],
                                                                                     ["cond_out"])])
     inputs = [value("acc0", [2])] + [value(n, [], t) for n, t in ((trips, T.INT64), (cond, T.BOOL))
-                                     if n not in dict(inits)]
+                                     if n and n not in dict(inits)]
     return model([h.make_node("Loop", [trips, cond, "acc0"], ["acc"], body=body)], inputs, [value("acc", None)],
                  inits)
 
@@ -154,4 +156,14 @@ def test_unrolling_beyond_the_bound_is_refused():
     with pytest.raises(CglowError, match=rf"Loop node .*: unrolled, {UNROLL_LIMIT} iterations of 2 nodes would take "
                                          rf"the model's copied loop bodies beyond {UNROLL_LIMIT} nodes; cglow compiles "
                                          r"Loop and Scan by unrolling them, and a loop in C is not implemented yet"):
+        cglow.compile_model(m)
+
+
+def test_a_body_that_does_not_fit_its_node_is_refused():
+    """A Scan of two inputs whose body takes three, named rather than copied."""
+    m = scan_model([0, 0], [0, 0], [0, 0], [0, 0])
+    m.graph.node[0].input[:] = ["s0", "a", "b"]
+    m.graph.node[0].output[:] = ["s", "ys", "zs"]
+    with pytest.raises(CglowError, match=r"Scan node .*: its body has 4 inputs and 4 outputs, where its inputs and "
+                                         r"outputs call for 3 and 3"):
         cglow.compile_model(m)
