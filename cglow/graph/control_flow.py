@@ -54,10 +54,13 @@ def if_step(proto: onnx.NodeProto, i: int, consts: dict, types: dict[str, Tensor
 
 CONTROL_FLOW = {"If": if_step, "Loop": loop_step, "Scan": scan_step}
 UNROLLED = f"unrolled, up to {UNROLL_LIMIT} copied nodes in a model (a loop in C is not implemented yet)"
+STORED = ("its subgraphs' nodes do not take the stored types (float16, bfloat16, float8, float64, 4- and 2-bit "
+          "integers; graph/stored_types.py rewrites the main graph's)")
 LIMITS = {
-    "If": ["a condition known only at run time computes both branches, which must give the same types and shapes"],
-    "Loop": [UNROLLED, "its trip count and condition must be constants, and the condition that each iteration leaves "
+    "If": ["a condition known only at run time computes both branches, which must give the same types and shapes",
+           STORED],
+    "Loop": [UNROLLED, STORED, "its trip count and condition must be constants, and the condition that each iteration leaves "
              "(when the Loop has a condition input) must fold to a constant", "a Loop that runs no iteration has no "
              "scan outputs"],
-    "Scan": [UNROLLED, "Scan-8 (opset 8) without sequence_lens"],
+    "Scan": [UNROLLED, STORED, "Scan-8 (opset 8) without sequence_lens"],
 }
