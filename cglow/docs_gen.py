@@ -16,6 +16,7 @@ REGENERATE = "make docs (or: python -m cglow.docs_gen docs)"
 HEADER = "<!-- Generated from {} by `make docs`: do not edit; regenerate after changing it. -->\n"
 INTEGER = "integer kernel: int32 accumulation, per-channel requantization, a Relu or Clip after it is the clamp"
 FOLDED = "always folded at compile time: its output depends only on shapes or constant inputs"
+CONTROL_FLOW = "compiled as copies of its subgraphs at import (graph/control_flow.py)"
 INT8_FORMS = {  # OpSpec.int8 -> what the op becomes between DequantizeLinear and QuantizeLinear
     "float": "float", "conv": INTEGER, "gemm": INTEGER,
     "binary": "integer kernel: fixed-point rescaling of both inputs, a Relu or Clip after it is the clamp",
@@ -113,6 +114,7 @@ def _limitations(rule) -> list[str]:
 
 def render_ops() -> str:
     """docs/ops.md: every op cglow imports, from the registry."""
+    from .graph.control_flow import LIMITS
     from .graph.onnx_import import OPSETS
     from .graph.quant.qoperator import REWRITES
     from .graph.registry import OPS, onnx_ops
@@ -137,12 +139,14 @@ def render_ops() -> str:
              ("- **limitations**: what the op's shape rule refuses by name (each refusal is one `cglow: error` "
               "line naming the node), and the inputs it needs as constants (cglow compiles static graphs).\n"),
              "| op | domain | opsets | types | int8 | limitations |", "|---|---|---|---|---|---|"]
-    for op in sorted(set(onnx_ops()) | set(REWRITES)):
+    for op in sorted(set(onnx_ops()) | set(REWRITES) | set(LIMITS)):
         spec = OPS.get(op)
         domain = REWRITES[op][0] if op in REWRITES else ""
         opsets = "any" if domain else f"{max(first[op], OPSETS.start)}-{last}"
         if op in REWRITES:
             types, int8, notes = "8-bit", "rewritten at import to DequantizeLinear, the float op, QuantizeLinear", []
+        elif op in LIMITS:
+            types, int8, notes = "as ONNX", "as its subgraphs' ops", [CONTROL_FLOW] + LIMITS[op]
         elif spec.lower is None:
             types, int8, notes = "as ONNX", "-", [FOLDED]
         else:

@@ -12,6 +12,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto
 
+from cglow.graph.control_flow import CONTROL_FLOW
 from cglow.graph.decompose import DECOMPOSITIONS
 from cglow.graph.functions import function_ops
 from cglow.tools.coverage import family
@@ -37,6 +38,7 @@ def _registered() -> set[str]:
 SCOPE |= _registered()  # every op cglow supports is held to its cases too, beyond the list
 SCOPE |= function_ops()  # and every op it compiles as its function body
 SCOPE |= set(DECOMPOSITIONS)  # or as its own decomposition
+SCOPE |= set(CONTROL_FLOW)  # and If, Loop, Scan, compiled as copies of their subgraphs
 
 SUPPORTED_TYPES = {TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16, TensorProto.BFLOAT16, TensorProto.FLOAT8E4M3FN,
                    TensorProto.FLOAT8E4M3FNUZ, TensorProto.FLOAT8E5M2, TensorProto.FLOAT8E5M2FNUZ, TensorProto.BOOL,

@@ -133,7 +133,8 @@ def scoped(graph: onnx.GraphProto, renamed) -> onnx.GraphProto:
 
 def renamed_node(node: onnx.NodeProto, renamed, name: str) -> onnx.NodeProto:
     """A copy of a node named `name`, its inputs and outputs renamed, and the values its subgraphs read from
-    around them renamed too (scoped): a body's node inlined, an If's taken branch's."""
+    around them renamed too (scoped): a body's node inlined, a node of a control-flow node's subgraph copied in
+    its place (graph/subgraphs.py)."""
     copy = onnx.NodeProto()
     copy.CopyFrom(node)
     copy.name = name

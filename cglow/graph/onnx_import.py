@@ -16,7 +16,10 @@ from ..options import MAX_MEMORY
 from .evaluate_node import evaluate_node, outer_names
 from .external_data import load_external_data
 from .decompose import decompose
-from .functions import expand_functions, renamed_node
+from .functions import expand_functions
+from .control_flow import CONTROL_FLOW
+from .subgraphs import Budget, Step
+from .unroll import scans_per_batch
 from .stored_types import compute_stored
 from .limits import checked_type, read_tensor
 from .node_schema import input_type_problem, schema_problem
@@ -66,11 +69,16 @@ def upgrade(model: onnx.ModelProto) -> onnx.ModelProto:
                     (problem := schema_problem(proto, describe(proto, i), opset))]
         if problems:
             raise ModelProblems(problems)
+        model, split = scans_per_batch(model) if opset < 9 else (model, set())
         try:
-            return onnx.version_converter.convert_version(model, OPSETS.start)
+            converted = onnx.version_converter.convert_version(model, OPSETS.start)
         except Exception as exc:
             raise CglowError(f"opset {opset} is older than cglow supports ({OPSETS.start} to {OPSETS.stop - 1}) "
                              f"and onnx.version_converter could not convert it ({reason(exc)})") from None
+        kept = [v for v in converted.graph.value_info if v.name not in split]
+        del converted.graph.value_info[:]
+        converted.graph.value_info.extend(kept)
+        return converted
     raise CglowError(f"opset {opset} is not supported (cglow supports opsets {OPSETS.start} to "
                      f"{OPSETS.stop - 1})")
 
@@ -334,16 +342,12 @@ def _typed_nodes(g: onnx.GraphProto, order: list[int], inputs: list, consts: dic
     """The nodes in topological order, their outputs typed into `types` (constants folded into `consts`); the
     problems appended, the unsupported operators first, all of them named."""
     known = {o for p in g.node for o in p.output} | {v.name for v in inputs}
-    nodes, unsupported = [], {}
-    pending = [(g.node[i], i) for i in reversed(order)]  # a stack: an If's taken branch goes on top of it
+    nodes, unsupported, budget = [], {}, Budget(max_memory)
+    pending = [(g.node[i], i) for i in reversed(order)]  # a stack: what a control-flow node becomes goes on top
     while pending:
         proto, i = pending.pop()
-        if proto.op_type == "If" and proto.input[0] in consts and proto.domain in ("", "ai.onnx"):
-            branch, values = _taken_branch(proto, i, consts, max_memory)
-            consts.update(values)
-            types.update((name, TensorType(v.dtype, v.shape)) for name, v in values.items())
-            known.update(o for p in branch for o in p.output)
-            pending += [(p, i) for p in reversed(branch)]
+        if callable(proto):  # what follows a control-flow node's copies, now that they are typed
+            _push(lambda: proto(consts, types), i, pending, consts, types, known, problems)
             continue
         if proto.domain not in ("", "ai.onnx"):
             unsupported.setdefault(f"{proto.domain}.{proto.op_type}", []).append(node_label(proto, i))
@@ -360,8 +364,17 @@ def _typed_nodes(g: onnx.GraphProto, order: list[int], inputs: list, consts: dic
                             f"graph input")
             continue
         if missing:  # produced by a node that failed or is unsupported
-            if shape_rule(node.op) is None and not _foldable(node, consts, types):
+            if shape_rule(node.op) is None and node.op not in CONTROL_FLOW and not _foldable(node, consts, types):
                 unsupported.setdefault(node.op, []).append(node.name)
+            continue
+        if node.op in CONTROL_FLOW:  # even on constants: onnx's reference Loop stacks scalars as [n, 1]
+            problem = input_type_problem(proto, node.describe(), opset, [types[n].dtype if n else None
+                                                                         for n in node.inputs])
+            if problem:
+                problems.append(problem)
+                continue
+            _push(lambda: CONTROL_FLOW[node.op](proto, i, consts, types, budget), i, pending, consts, types, known,
+                  problems)
             continue
         try:
             out_types = _evaluate(proto, node, consts, types, opset, max_memory)
@@ -381,24 +394,21 @@ def _typed_nodes(g: onnx.GraphProto, order: list[int], inputs: list, consts: dic
     return nodes
 
 
-def _taken_branch(proto: onnx.NodeProto, i: int, consts: dict,
-                  max_memory: int) -> tuple[list[onnx.NodeProto], dict[str, np.ndarray]]:
-    """An If whose condition is a constant (in `consts`), as the nodes of the branch it takes, its outputs passed
-    on to the If's by Identity nodes, and its initializers; their values named after the If."""
-    cond = consts[proto.input[0]]
-    if cond.size != 1:
-        raise CglowError(f"{describe(proto, i)}: the condition must hold one value, not {cond.size}")
-    taken = next(a.g for a in proto.attribute if a.name == ("then_branch" if bool(cond.reshape(-1)[0]) else
-                                                            "else_branch"))
-    prefix = f"{node_label(proto, i)}/"
-    inner = {t.name for t in taken.initializer} | {o for n in taken.node for o in n.output}
-
-    def renamed(name: str) -> str:
-        return prefix + name if name in inner else name
-    values = {prefix + t.name: read_tensor(t, f"tensor '{t.name}'", max_memory) for t in taken.initializer}
-    nodes = [renamed_node(n, renamed, prefix + (n.name or n.op_type)) for n in taken.node]
-    return nodes + [helper.make_node("Identity", [renamed(v.name)], [out], f"{prefix}{out}")
-                    for v, out in zip(taken.output, proto.output) if out], values
+def _push(step, i: int, pending: list, consts: dict, types: dict[str, TensorType], known: set[str],
+          problems: list[str]) -> None:
+    """A control-flow node's next Step (`step()`) on the stack of nodes to import: its nodes on top, in order, what
+    follows them below, its constants known; or its refusal appended to the problems."""
+    try:
+        made: Step = step()
+    except CglowError as exc:
+        problems.append(str(exc))
+        return
+    consts.update(made.values)
+    types.update((name, TensorType(v.dtype, v.shape)) for name, v in made.values.items())
+    known.update(o for p in made.nodes for o in p.output)
+    if made.then is not None:
+        pending.append((made.then, i))
+    pending += [(p, i) for p in reversed(made.nodes)]
 
 
 def _node(proto: onnx.NodeProto, i: int, opset: int, max_memory: int) -> Node:

@@ -15,36 +15,72 @@ from onnx import helper, numpy_helper
 from onnx.backend.base import Backend, BackendRep
 
 from ..compiler import compile_model
-from ..graph import decompose, functions
+from ..graph import decompose, functions, unroll
 from ..graph.evaluate_node import outer_names
 from ..graph.registry import OPS
 from .host import HostModel, build
 
 UPGRADED = {"Upsample": (1,)}  # shape inputs of ops the import upgrades into others (Upsample's scales: Resize's)
+REWRITTEN = {**UPGRADED, **decompose.SHAPE_INPUTS, **functions.SHAPE_INPUTS, **unroll.SHAPE_INPUTS}
 
 
-SHAPE_ONLY = ("Shape", "Size")  # ops whose output depends on their input's shape, not on its values
+# inputs of which an op reads the type or shape only, not the values: every one of Shape's, Size's and EyeLike's,
+# CastLike's second
+TYPE_ONLY = {"Shape": (0,), "Size": (0,), "EyeLike": (0,), "CastLike": (1,)}
 
 
 def shape_inputs(model: onnx.ModelProto) -> set[str]:
-    """The graph inputs whose values reach a shape-like operand of some node (OpSpec.shape_inputs), directly or
-    through other nodes (an `_expanded` function body computing a Range's limit from an input, an If's branch
-    reading it), not through Shape or Size."""
+    """The graph inputs whose values reach a shape-like operand of some node (OpSpec.shape_inputs, or REWRITTEN for
+    the ops the import rewrites: a Loop's trip count and condition among them, which say how many copies of its body
+    it becomes), directly or through other nodes (an `_expanded` function body computing a Range's limit from an
+    input), not through the inputs whose type or shape alone an op reads (TYPE_ONLY: Shape's...)."""
     inputs = {v.name for v in model.graph.input} - {t.name for t in model.graph.initializer}
-    sources: dict[str, set[str]] = {name: {name} for name in inputs}  # value -> the graph inputs it derives from
-    shape_like = {**decompose.SHAPE_INPUTS, **functions.SHAPE_INPUTS, **UPGRADED}
-    found = set()
-    for node in model.graph.node:
+    found: set[str] = set()
+    _follow(model.graph, {name: {name} for name in inputs}, found)
+    return found
+
+
+def _follow(graph: onnx.GraphProto, sources: dict[str, set[str]], found: set[str]) -> dict[str, set[str]]:
+    """`sources` with the graph inputs each value of `graph` derives from; those that reach a shape-like operand
+    added to `found`. An If's outputs derive from its condition and its branches' outputs; the outputs of another
+    node with subgraphs (a Loop's, a Scan's) from everything it reads, and so do its bodies' inputs."""
+    sources = dict(sources)
+    for node in graph.node:
         spec = OPS.get(node.op_type)
-        for i in spec.shape_inputs if spec else shape_like.get(node.op_type, ()):
+        for i in spec.shape_inputs if spec else REWRITTEN.get(node.op_type, ()):
             if i < len(node.input):
                 found |= sources.get(node.input[i], set())
-        reads = list(node.input) + sorted(outer_names(helper.get_attribute_value(a) for a in node.attribute
-                                                      if a.type == onnx.AttributeProto.GRAPH))
-        derived = set() if node.op_type in SHAPE_ONLY else set().union(*(sources.get(x, set()) for x in reads))
-        for out in node.output:
-            sources[out] = derived
-    return found
+        bodies = [helper.get_attribute_value(a) for a in node.attribute if a.type == onnx.AttributeProto.GRAPH]
+        if node.op_type == "If":
+            outs = [set(sources.get(node.input[0], set())) for _ in node.output]
+            for branch in bodies:
+                inner = _follow(branch, sources, found)
+                for out, value in zip(outs, branch.output):
+                    out |= inner.get(value.name, set())
+        else:
+            skipped = TYPE_ONLY.get(node.op_type, ())
+            reads = [x for i, x in enumerate(node.input) if i not in skipped] + sorted(outer_names(bodies))
+            derived = set().union(*(sources.get(x, set()) for x in reads))
+            for body in bodies:
+                _follow(body, {**sources, **_body_inputs(node, body, sources, derived)}, found)
+            outs = [derived for _ in node.output]
+        sources.update(zip(node.output, outs))
+    return sources
+
+
+def _body_inputs(node: onnx.NodeProto, body: onnx.GraphProto, sources: dict[str, set[str]],
+                 derived: set[str]) -> dict[str, set[str]]:
+    """What a Loop's or Scan's body inputs derive from: each from the node's input in its place (a Loop's iteration
+    number from the trip count, its condition from the condition; a Scan-8's after its sequence lengths), and the
+    values carried from one iteration to the next from whatever the body reads as well."""
+    shift = 1 if node.op_type == "Scan" and len(body.input) < len(node.input) else 0
+    carried = set().union(*(sources.get(x, set()) for x in outer_names([body])))
+    found = {}
+    for k, v in enumerate(body.input):
+        given = node.input[k + shift] if k + shift < len(node.input) else ""
+        first = sources.get(given, set())
+        found[v.name] = first | carried if node.op_type == "Loop" and k >= 2 or node.op_type == "Scan" else first
+    return found if node.op_type in ("Loop", "Scan") else {v.name: derived for v in body.input}
 
 
 def specialize(model: onnx.ModelProto, values: dict[str, np.ndarray]) -> onnx.ModelProto:

@@ -15,6 +15,7 @@ import pytest
 import cglow
 from cglow import cli
 from cglow import docs_gen
+from cglow.graph.control_flow import CONTROL_FLOW
 from cglow.graph.quant.qoperator import QOPERATORS
 from cglow.graph.registry import onnx_ops
 from cglow.graph.tflite.build import TRANSLATORS
@@ -43,7 +44,7 @@ def test_ops_page_rows():
     onnx_part, tflite_part = docs_gen.render_ops().split("## TFLite builtins")
     rows = {line.split(" | ")[0][2:]: line.split(" | ")[1:] for line in onnx_part.splitlines()
             if re.match(r"\| [A-Z]", line)}
-    assert set(rows) == set(onnx_ops()) | set(QOPERATORS)
+    assert set(rows) == set(onnx_ops()) | set(QOPERATORS) | set(CONTROL_FLOW)
     builtins = {line.split(" | ")[0][2:] for line in tflite_part.splitlines() if re.match(r"\| [A-Z]", line)}
     assert builtins == set(TRANSLATORS) and "CONV_2D" in builtins
     assert rows["Conv"][:3] == ["ai.onnx", "11-28", "float32"] and rows["Conv"][3].startswith("integer kernel")
@@ -54,6 +55,7 @@ def test_ops_page_rows():
     assert "compile time" in rows["Shape"][4]
     assert "constant inputs: k" in rows["TopK"][4] and "constant inputs: roi, scales, sizes" in rows["Resize"][4]
     assert "with a non-zero ratio (random) is not supported" in rows["Dropout"][4]
+    assert "unrolled, up to 4096 copied nodes" in rows["Loop"][4] and "both branches" in rows["If"][4]
 
 
 def test_options_page_has_every_option():

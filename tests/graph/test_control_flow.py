@@ -1,6 +1,6 @@
-"""If with a condition that folds to a constant (graph/onnx_import.py _taken_branch): the branch it takes is
-compiled in its place, its initializers, a nested If and the values it reads from around it included; a
-condition known only at run time stays unsupported, by name."""
+"""Control flow (graph/control_flow.py, graph/unroll.py). If with a condition that folds to a constant: the branch it
+takes is compiled in its place, its initializers, a nested If and the values it reads from around it included; with
+a condition known only at run time, both branches and a Where."""
 from __future__ import annotations
 
 import numpy as np
@@ -45,7 +45,25 @@ def test_if_on_a_static_shape_takes_its_branch(rank_test):
     np.testing.assert_allclose(backend.prepare(model).run([x])[0], want, rtol=1e-6)
 
 
-def test_if_on_a_run_time_condition_is_refused():
+@pytest.mark.parametrize("sign", [1.0, -1.0])
+def test_if_on_a_run_time_condition_computes_both_branches(sign):
+    """The condition (sum(x) > 1) is known only at run time: both branches run, and the output is selected."""
     cond = [h.make_node("ReduceSum", ["x"], ["total"], keepdims=0), h.make_node("Greater", ["total", "one"], ["c"])]
-    with pytest.raises(CglowError, match=r"unsupported operators: If"):
-        cglow.compile_model(if_model(cond, "c"))
+    model = if_model(cond, "c")
+    x = sign * np.abs(np.random.default_rng(2).standard_normal((2, 3)).astype(np.float32))
+    want = ReferenceEvaluator(model).run(None, {"x": x})[0]
+    np.testing.assert_allclose(backend.prepare(model).run([x])[0], want, rtol=1e-6)
+
+
+def test_run_time_branches_of_different_shapes_are_refused():
+    """Both branches run and a Where selects: an output whose shape depends on the branch taken is refused."""
+    then = branch("then", [h.make_node("ReduceSum", ["x"], ["s"], keepdims=1)], "s")
+    other = branch("else", [h.make_node("Neg", ["x"], ["n"])], "n")
+    nodes = [h.make_node("ReduceSum", ["x"], ["total"], keepdims=0), h.make_node("Greater", ["total", "one"], ["c"]),
+             h.make_node("If", ["c"], ["y"], "choice", then_branch=then, else_branch=other)]
+    graph = h.make_graph(nodes, "g", [h.make_tensor_value_info("x", T.FLOAT, [2, 3])],
+                         [h.make_tensor_value_info("y", T.FLOAT, None)],
+                         [numpy_helper.from_array(np.array(1.0, np.float32), "one")])
+    with pytest.raises(CglowError, match=r"If node 'choice': its condition is known only at run time, and its "
+                                         r"branches give output 0 \('y'\) as float32\[1,1\] and float32\[2,3\]"):
+        cglow.compile_model(h.make_model(graph, opset_imports=[h.make_opsetid("", 17)]))
