@@ -174,10 +174,7 @@ class HostModel:
     def run(self, *inputs: np.ndarray) -> list[np.ndarray]:
         """The outputs of a run on these inputs; an output of run-time length cut to its count along its counted
         dim (run_whole gives the arrays whole, and the counts)."""
-        outputs, counts = self.run_whole(*inputs)
-        for i, count in zip(counted_outputs(self.compiled), counts):
-            outputs[i] = np.take(outputs[i], np.arange(count), axis=self.compiled.outputs[i].counted)
-        return outputs
+        return cut_to_counts(self.compiled, *self.run_whole(*inputs))
 
     __call__ = run
 
@@ -216,6 +213,15 @@ class HostModel:
 def counted_outputs(compiled: CompiledModel) -> list[int]:
     """The outputs of run-time length, whose counts net_run writes after the outputs (docs/c-api.md)."""
     return [i for i, t in enumerate(compiled.outputs) if t.counted is not None]
+
+
+def cut_to_counts(compiled: CompiledModel, outputs: list[np.ndarray], counts) -> list[np.ndarray]:
+    """The outputs with each one of run-time length cut to its count (in the order of counted_outputs) along its
+    counted dim."""
+    outputs = list(outputs)
+    for i, count in zip(counted_outputs(compiled), counts):
+        outputs[i] = np.take(outputs[i], np.arange(int(count)), axis=compiled.outputs[i].counted)
+    return outputs
 
 
 def sources(compiled: CompiledModel) -> dict[str, str]:
