@@ -100,8 +100,6 @@ def _unique(ctx: Context, node: Node) -> None:
 
 def _values(ctx: Context, node: Node, x: View, at: int | None, indices: View, count: View, pos: View) -> None:
     """Y: the slices of x [n, rest...] at the indices, zero from the count on."""
-    if not node.outputs[0]:
-        return
     y = ctx.new(node.outputs[0])
     if at is not None:
         y = y.permute((at,) + tuple(d for d in range(len(y.shape)) if d != at))
