@@ -114,8 +114,8 @@ def compile_model(model: str | Path | onnx.ModelProto | TFLiteFile, name: str = 
     if not options.float_io and not isinstance(model, TFLiteFile):
         graph = stages.run("quantized_io", quantized_io, graph)
     inputs = [TensorInfo(n, graph.types[n].shape, graph.types[n].dtype, *graph.io_quant.get(n, ())) for n in graph.inputs]
-    outputs = [TensorInfo(n, graph.types[n].shape, graph.types[n].dtype, *graph.io_quant.get(n, ()))
-               for n in graph.outputs]
+    outputs = [TensorInfo(n, graph.types[n].shape, graph.types[n].dtype, *graph.io_quant.get(n, ()),
+                          counted=graph.types[n].counted) for n in graph.outputs]
     compiled = compile_program(stages.run("lower", lower, graph), name, inputs, outputs, graph.source, graph.opset,
                                options, header, stages)
     return replace(compiled, graph=graph, imported=imported)

@@ -131,7 +131,10 @@ def render_ops() -> str:
               "(graph/stored_types.py; a float64 model is told so); a *float32* op takes them so. The 4- and 2-bit "
               "integers are stored one a byte (their bits in its low bits, as NumPy's ml_dtypes keeps them: "
               "`uint8_t`) and computed in int8 or uint8. Constant "
-              "subgraphs are folded at compile time whatever their ops.\n"),
+              "subgraphs are folded at compile time whatever their ops. The outputs whose length depends on the data "
+              "(NonZero's, Compress's with a run-time condition, Unique's, NonMaxSuppression's) have a static "
+              "capacity and a count that `net_run` returns ([the C API](c-api.md#outputs-of-run-time-length)); such "
+              "a value may only reach the graph's outputs, through a Cast or an Identity at most.\n"),
              "- **opsets**: the opsets of the default domain in which cglow takes the op.",
              ("- **int8**: what the op becomes in a quantized (QDQ) model when its inputs come from "
               "DequantizeLinear and its output goes to QuantizeLinear; *float* means it runs in float between "

@@ -62,14 +62,23 @@ def save(model: onnx.ModelProto, path: Path) -> str:
 
 
 def unsupported_model() -> onnx.ModelProto:
-    """Four nodes, three of ops cglow does not support (two NonZero, a Unique)."""
+    """Four nodes, three of ops cglow does not support (two RandomUniformLike, a RandomNormalLike: random draws
+    have no place in a compiled model)."""
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 4])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [])
     nodes = [helper.make_node("Relu", ["x"], ["a"], name="fine"),
-             helper.make_node("NonZero", ["a"], ["b"], name="first det"),
-             helper.make_node("Unique", ["b"], ["c"], name="uq"),
-             helper.make_node("NonZero", ["c"], ["y"], name="second det")]
+             helper.make_node("RandomUniformLike", ["a"], ["b"], name="first det"),
+             helper.make_node("RandomNormalLike", ["b"], ["c"], name="uq"),
+             helper.make_node("RandomUniformLike", ["c"], ["y"], name="second det")]
     return helper.make_model(helper.make_graph(nodes, "g", [x], [y]), opset_imports=[helper.make_opsetid("", 17)])
+
+
+def nonzero_model() -> onnx.ModelProto:
+    """NonZero of a [3, 4] float input: an output of run-time length, int64 [2, <=12] and its count."""
+    graph = helper.make_graph([helper.make_node("NonZero", ["x"], ["result"])], "nonzero",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 4])],
+                              [helper.make_tensor_value_info("result", TensorProto.INT64, [2, None])])
+    return checked_model(graph, 13)
 
 
 def in_ci() -> bool:

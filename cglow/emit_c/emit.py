@@ -44,6 +44,7 @@ class TensorInfo:
     dtype: np.dtype = np.dtype(np.float32)
     scale: float | None = None      # an 8-bit tensor of a quantized model: real = (q - zero_point) * scale
     zero_point: int | None = None
+    counted: int | None = None      # an output of run-time length along this dim (graph TensorType.counted)
 
     @property
     def size(self) -> int:
@@ -138,6 +139,7 @@ def emit(prog: Program, plan: Plan, prefix: str, source: str, opset: int,
         dict(name=weight_names[b.id], size=max(b.size, 1), ctype=c_type(b.dtype), comment=comment(b.label),
              body="    " + "\n    ".join(c_array_lines(b.data)))
         for b in consts.values()]
+    io_names = _io_names(prog, outputs)
     in_arena = {b.id for b in prog.buffers
                 if b.kind in ("arena", "state") or options.io_in_arena and b.kind in ("input", "output")}
 
@@ -149,7 +151,7 @@ def emit(prog: Program, plan: Plan, prefix: str, source: str, opset: int,
         if blob and buf.kind == "const":
             offset = blob.offsets[buf.id] + view.offset * buf.dtype.itemsize
             return f"{prefix.upper()}_WEIGHT({c_type(buf.dtype)}, {offset})"
-        name = {"input": f"input_{buf.index}", "output": f"output_{buf.index}"}.get(buf.kind) or weight_names[buf.id]
+        name = io_names.get(buf.id) or weight_names[buf.id]
         return f"{name} + {view.offset}" if view.offset else name
 
     dtypes = {b.id: b.dtype for b in prog.buffers}
@@ -172,16 +174,15 @@ def emit(prog: Program, plan: Plan, prefix: str, source: str, opset: int,
             calls.append(f"{prefix}_trace({n}, {base(View.of(buf.id, (buf.size,)))}, {buf.nbytes});")
         used.update(v.buf for v in kernel.params)
     params = [f"const {t.ctype} *input_{i}" for i, t in enumerate(inputs)] + \
-        [f"{t.ctype} *output_{i}" for i, t in enumerate(outputs)]
-    unused = [f"(void)input_{i};" for i, b in enumerate(prog.inputs) if b not in used]
-    unused += [f"(void)output_{i};" for i, b in enumerate(prog.outputs) if b not in used]
+        [f"{c_type(prog.buffer(b).dtype)} *{io_names[b]}" for b in prog.outputs]
+    unused = [f"(void){io_names[b]};" for b in prog.inputs + prog.outputs if b not in used]
     if options.io_in_arena:
         params, unused = [], []
     if options.external_weights:
         params.insert(0, "const void *weights")
     if options.caller_arena:
         params.insert(0, "void *arena")
-    io = [dict(kind=kind, index=b.index, ctype=c_type(b.dtype), offset=plan.offsets.get(b.id, 0))
+    io = [dict(name=io_names[b.id], output=kind == "output", ctype=c_type(b.dtype), offset=plan.offsets.get(b.id, 0))
           for kind, ids in (("input", prog.inputs), ("output", prog.outputs)) for b in map(prog.buffer, ids)]
     weights_bytes = len(blob.data) if blob else sum(b.nbytes for b in consts.values())
     ctx = dict(prefix=prefix, P=prefix.upper(), guard=f"{prefix.upper()}_H", header=header or f"{prefix}.h",
@@ -197,6 +198,16 @@ def emit(prog: Program, plan: Plan, prefix: str, source: str, opset: int,
                    plan.size, weights_bytes, len(prog.instrs), blob.data if blob else b"", tuple(functions))
 
 
+def _io_names(prog: Program, outputs: list[TensorInfo]) -> dict[int, str]:
+    """The C names of the input and output buffers, by id: input_i, output_i, and output_i_count for the count of
+    output i, of run-time length (the program's outputs after the graph's, lower/program.py)."""
+    counted = [i for i, t in enumerate(outputs) if t.counted is not None]
+    names = {b: f"input_{i}" for i, b in enumerate(prog.inputs)}
+    names.update((b, f"output_{i}" if i < len(outputs) else f"output_{counted[i - len(outputs)]}_count")
+                 for i, b in enumerate(prog.outputs))
+    return names
+
+
 def _fills(prog: Program, plan: Plan) -> list[dict]:
     """The states that do not start at zero (an int8 one at its zero point): net_reset sets each element."""
     return [dict(offset=plan.offsets[b.id], ctype=c_type(b.dtype), count=b.size, label=comment(b.label),
@@ -205,4 +216,5 @@ def _fills(prog: Program, plan: Plan) -> list[dict]:
 
 def _tensor(t: TensorInfo) -> dict:
     return dict(size=t.size, shape=t.shape, dtype=t.dtype.name, name=comment(t.name),
-                scale=None if t.scale is None else c_float(t.scale), zero_point=t.zero_point)
+                scale=None if t.scale is None else c_float(t.scale), zero_point=t.zero_point, counted=t.counted,
+                capacity=None if t.counted is None else t.shape[t.counted])

@@ -10,8 +10,12 @@ import numpy as np
 
 @dataclass(frozen=True)
 class TensorType:
+    """An element type and a static shape. A value whose length along one dim is known only at run time (NonZero's,
+    Unique's...) has `counted`, that dim: its shape holds the most there can be (the capacity), and the value comes
+    with a run-time count of the entries along that dim that hold the result; the rest are zero."""
     dtype: np.dtype
     shape: tuple[int, ...]
+    counted: int | None = None
 
     @property
     def size(self) -> int:
@@ -22,7 +26,8 @@ class TensorType:
         return self.size * self.dtype.itemsize
 
     def __str__(self) -> str:
-        return f"{self.dtype.name}{shape_text(self.shape)}"
+        dims = tuple(f"<={n}" if d == self.counted else n for d, n in enumerate(self.shape))
+        return f"{self.dtype.name}{shape_text(dims)}"
 
 
 def shape_text(shape) -> str:

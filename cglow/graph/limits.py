@@ -22,7 +22,7 @@ def checked_type(what: str, t: TensorType, max_memory: int) -> TensorType:
     shape = tuple(int(d) for d in t.shape)
     if min(shape, default=0) < 0:
         raise CglowError(f"{what} would have the shape {list(shape)} (inconsistent attributes or input shapes)")
-    t = TensorType(np.dtype(t.dtype), shape)
+    t = TensorType(np.dtype(t.dtype), shape, t.counted)
     check_bytes(f"{what} ({t})", t.nbytes, max_memory)
     return t
 

@@ -4,6 +4,7 @@ malformed raises one CglowError that names what and where; the checks live besid
 schema (node_schema.py) and every tensor's size against --max-memory (limits.py)."""
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 import warnings
 
@@ -258,7 +259,8 @@ def _evaluate(proto: onnx.NodeProto, node: Node, consts: dict, types: dict, opse
 
 
 def _check_outputs(g: onnx.GraphProto, types: dict[str, TensorType]) -> None:
-    """Every graph output is computed, with the element type and static dims the model declares for it."""
+    """Every graph output is computed, with the element type and static dims the model declares for it (along a
+    dim of run-time length, TensorType.counted, at most its capacity)."""
     if not g.output:
         raise CglowError("the graph has no outputs")
     for value in g.output:
@@ -272,7 +274,8 @@ def _check_outputs(g: onnx.GraphProto, types: dict[str, TensorType]) -> None:
                              f"computes {t.dtype.name}")
         dims = declared.shape.dim
         if declared.HasField("shape") and (len(dims) != len(t.shape) or any(
-                d.HasField("dim_value") and d.dim_value != n for d, n in zip(dims, t.shape))):
+                d.HasField("dim_value") and (d.dim_value > n if k == t.counted else d.dim_value != n)
+                for k, (d, n) in enumerate(zip(dims, t.shape)))):
             shape = ",".join(str(d.dim_value) if d.HasField("dim_value") else d.dim_param or "?" for d in dims)
             raise CglowError(f"graph output '{value.name}': the model declares the shape [{shape}], the graph "
                              f"computes {t}")
@@ -384,6 +387,11 @@ def _typed_nodes(g: onnx.GraphProto, order: list[int], inputs: list, consts: dic
         if out_types is None:
             unsupported.setdefault(node.op, []).append(node.name)
             continue
+        try:
+            out_types = _counted_types(node, types, out_types)
+        except CglowError as exc:
+            problems.append(str(exc))
+            continue
         types.update((name, t) for name, t in zip(node.outputs, out_types) if name)
         if not all(name in consts for name in node.outputs):
             nodes.append(node)
@@ -409,6 +417,23 @@ def _push(step, i: int, pending: list, consts: dict, types: dict[str, TensorType
     if made.then is not None:
         pending.append((made.then, i))
     pending += [(p, i) for p in reversed(made.nodes)]
+
+
+PADDING_KEPT = ("Cast", "Identity")  # the ops that keep a run-time length's zero padding zero, and its count
+
+
+def _counted_types(node: Node, types: dict[str, TensorType], out_types: list[TensorType]) -> list[TensorType]:
+    """The output types of a node that reads a value of run-time length (TensorType.counted): a Cast or an Identity
+    passes the count on; any other op is refused, as it would compute on the padding beyond the count."""
+    counted = [n for n in node.inputs if n and types[n].counted is not None]
+    if not counted:
+        return out_types
+    if node.op not in PADDING_KEPT:
+        raise CglowError(f"{node.describe()}: input '{counted[0]}' ({types[counted[0]]}) has a length known only at "
+                         f"run time; cglow passes such a value only to the graph's outputs (through Cast or Identity)")
+    return [replace(t, counted=types[counted[0]].counted) for t in out_types]
+
+
 
 
 def _node(proto: onnx.NodeProto, i: int, opset: int, max_memory: int) -> Node:

@@ -361,7 +361,29 @@ class Pool(Primitive):
         return math.prod(self.out.shape) * math.prod(self.win.kernel)
 
 
-Instr = Map | Reduce | Conv | Gemm | Pool | Gather | Scatter
+@dataclass(frozen=True)
+class Compact(Primitive):
+    """A greedy selection along the last dim, in order: out[o, k] is the position i of the k-th candidate of row o
+    that is kept, -1 after the last one kept; out's last dim is the most kept (its capacity). Candidate i is kept when
+    keep[o, i] is nonzero, fewer than the capacity were kept before it and, with a `conflict` view, no kept j
+    conflicts with it (conflict[o, j, i] nonzero). Without conflicts it is a stream compaction (the kept positions
+    of a mask: NonZero, Compress); with them the suppression loop of NonMaxSuppression (conflict: the overlap of two
+    boxes beyond the threshold). A sequential scan, which no other primitive can express in linear time; what is
+    kept is then read through a Gather of these positions. keep is [*outer, n], conflict [*outer, n, n]."""
+    primitive = "compact"
+    roles = (("out", "out"), ("keep", "in"), ("conflict", "in"))
+    out: View
+    keep: View
+    node: str
+    conflict: View | None = None
+    value: Value | None = None
+
+    def work(self) -> int:
+        """One unit per candidate, times the capacity with conflicts (each kept one is checked)."""
+        return math.prod(self.keep.shape) * (self.out.shape[-1] if self.conflict else 1)
+
+
+Instr = Map | Reduce | Conv | Gemm | Pool | Gather | Scatter | Compact
 
 
 def channels_innermost(c: Conv) -> bool:

@@ -1,13 +1,14 @@
 """The kernels that are plain loop nests, one template each: elementwise maps (map.c.j2), reductions
-(reduce.c.j2, argreduce.c.j2), gathers (gather.c.j2), scatters (scatter.c.j2) and pools (pool.c.j2). Their loops
-walk the output in memory order, with the dims that are contiguous in every view merged into one (kernel.py collapse)."""
+(reduce.c.j2, argreduce.c.j2), gathers (gather.c.j2), scatters (scatter.c.j2), pools (pool.c.j2) and greedy selections
+(compact.c.j2). Their loops walk the output in memory order, with the dims that are contiguous in every view merged
+into one (kernel.py collapse)."""
 from __future__ import annotations
 
 import numpy as np
 
 from ..c_text import c_highest, c_literal, c_lowest, c_type
 from ..instr.expr import Input, to_c
-from ..instr.ir import Gather, Map, Pool, Reduce, Scatter, View, accumulator, contiguous_strides
+from ..instr.ir import Compact, Gather, Map, Pool, Reduce, Scatter, View, accumulator, contiguous_strides
 from .kernel import Kernel, collapsed, from_template, index, join, linear, memory_order
 
 
@@ -157,3 +158,22 @@ def pool_kernel(fn: str, p: Pool, dtypes) -> Kernel:
         "pool.c.j2", fn, p, ["y", "x"], dtypes, init=init, combine=combine, result=result, taps=taps,
         outer=[([("n", p.x.shape[0]), ("c", p.x.shape[1])] + list(zip(outs, win.out)))[d] for d in memory_order(p.out)],
         out=index(p.out, ["n", "c"] + outs))
+
+
+def compact_kernel(fn: str, c: Compact, dtypes) -> Kernel:
+    """A greedy selection (Compact) over the outer dims of keep, each row scanned in order: a conflict with a kept
+    candidate is read at the position that the output holds for it."""
+    rank = len(c.out.shape) - 1
+    views = (c.out, c.keep) + ((c.conflict,) if c.conflict else ())
+    outer, (out, keep, *conflict) = collapsed(views, c.keep.shape, slice(0, rank), "o")
+    ov = [v for v, _ in outer]
+    kept = join(index(out, ov), linear([("k", c.out.strides[-1])]))
+    at = None
+    if c.conflict:
+        chosen = f"y[{join(index(out, ov), linear([('s', c.out.strides[-1])]))}]"
+        at = join(index(conflict[0], ov), f"{chosen} * {c.conflict.strides[-2]}" if c.conflict.strides[-2] != 1
+                  else chosen, linear([("i", c.conflict.strides[-1])]))
+    return from_template(
+        "compact.c.j2", fn, c, ["y", "keep"] + ["conflict"] * bool(c.conflict), dtypes, outer=outer,
+        length=c.keep.shape[-1], capacity=c.out.shape[-1], kept=kept, conflict=at,
+        keep=join(index(keep, ov), linear([("i", c.keep.strides[-1])])))

@@ -1,5 +1,5 @@
 """Render each primitive of the instruction IR into one static C function: the dispatch, by the primitive's name
-(instr/ir.py), to the module that renders it (loops.py: Map, Reduce, Gather, Scatter, Pool; gemm.py: Gemm; conv.py:
+(instr/ir.py), to the module that renders it (loops.py: Map, Reduce, Gather, Scatter, Pool, Compact; gemm.py: Gemm;
 Conv), each from its template."""
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from ..tiles import TILES, Tiles
 from .conv import conv_kernel
 from .gemm import gemm_kernel
 from .kernel import Kernel
-from .loops import arg_reduce_kernel, gather_kernel, map_kernel, pool_kernel, reduce_kernel, scatter_kernel
+from .loops import (arg_reduce_kernel, compact_kernel, gather_kernel, map_kernel, pool_kernel, reduce_kernel,
+                    scatter_kernel)
 
 
 def reducing_kernel(fn: str, r: Reduce, dtypes: dict[int, np.dtype], tiles: Tiles) -> Kernel:
@@ -22,7 +23,7 @@ def reducing_kernel(fn: str, r: Reduce, dtypes: dict[int, np.dtype], tiles: Tile
 
 
 RENDER = {"map": map_kernel, "reduce": reducing_kernel, "gather": gather_kernel, "scatter": scatter_kernel,
-          "pool": pool_kernel, "gemm": gemm_kernel, "conv": conv_kernel}
+          "pool": pool_kernel, "gemm": gemm_kernel, "conv": conv_kernel, "compact": compact_kernel}
 TILED = ("gemm", "conv", "reduce")  # the kernels that take the target's register tile
 
 

@@ -17,6 +17,7 @@ class Context:
         self.instrs: list[Instr] = []
         self.views: dict[str, View] = {}
         self.named: dict[int, str] = {}  # a fresh buffer's id -> the value it was made for
+        self.counts: dict[str, View] = {}  # a value of run-time length (TensorType.counted) -> its count, int64 []
         self.const_ids: dict[tuple, list[int]] = {}  # (dtype, size, digest) -> the const buffers of those bytes
         self.inputs = tuple(self._buffer("input", graph.types[n].size, n, self.dtype(n), i)
                             for i, n in enumerate(graph.inputs))

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import numpy as np
+
 from ..errors import CglowError
 from ..graph.ir import Graph
 from ..graph.registry import OPS
@@ -14,6 +16,8 @@ from .context import Context
 
 
 def lower(graph: Graph) -> Program:
+    """The program; its outputs are the graph's, then the count of each graph output of run-time length
+    (TensorType.counted), int64, in the order of those outputs."""
     ctx = Context(graph)
     used = set(graph.consumers()) | set(graph.outputs)
     for node in graph.nodes:
@@ -21,12 +25,18 @@ def lower(graph: Graph) -> Program:
         for i, name in enumerate(node.outputs):
             if name in used and name not in ctx.views:
                 raise CglowError(f"{node.describe()}: output {i} ('{name}') is not supported (inference only)")
+            if name and graph.types[name].counted is not None and name not in ctx.counts:  # a Cast's, an Identity's
+                ctx.counts[name] = next(ctx.counts[n] for n in node.inputs if n in ctx.counts)
     outputs = []
     for i, name in enumerate(graph.outputs):
         buf = ctx._buffer("output", graph.types[name].size, name, ctx.dtype(name), i)
         outputs.append(buf)
         out = View.of(buf, graph.types[name].shape)
         ctx.emit(Map(out, (ctx.view(name),), Input(0), f"output {name}", Value(name, out)))
+    for name in (n for n in graph.outputs if graph.types[n].counted is not None):
+        buf = ctx._buffer("output", 1, f"{name} count", np.dtype(np.int64), len(outputs))
+        outputs.append(buf)
+        ctx.emit(Map(View.of(buf, ()), (ctx.counts[name],), Input(0), f"count of {name}"))
     for s in graph.states:  # last: every read of the state's old value comes before
         ctx.emit(Map(ctx.views[s.value], (ctx.view(s.update),), Input(0), f"state {s.value}"))
     return Program(graph.name, tuple(ctx.buffers), _with_values(ctx), ctx.inputs, tuple(outputs))

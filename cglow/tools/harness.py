@@ -17,7 +17,9 @@ import numpy as np
 
 from ..c_text import BITS, c_array_lines, c_type
 from ..compiler import CompiledModel
+from ..emit_c.emit import TensorInfo
 from ..errors import CglowError
+from .host import counted_outputs, cut_to_counts
 
 ENV = jinja2.Environment(loader=jinja2.PackageLoader("cglow.tools", "templates"), trim_blocks=True,
                          lstrip_blocks=True, undefined=jinja2.StrictUndefined, autoescape=False,
@@ -35,15 +37,22 @@ def harness_source(compiled: CompiledModel, inputs: list[np.ndarray], repeat: in
                                                    **template_io(compiled, [inputs]))
 
 
+def _printed(compiled: CompiledModel) -> list[TensorInfo]:
+    """What a harness passes net_run to write, and prints: the outputs, then the count of each output of run-time
+    length (docs/c-api.md), printed as outputs after the model's."""
+    return list(compiled.outputs) + [TensorInfo(f"{compiled.outputs[i].name} count", (), np.dtype(np.int64))
+                                     for i in counted_outputs(compiled)]
+
+
 def template_io(compiled: CompiledModel, runs: list[list[np.ndarray]], index: str = "") -> dict:
     """What both harness templates need: the prefix, net_run's arguments (each input array followed by
-    `index`), the inputs' arrays (the initializer lines of each invocation's) and the outputs'."""
-    args = [f"input_{i}{index}" for i in range(len(runs[0]))] + [f"output_{i}" for i in range(len(compiled.outputs))]
+    `index`), the inputs' arrays (the initializer lines of each invocation's) and the outputs' (_printed)."""
+    printed = _printed(compiled)
+    args = [f"input_{i}{index}" for i in range(len(runs[0]))] + [f"output_{i}" for i in range(len(printed))]
     return dict(prefix=compiled.name, args=", ".join(args),
                 inputs=[dict(size=max(x.size, 1), ctype=c_type(x.dtype), runs=[c_array_lines(run[i]) for run in runs])
                         for i, x in enumerate(runs[0])],
-                outputs=[dict(size=max(t.size, 1), ctype=t.ctype, itemsize=t.dtype.itemsize)
-                         for t in compiled.outputs])
+                outputs=[dict(size=max(t.size, 1), ctype=t.ctype, itemsize=t.dtype.itemsize) for t in printed])
 
 
 def baremetal_source(compiled: CompiledModel, inputs: list[np.ndarray], trace: bool = False,
@@ -78,21 +87,23 @@ def _output_fields(stdout: str) -> dict[int, list[list[str]]]:
 
 def parse_output_bits(stdout: str, compiled: CompiledModel) -> list[list[np.ndarray]]:
     """The outputs that the bare-metal harness wrote (each element's bits in hex), bit-exact: each
-    invocation's, in order."""
+    invocation's, in order (an output of run-time length cut to its count)."""
     values = _output_fields(stdout)
     invocations = len(values.get(0, ()))
     arrays = []
-    for i, t in enumerate(compiled.outputs):
+    for i, t in enumerate(_printed(compiled)):
         lines = values.get(i, [])
         if not lines or len(lines) != invocations or any(len(v) != max(t.size, 1) for v in lines):
             raise ValueError(f"output {i} is missing or incomplete in the program's output")
         bits = np.array([[int(v, 16) for v in line] for line in lines], f"u{t.dtype.itemsize}")
         arrays.append([row.view(t.dtype)[:t.size].reshape(t.shape) for row in bits])
-    return [list(run) for run in zip(*arrays)]
+    outputs = len(compiled.outputs)
+    return [cut_to_counts(compiled, run[:outputs], run[outputs:]) for run in zip(*arrays)]
 
 
 def parse_outputs(stdout: str, compiled: CompiledModel) -> list[np.ndarray]:
-    """The outputs the harness printed: floats in hex, integers and the types C holds as bits in decimal."""
+    """The outputs the harness printed: floats in hex, integers and the types C holds as bits in decimal (an output
+    of run-time length cut to its count)."""
     values = _output_fields(stdout)
 
     def array(fields: list[str], dtype: np.dtype) -> np.ndarray:
@@ -101,7 +112,8 @@ def parse_outputs(stdout: str, compiled: CompiledModel) -> list[np.ndarray]:
         if dtype in BITS:
             return np.array([int(v) for v in fields], f"u{dtype.itemsize}").view(dtype)
         return np.array([int(v) for v in fields], dtype)
-    return [array(values[i][0], t.dtype)[:t.size].reshape(t.shape) for i, t in enumerate(compiled.outputs)]
+    printed = [array(values[i][0], t.dtype)[:t.size].reshape(t.shape) for i, t in enumerate(_printed(compiled))]
+    return cut_to_counts(compiled, printed[:len(compiled.outputs)], printed[len(compiled.outputs):])
 
 
 def run_harness(exe: Path) -> str:

@@ -132,13 +132,14 @@ class HostModel:
         self.compiled = compiled
         self.ffi = cffi.FFI()
         options, name = compiled.options, compiled.name
-        io = [(f"input_{i}", t) for i, t in enumerate(compiled.inputs)] + \
-            [(f"output_{i}", t) for i, t in enumerate(compiled.outputs)]
-        params = [] if options.io_in_arena else [f"{'const ' if n.startswith('in') else ''}{t.ctype} *" for n, t in io]
+        io = [(f"input_{i}", t.ctype) for i, t in enumerate(compiled.inputs)] + \
+            [(f"output_{i}", t.ctype) for i, t in enumerate(compiled.outputs)] + \
+            [(f"output_{i}_count", "int64_t") for i in counted_outputs(compiled)]
+        params = [] if options.io_in_arena else [f"{'const ' if n.startswith('in') else ''}{t} *" for n, t in io]
         params = ["void *"] * options.caller_arena + ["const void *"] * options.external_weights + params
         declarations = [f"int {name}_run({', '.join(params) or 'void'});"]
         if options.io_in_arena and not options.caller_arena:
-            declarations += [f"{t.ctype} *{name}_{n}(void);" for n, t in io]
+            declarations += [f"{t} *{name}_{n}(void);" for n, t in io]
         if compiled.plan.state_bytes:
             declarations.append(f"void {name}_reset({'void *' if options.caller_arena else 'void'});")
         self.ffi.cdef("\n".join(declarations))
@@ -165,12 +166,21 @@ class HostModel:
             reset = getattr(self.lib, f"{self.compiled.name}_reset")
             reset(*([self.arena] if self.compiled.options.caller_arena else []))
 
-    def _in_arena(self, name: str, info, offset: int):
+    def _in_arena(self, name: str, ctype: str, offset: int):
         if self.compiled.options.caller_arena:
-            return self.ffi.cast(f"{info.ctype} *", self.ffi.cast("char *", self.arena) + offset)
+            return self.ffi.cast(f"{ctype} *", self.ffi.cast("char *", self.arena) + offset)
         return getattr(self.lib, f"{self.compiled.name}_{name}")()
 
     def run(self, *inputs: np.ndarray) -> list[np.ndarray]:
+        """The outputs of a run on these inputs; an output of run-time length cut to its count along its counted
+        dim (run_whole gives the arrays whole, and the counts)."""
+        return cut_to_counts(self.compiled, *self.run_whole(*inputs))
+
+    __call__ = run
+
+    def run_whole(self, *inputs: np.ndarray) -> tuple[list[np.ndarray], list[int]]:
+        """The outputs of a run at their capacity, and the count of each output of run-time length (in output
+        order)."""
         if len(inputs) != len(self.compiled.inputs):
             raise ValueError(f"expected {len(self.compiled.inputs)} inputs, got {len(inputs)}")
         for x, info in zip(inputs, self.compiled.inputs):
@@ -181,24 +191,37 @@ class HostModel:
             if not x.flags.c_contiguous:
                 raise ValueError(f"input '{info.name}' must be C-contiguous (use np.ascontiguousarray)")
         outputs = [np.zeros(info.shape, info.dtype) for info in self.compiled.outputs]
+        counts = [np.zeros(1, np.int64) for _ in counted_outputs(self.compiled)]
         options = self.compiled.options
         args = ([self.arena] if options.caller_arena else []) + ([self.weights] if options.external_weights else [])
         if self.compiled.options.io_in_arena:
             for x, slot in zip(inputs, self.slots):
                 self.ffi.memmove(slot, x.tobytes(), x.nbytes)
         else:
-            infos = (*self.compiled.inputs, *self.compiled.outputs)
-            args += [self.ffi.cast(f"{info.ctype} *", self.ffi.from_buffer(a if a.size else np.zeros(1, a.dtype)))
-                     for a, info in zip((*inputs, *outputs), infos)]
+            ctypes = [t.ctype for t in (*self.compiled.inputs, *self.compiled.outputs)] + ["int64_t"] * len(counts)
+            args += [self.ffi.cast(f"{ctype} *", self.ffi.from_buffer(a if a.size else np.zeros(1, a.dtype)))
+                     for a, ctype in zip((*inputs, *outputs, *counts), ctypes)]
         status = self.fn(*args)
         if status:
             raise RuntimeError(f"{self.compiled.name}_run returned {status}")
         if self.compiled.options.io_in_arena:
-            for y, slot in zip(outputs, self.slots[len(inputs):]):
+            for y, slot in zip(outputs + counts, self.slots[len(inputs):]):
                 self.ffi.memmove(self.ffi.from_buffer(y), slot, y.nbytes)
-        return outputs
+        return outputs, [int(c[0]) for c in counts]
 
-    __call__ = run
+
+def counted_outputs(compiled: CompiledModel) -> list[int]:
+    """The outputs of run-time length, whose counts net_run writes after the outputs (docs/c-api.md)."""
+    return [i for i, t in enumerate(compiled.outputs) if t.counted is not None]
+
+
+def cut_to_counts(compiled: CompiledModel, outputs: list[np.ndarray], counts) -> list[np.ndarray]:
+    """The outputs with each one of run-time length cut to its count (in the order of counted_outputs) along its
+    counted dim."""
+    outputs = list(outputs)
+    for i, count in zip(counted_outputs(compiled), counts):
+        outputs[i] = np.take(outputs[i], np.arange(int(count)), axis=compiled.outputs[i].counted)
+    return outputs
 
 
 def sources(compiled: CompiledModel) -> dict[str, str]:

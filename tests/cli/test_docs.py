@@ -24,7 +24,7 @@ from cglow.options import Options
 from cglow.quantize import load_calibration, quantize_model
 
 from tests.small_cnn import calibration, small_cnn
-from tests.util import ROOT, need_target, need_tool
+from tests.util import ROOT, need_target, need_tool, nonzero_model
 
 DOCS = ROOT / "docs"
 
@@ -93,11 +93,14 @@ def test_c_api_documents_every_header_name(model_files, monkeypatch):
     variants = [[], ["--int8", "--calib", "calib.npz"], ["--caller-arena"], ["--io-in-arena"],
                 ["--io-in-arena", "--caller-arena"], ["--weights-file", "out/w.bin"]]
     names = set()
+    onnx.save(nonzero_model(), "nonzero.onnx")  # an output of run-time length
+    variants += [["nonzero.onnx"], ["nonzero.onnx", "--io-in-arena"]]
     for n, options in enumerate(variants):
-        assert cli.main(["emit", "model.onnx", "-o", f"out/kws{n}.c", *options]) == 0
+        model = [] if options and options[0] == "nonzero.onnx" else ["model.onnx"]
+        assert cli.main(["emit", *model, *options, "-o", f"out/kws{n}.c"]) == 0
         names |= header_names(Path(f"out/kws{n}.h").read_text(), f"kws{n}")
     expected = {"NET_H", "NET_INPUT_i_SCALE", "NET_OUTPUT_i_ZERO_POINT", "NET_WEIGHTS_ALIGN", "NET_INPUT_i_OFFSET",
-                "net_input_i", "net_output_i", "net_run"}
+                "net_input_i", "net_output_i", "net_run", "NET_OUTPUT_i_CAPACITY", "net_output_i_count"}
     assert expected <= names
     documented = set(re.findall(r"\w+", (DOCS / "c-api.md").read_text()))
     assert not names - documented, f"docs/c-api.md does not document {sorted(names - documented)}"

@@ -11,7 +11,7 @@ from cglow import zoo
 from cglow.tools.host import STRICT_FLAGS, check_warnings, sources
 from cglow.options import Options
 
-from tests.util import need_tool, random_feeds
+from tests.util import need_tool, nonzero_model, random_feeds
 
 VARIANTS = {
     "caller-arena": Options(caller_arena=True),
@@ -82,3 +82,47 @@ int main(void)
     for column, x in ((0, lambda i: float(i % 7) - 3.0), (1, lambda i: float(i % 5) * 0.5)):
         inputs = np.array([x(i) for i in range(490)], np.float32).reshape(1, 1, 49, 10)
         np.testing.assert_allclose(pairs[:, column], host(inputs)[0][0], rtol=1e-6, atol=1e-7)
+
+
+def test_count_of_an_output_of_run_time_length_reaches_the_caller(tmp_path):
+    """A plain main.c: net_run writes the count through its extra argument, the capacity is a macro, and the entries
+    past the count are zero; with --io-in-arena the count is read through its accessor."""
+    cc = need_tool("gcc")
+    for options, call, count in ((Options(), "net_run(x, y, &count)", "count"),
+                                 (Options(io_in_arena=True), "net_run()", "*net_output_0_count()")):
+        c = cglow.compile_model(nonzero_model(), options=options)
+        assert "#define NET_OUTPUT_0_COUNT_AXIS 1" in c.h_source and "#define NET_OUTPUT_0_CAPACITY 12" in c.h_source
+        (tmp_path / "net.c").write_text(c.c_source)
+        (tmp_path / "net.h").write_text(c.h_source)
+        io = "float *x = net_input_0(); const int64_t *y = net_output_0();" if options.io_in_arena else \
+            "static float x[NET_INPUT_0_SIZE]; static int64_t y[NET_OUTPUT_0_SIZE]; int64_t count = -1;"
+        (tmp_path / "main.c").write_text(f"""#include <stdio.h>
+#include "net.h"
+int main(void)
+{{
+    {io}
+    int i, status;
+    for (i = 0; i < NET_INPUT_0_SIZE; ++i) {{
+        x[i] = (float)(i % 3 == 1);
+    }}
+    x[5] = 0.0f;
+    x[6] = 2.0f;
+    status = {call};
+    printf("%d %d\\n", (int){count}, NET_OUTPUT_0_CAPACITY);
+    for (i = 0; i < NET_OUTPUT_0_SIZE; ++i) {{
+        printf("%d\\n", (int)y[i]);
+    }}
+    return status;
+}}
+""")
+        subprocess.run([cc, "-O2", *STRICT_FLAGS, "-o", str(tmp_path / "main"), str(tmp_path / "net.c"),
+                        str(tmp_path / "main.c"), "-lm"], check=True)
+        run = subprocess.run([str(tmp_path / "main")], capture_output=True, text=True, check=True)
+        head, *values = run.stdout.split("\n")[:-1]
+        x = (np.arange(12) % 3 == 1).astype(np.float32)
+        x[5], x[6] = 0, 2
+        want = np.array(np.nonzero(x.reshape(3, 4)))
+        assert head == f"{want.shape[1]} 12"
+        whole = np.zeros((2, 12), np.int64)
+        whole[:, :want.shape[1]] = want
+        np.testing.assert_array_equal(np.array(values, np.int64).reshape(2, 12), whole)
