@@ -13,39 +13,10 @@ import onnx
 from onnx import helper, numpy_helper
 
 from ..errors import CglowError
+from .builder import Builder, attrs_of as _attrs, given as _given, named as _named
 from .inferred import value_shapes
 
 SHAPE_INPUTS = {"DFT": (1, 2), "STFT": (1, 3)}
-
-
-class Builder:
-    """The nodes of one decomposition, their values named after the node's."""
-
-    def __init__(self, node: onnx.NodeProto, prefix: str, opset: int):
-        self.node, self.prefix, self.opset, self.nodes = node, prefix, opset, []
-
-    def add(self, op: str, inputs: list[str], output: str | None = None, **attrs) -> str:
-        out = output or f"{self.prefix}{op}.{len(self.nodes)}"
-        self.nodes.append(helper.make_node(op, inputs, [out], f"{self.prefix}{op}.{len(self.nodes)}", **attrs))
-        return out
-
-    def const(self, value: np.ndarray) -> str:
-        out = f"{self.prefix}const.{len(self.nodes)}"
-        self.nodes.append(helper.make_node("Constant", [], [out], out, value=numpy_helper.from_array(value)))
-        return out
-
-
-def _given(node: onnx.NodeProto, i: int, consts: dict) -> np.ndarray | None:
-    """The constant value of the node's input i; None where it leaves the input out or it is not a constant."""
-    return consts.get(node.input[i]) if len(node.input) > i and node.input[i] else None
-
-
-def _named(node: onnx.NodeProto) -> str:
-    return f"{node.op_type} node '{node.name}'" if node.name else f"a {node.op_type} node"
-
-
-def _attrs(node: onnx.NodeProto) -> dict:
-    return {a.name: helper.get_attribute_value(a) for a in node.attribute}
 
 
 def _lp_pool(b: Builder, shapes: dict, consts: dict) -> None:
