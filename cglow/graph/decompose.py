@@ -15,6 +15,7 @@ from onnx import helper, numpy_helper
 from ..errors import CglowError
 from .builder import Builder, attrs_of as _attrs, given as _given, named as _named
 from .inferred import value_shapes
+from .sampling import SAMPLING
 
 SHAPE_INPUTS = {"DFT": (1, 2), "STFT": (1, 3)}
 
@@ -156,7 +157,7 @@ def _det(b: Builder, shapes: dict, consts: dict) -> None:
 
 
 DECOMPOSITIONS: dict[str, Callable[[Builder, dict, dict], None]] = {"Det": _det,
-    "LpPool": _lp_pool, "DFT": _dft, "STFT": _stft, "ReverseSequence": _reverse_sequence}
+    "LpPool": _lp_pool, "DFT": _dft, "STFT": _stft, "ReverseSequence": _reverse_sequence, **SAMPLING}
 
 
 def decompose(model: onnx.ModelProto, known: set[str], opset: int) -> onnx.ModelProto:
