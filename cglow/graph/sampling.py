@@ -85,10 +85,12 @@ def _read(b: Builder, position: str, size: int, padding: str, lo: float, hi: flo
     return b.add("Cast", [inside], to=TensorProto.INT64), mask  # truncation, as the reference's int()
 
 
-def _gather_sum(b: Builder, flat: str, n: int, c: int, count: int,
-                reads: list[list[tuple[str, str | None, str | None]]], strides: list[int]) -> str:
-    """sum over the neighbour combinations of the product of their weights and masks times flat[n, c, index],
-    flat [n, c, spatial] and each axis's reads (index, mask, weight) of shape [n, 1, count]; [n, c, count]."""
+def _gather(b: Builder, flat: str, channels: int, shape: list[int],
+            reads: list[list[tuple[str, str | None, str | None]]], strides: list[int], combine: str = "Add") -> str:
+    """The neighbour combinations' values flat[n, c, index] times the product of their weights and masks, summed
+    (or the largest taken, combine "Max"): flat is [n, c, spatial], each axis's reads (index, mask, weight)
+    broadcast to `shape` ([n, 1, ...]); the result is `shape` with c channels."""
+    points = [shape[0], 1, math.prod(shape[2:])]
     total = None
     for combo in _combinations(reads):
         index, factors = None, []
@@ -96,11 +98,13 @@ def _gather_sum(b: Builder, flat: str, n: int, c: int, count: int,
             term = b.add("Mul", [tap, _i(b, stride)]) if stride != 1 else tap
             index = term if index is None else b.add("Add", [index, term])
             factors += [f for f in (weight, mask) if f is not None]
-        index = b.add("Expand", [index, _i(b, [n, c, count])])
-        value = b.add("GatherElements", [flat, index], axis=2)
+        index = index if list(shape) == points else b.add("Reshape", [index, _i(b, points)])
+        value = b.add("GatherElements", [flat, b.add("Expand", [index, _i(b, [shape[0], channels, points[2]])])],
+                      axis=2)
+        value = value if list(shape) == points else b.add("Reshape", [value, _i(b, [shape[0], channels, *shape[2:]])])
         for f in factors:
             value = b.add("Mul", [value, f])
-        total = value if total is None else b.add("Add", [total, value])
+        total = value if total is None else b.add(combine, [total, value])
     return total
 
 
@@ -148,8 +152,81 @@ def _grid_sample(b: Builder, shapes: dict, consts: dict) -> None:
         reads.append([(*_read(b, p, size, padding, lo, hi), w) for p, w in _taps(b, x, mode)])
     strides = [math.prod(spatial[a + 1:]) for a in range(k)]
     flat = b.add("Reshape", [node.input[0], _i(b, [n, c, math.prod(spatial)])])
-    total = _gather_sum(b, flat, n, c, count, reads, strides)
+    total = _gather(b, flat, c, [n, 1, count], reads, strides)
     b.add("Reshape", [total, _i(b, [n, c, *grid_shape[1:-1]])], node.output[0])
 
 
-SAMPLING: dict[str, Callable[[Builder, dict, dict], None]] = {"GridSample": _grid_sample}
+def _roi_axis(b: Builder, start: str, end: str, size: int, bins: int, grid: int, clamp: bool,
+              shape: list[int]) -> list[tuple[str, str, str]]:
+    """One axis of RoiAlign's samples, each box's [start, end) cut into `bins` bins of `grid` samples at their
+    centres: the two taps (index, mask, weight) of each sample, shaped `shape` ([boxes, 1, samples, 1] or
+    [boxes, 1, 1, samples]). A sample more than a pixel outside the input weighs nothing; one before the first
+    pixel reads it, one past the last pixel's start reads the last."""
+    length = b.add("Sub", [end, start])
+    length = b.add("Max", [length, _f(b, 1.0)]) if clamp else length  # output_half_pixel: boxes of at least 1
+    width = b.add("Div", [length, _f(b, float(bins))])
+    steps = np.repeat(np.arange(bins, dtype=np.float32), grid)
+    within = np.tile((np.arange(grid, dtype=np.float32) + 0.5), bins)
+    at = b.add("Add", [b.add("Add", [start, b.add("Mul", [width, b.const(steps.reshape(shape[1:]))])]),
+                       b.add("Div", [b.add("Mul", [width, b.const(within.reshape(shape[1:]))]), _f(b, float(grid))])])
+    inside = b.add("And", [b.add("GreaterOrEqual", [at, _f(b, -1.0)]), b.add("LessOrEqual", [at, _f(b, float(size))])])
+    at = b.add("Max", [at, _f(b, 0.0)])
+    edge = b.add("GreaterOrEqual", [b.add("Floor", [at]), _f(b, size - 1.0)])
+    last = _f(b, size - 1.0)
+    low = b.add("Where", [edge, last, b.add("Floor", [at])])
+    high = b.add("Where", [edge, last, b.add("Add", [low, _f(b, 1.0)])])
+    frac = b.add("Sub", [b.add("Where", [edge, last, at]), low])
+    mask = b.add("Cast", [inside], to=TensorProto.FLOAT)
+    return [(b.add("Cast", [p], to=TensorProto.INT64), mask, w)
+            for p, w in ((low, b.add("Sub", [_f(b, 1.0), frac])), (high, frac))]
+
+
+def _roi_align(b: Builder, shapes: dict, consts: dict) -> None:
+    """Y[r, c] = the output_height x output_width bins of box r (x1, y1, x2, y2, times spatial_scale; half a pixel
+    less, half_pixel) over X[batch_indices[r], c], each bin the mean (or, mode max, the largest) of its
+    sampling_ratio x sampling_ratio bilinear samples (the four taps' weighted sum, or their largest weighted
+    value). sampling_ratio 0 (a count per box from its size at run time) is refused."""
+    node, attrs = b.node, attrs_of(b.node)
+    x_shape, rois_shape = shapes.get(node.input[0]), shapes.get(node.input[1])
+    if x_shape is None or rois_shape is None or len(x_shape) != 4:
+        raise CglowError(f"{named(node)}: the shapes of its input (N, C, H, W) and boxes must be static")
+    mode = attrs.get("mode", b"avg").decode()
+    transform = attrs.get("coordinate_transformation_mode",
+                          b"half_pixel" if b.opset >= 16 else b"output_half_pixel").decode()
+    grid, scale = attrs.get("sampling_ratio", 0), attrs.get("spatial_scale", 1.0)
+    bins = attrs.get("output_height", 1), attrs.get("output_width", 1)
+    if mode not in ("avg", "max") or transform not in ("half_pixel", "output_half_pixel"):
+        raise CglowError(f"{named(node)}: unknown mode '{mode}' or coordinate_transformation_mode '{transform}'")
+    if grid <= 0:
+        raise CglowError(f"{named(node)}: sampling_ratio {grid} (adaptive: as many samples per bin as the box "
+                         f"is long, known at run time only) is not supported; give a positive sampling_ratio")
+    boxes, (_, c, height, width) = rois_shape[0], x_shape
+    corners = b.add("Sub", [b.add("Mul", [node.input[1], _f(b, scale)]),
+                            _f(b, 0.5 if transform == "half_pixel" else 0.0)])
+
+    def coordinate(i: int) -> str:  # [boxes, 1, 1, 1]
+        return b.add("Reshape", [b.add("Slice", [corners, _i(b, [i]), _i(b, [i + 1]), _i(b, [1])]),
+                                 _i(b, [boxes, 1, 1, 1])])
+    clamp = transform == "output_half_pixel"
+    rows = _roi_axis(b, coordinate(1), coordinate(3), height, bins[0], grid, clamp, [boxes, 1, bins[0] * grid, 1])
+    cols = _roi_axis(b, coordinate(0), coordinate(2), width, bins[1], grid, clamp, [boxes, 1, 1, bins[1] * grid])
+    flat = b.add("Gather", [b.add("Reshape", [node.input[0], _i(b, [x_shape[0], c, height * width])]),
+                            node.input[2]], axis=0)
+    shape = [boxes, 1, bins[0] * grid, bins[1] * grid]
+    samples = _gather(b, flat, c, shape, [rows, cols], [width, 1], "Add" if mode == "avg" else "Max")
+    samples = b.add("Reshape", [samples, _i(b, [boxes, c, bins[0], grid, bins[1], grid])])
+    if mode == "max":
+        _reduce(b, "ReduceMax", samples, [3, 5], node.output[0])
+    else:
+        b.add("Div", [_reduce(b, "ReduceSum", samples, [3, 5]), _f(b, float(grid * grid))], node.output[0])
+
+
+def _reduce(b: Builder, op: str, x: str, axes: list[int], output: str | None = None) -> str:
+    """A reduction over axes, dropped; axes an input from the opset that made it one (13 for ReduceSum, 18 for
+    the others), an attribute before."""
+    if b.opset >= (13 if op == "ReduceSum" else 18):
+        return b.add(op, [x, _i(b, axes)], output, keepdims=0)
+    return b.add(op, [x], output, axes=axes, keepdims=0)
+
+
+SAMPLING: dict[str, Callable[[Builder, dict, dict], None]] = {"GridSample": _grid_sample, "RoiAlign": _roi_align}

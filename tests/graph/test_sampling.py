@@ -68,3 +68,37 @@ def test_grid_sample_cubic_3d_is_refused():
                      (1, 1, 2, 2, 2), mode="cubic")
     with pytest.raises(CglowError, match="cubic mode is defined for 2-D inputs only"):
         cglow.compile_model(model)
+
+
+def roi_boxes(count: int, height: int, width: int) -> np.ndarray:
+    """Boxes (x1, y1, x2, y2) of every kind: inside, across the borders, far outside, and inverted (x2 < x1)."""
+    corners = RNG.uniform(-4, max(height, width) + 4, (count, 4)).astype(np.float32)
+    corners[0] = (1, 1, width - 2, height - 2)
+    corners[1] = (width - 1.2, height - 1.5, width + 0.5, height + 0.3)
+    return corners
+
+
+@pytest.mark.parametrize("mode, transform, opset, scale", [
+    ("avg", "half_pixel", 22, 1.0), ("avg", "output_half_pixel", 22, 0.5), ("max", "half_pixel", 16, 1.0),
+    ("max", "output_half_pixel", 22, 0.25), ("avg", None, 10, 1.0), ("max", None, 10, 0.5)])
+def test_roi_align(mode, transform, opset, scale):
+    """Opset 10 has no coordinate_transformation_mode: its boxes are output_half_pixel's (the reference evaluator
+    knows only the later default, so opset 10 is compared with output_half_pixel at opset 16)."""
+    x = RNG.standard_normal((2, 3, 7, 9)).astype(np.float32)
+    rois = roi_boxes(6, int(7 / scale), int(9 / scale))
+    batch = np.array([0, 1, 1, 0, 1, 0], np.int64)
+    inputs = {"x": (T.FLOAT, x.shape), "rois": (T.FLOAT, rois.shape), "batch": (T.INT64, batch.shape)}
+    attrs = dict(mode=mode, output_height=3, output_width=4, sampling_ratio=2, spatial_scale=scale)
+    model = model_of("RoiAlign", inputs, (6, 3, 3, 4), opset=opset, **attrs,
+                     **({"coordinate_transformation_mode": transform} if transform else {}))
+    reference = model_of("RoiAlign", inputs, (6, 3, 3, 4), opset=16, **attrs,
+                         coordinate_transformation_mode=transform or "output_half_pixel")
+    want = ReferenceEvaluator(reference).run(None, {"x": x, "rois": rois, "batch": batch})[0]
+    np.testing.assert_allclose(backend.prepare(model).run([x, rois, batch])[0], want, rtol=1e-5, atol=1e-5)
+
+
+def test_roi_align_adaptive_sampling_is_refused():
+    model = model_of("RoiAlign", {"x": (T.FLOAT, (1, 1, 4, 4)), "rois": (T.FLOAT, (2, 4)),
+                                  "batch": (T.INT64, (2,))}, (2, 1, 1, 1))
+    with pytest.raises(CglowError, match="sampling_ratio 0 .* is not supported"):
+        cglow.compile_model(model)
