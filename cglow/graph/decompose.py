@@ -1,7 +1,8 @@
 """Ops that cglow compiles as a few others, built per node before import (as graph/functions.py does with ONNX's
 function bodies, where ONNX gives none): LpPool as the p-th root of a sum pool of |x|^p, DFT as matrix
 products of the signal by constant cosine and sine matrices, STFT as frames' DFTs, ReverseSequence as a
-GatherElements, and Det (up to 3 x 3) by cofactors. SHAPE_INPUTS names the inputs that must be constants (the
+GatherElements, and Det (up to 3 x 3) by cofactors; GridSample, RoiAlign and DeformConv as gathers at the positions
+they compute (graph/sampling.py). SHAPE_INPUTS names the inputs that must be constants (the
 backend pins them, tools/backend.py)."""
 from __future__ import annotations
 

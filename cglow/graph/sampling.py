@@ -229,4 +229,51 @@ def _reduce(b: Builder, op: str, x: str, axes: list[int], output: str | None = N
     return b.add(op, [x], output, axes=axes, keepdims=0)
 
 
-SAMPLING: dict[str, Callable[[Builder, dict, dict], None]] = {"GridSample": _grid_sample, "RoiAlign": _roi_align}
+def _deform_conv(b: Builder, shapes: dict, consts: dict) -> None:
+    """A 2-D convolution whose kernel taps read X at offset positions: tap (u, v) of output (i, j) reads
+    (i stride - pad + u dilation + its offset's dy, j stride - pad + v dilation + dx), bilinear with zeros
+    outside, one offset per offset_group of channels, times the optional mask; then per group a MatMul of the
+    weights [M / group, C / group kh kw] by those samples, plus the bias."""
+    node, attrs = b.node, attrs_of(b.node)
+    x_shape, w_shape = shapes.get(node.input[0]), shapes.get(node.input[1])
+    offset_shape = shapes.get(node.input[2])
+    if x_shape is None or w_shape is None or offset_shape is None:
+        raise CglowError(f"{named(node)}: the shapes of its input, weights and offsets must be static")
+    if len(x_shape) != 4:
+        raise CglowError(f"{named(node)}: 2-D convolution (N, C, H, W) is supported, not input rank {len(x_shape)}")
+    (n, c, height, width), (m, per_group, *kernel) = x_shape, w_shape
+    group, offset_group = attrs.get("group", 1), attrs.get("offset_group", 1)
+    strides, dilations = attrs.get("strides", [1, 1]), attrs.get("dilations", [1, 1])
+    pads = attrs.get("pads", [0, 0, 0, 0])
+    taps, out = math.prod(kernel), offset_shape[2:]
+    if c != per_group * group or m % group or c % offset_group or offset_shape[:2] != (n, 2 * offset_group * taps):
+        raise CglowError(f"{named(node)}: weights {list(w_shape)} and offsets {list(offset_shape)} do not match "
+                         f"input {list(x_shape)} with group={group}, offset_group={offset_group}")
+    points = taps * math.prod(out)
+    offsets = b.add("Reshape", [node.input[2], _i(b, [n * offset_group, taps, 2, math.prod(out)])])
+    reads = []
+    for axis, size in enumerate((height, width)):
+        rows = np.arange(out[axis]) * strides[axis] - pads[axis]
+        steps = np.arange(kernel[axis]) * dilations[axis]
+        base = np.add.outer(steps, rows)  # [k along this axis, out along it]
+        base = base[:, None, :, None] if axis == 0 else base[None, :, None, :]
+        base = np.broadcast_to(base, (*kernel, *out)).reshape(1, taps, math.prod(out)).astype(np.float32)
+        shift = b.add("Reshape", [b.add("Slice", [offsets, _i(b, [axis]), _i(b, [axis + 1]), _i(b, [2])]),
+                                  _i(b, [n * offset_group, taps, math.prod(out)])])
+        at = b.add("Reshape", [b.add("Add", [shift, b.const(base)]), _i(b, [n * offset_group, 1, points])])
+        reads.append([(*_read(b, p, size, "zeros", 0.0, size - 1.0), w) for p, w in _taps(b, at, "linear")])
+    flat = b.add("Reshape", [node.input[0], _i(b, [n * offset_group, c // offset_group, height * width])])
+    samples = _gather(b, flat, c // offset_group, [n * offset_group, 1, points], reads, [width, 1])
+    if len(node.input) > 4 and node.input[4]:
+        samples = b.add("Mul", [samples, b.add("Reshape", [node.input[4], _i(b, [n * offset_group, 1, points])])])
+    columns = b.add("Reshape", [samples, _i(b, [n, group, per_group * taps, math.prod(out)])])
+    weights = b.add("Reshape", [node.input[1], _i(b, [group, m // group, per_group * taps])])
+    bias = node.input[3] if len(node.input) > 3 and node.input[3] else None
+    product = b.add("Reshape", [b.add("MatMul", [weights, columns]), _i(b, [n, m, *out])],
+                    None if bias else node.output[0])
+    if bias:
+        b.add("Add", [product, b.add("Reshape", [bias, _i(b, [1, m, 1, 1])])], node.output[0])
+
+
+SAMPLING: dict[str, Callable[[Builder, dict, dict], None]] = {"GridSample": _grid_sample, "RoiAlign": _roi_align,
+                                                              "DeformConv": _deform_conv}

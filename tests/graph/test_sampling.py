@@ -102,3 +102,33 @@ def test_roi_align_adaptive_sampling_is_refused():
                                   "batch": (T.INT64, (2,))}, (2, 1, 1, 1))
     with pytest.raises(CglowError, match="sampling_ratio 0 .* is not supported"):
         cglow.compile_model(model)
+
+
+@pytest.mark.parametrize("group, offset_group, strides, dilations, pads, bias, mask", [
+    (1, 1, (1, 1), (1, 1), (0, 0, 0, 0), False, False),
+    (2, 1, (2, 1), (1, 2), (1, 0, 2, 1), True, False),
+    (1, 2, (1, 2), (2, 1), (1, 1, 1, 1), False, True),
+    (2, 2, (1, 1), (1, 1), (2, 1, 0, 1), True, True)])
+def test_deform_conv(group, offset_group, strides, dilations, pads, bias, mask):
+    """Offsets of a few pixels, so that taps fall outside the input (zeros) and between its pixels."""
+    n, c, m, (height, width), (kh, kw) = 2, 4, 6, (5, 6), (2, 3)
+    out = [(size + pads[a] + pads[a + 2] - (k - 1) * dilations[a] - 1) // strides[a] + 1
+           for a, (size, k) in enumerate(((height, kh), (width, kw)))]
+    feeds = {"x": RNG.standard_normal((n, c, height, width)), "w": RNG.standard_normal((m, c // group, kh, kw)),
+             "offset": RNG.uniform(-2.5, 2.5, (n, 2 * offset_group * kh * kw, *out)),
+             "b": RNG.standard_normal(m) if bias else None,
+             "mask": RNG.uniform(0, 1, (n, offset_group * kh * kw, *out)) if mask else None}
+    feeds = {k: v.astype(np.float32) for k, v in feeds.items() if v is not None}
+    names = ["x", "w", "offset", "b" if bias else "", "mask" if mask else ""]
+    graph = h.make_graph([h.make_node("DeformConv", names, ["y"], group=group, offset_group=offset_group,
+                                      strides=strides, dilations=dilations, pads=pads, kernel_shape=(kh, kw))],
+                         "deform", [h.make_tensor_value_info(k, T.FLOAT, v.shape) for k, v in feeds.items()],
+                         [h.make_tensor_value_info("y", T.FLOAT, (n, m, *out))])
+    agrees(h.make_model(graph, opset_imports=[h.make_opsetid("", 22)]), list(feeds.values()), tol=1e-4)
+
+
+def test_deform_conv_1d_is_refused():
+    model = model_of("DeformConv", {"x": (T.FLOAT, (1, 2, 5)), "w": (T.FLOAT, (3, 2, 2)),
+                                    "offset": (T.FLOAT, (1, 2, 4))}, (1, 3, 4))
+    with pytest.raises(CglowError, match="2-D convolution .* is supported, not input rank 3"):
+        cglow.compile_model(model)
