@@ -17,6 +17,7 @@ from ..errors import CglowError
 from .builder import Builder, attrs_of as _attrs, given as _given, named as _named
 from .inferred import value_shapes
 from .sampling import SAMPLING
+from .volumetric import VOLUMETRIC, declared_ranks, volumetric
 
 SHAPE_INPUTS = {"DFT": (1, 2), "STFT": (1, 3)}
 
@@ -162,9 +163,17 @@ DECOMPOSITIONS: dict[str, Callable[[Builder, dict, dict], None]] = {"Det": _det,
 
 
 def decompose(model: onnx.ModelProto, known: set[str], opset: int) -> onnx.ModelProto:
-    """The model (of `opset`) with every node of an op in DECOMPOSITIONS (and not in `known`) replaced by its
-    decomposition."""
-    if not any(n.op_type in DECOMPOSITIONS and n.op_type not in known for n in model.graph.node):
+    """The model (of `opset`) with every node of an op in DECOMPOSITIONS (and not in `known`), and every 3-D Conv
+    and ConvTranspose (graph/volumetric.py), replaced by its decomposition."""
+    ranks = declared_ranks(model)
+    if any(volumetric(n, ranks) is None for n in model.graph.node):  # a convolution's weights of unknown rank
+        ranks.update({k: len(v) for k, v in value_shapes(model).items()})
+
+    def replaced(node: onnx.NodeProto) -> Callable[[Builder, dict, dict], None] | None:
+        if node.op_type in DECOMPOSITIONS and node.op_type not in known and node.domain in ("", "ai.onnx"):
+            return DECOMPOSITIONS[node.op_type]
+        return VOLUMETRIC[node.op_type] if volumetric(node, ranks) else None
+    if not any(replaced(n) for n in model.graph.node):
         return model
     shapes = value_shapes(model)
     consts = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
@@ -172,9 +181,10 @@ def decompose(model: onnx.ModelProto, known: set[str], opset: int) -> onnx.Model
                    for a in n.attribute if a.name == "value"})
     nodes = []
     for i, node in enumerate(model.graph.node):
-        if node.op_type in DECOMPOSITIONS and node.op_type not in known and node.domain in ("", "ai.onnx"):
+        build = replaced(node)
+        if build:
             b = Builder(node, f"{node.name or node.op_type}.{i}/", opset)
-            DECOMPOSITIONS[node.op_type](b, shapes, consts)
+            build(b, shapes, consts)
             nodes += b.nodes
         else:
             nodes.append(node)
