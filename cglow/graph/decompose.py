@@ -11,11 +11,12 @@ from typing import Callable
 
 import numpy as np
 import onnx
-from onnx import helper, numpy_helper
+from onnx import helper
 
 from ..errors import CglowError
 from .builder import Builder, attrs_of as _attrs, given as _given, named as _named
 from .inferred import value_shapes
+from .limits import read_tensor
 from .sampling import SAMPLING
 from .volumetric import VOLUMETRIC, declared_ranks, volumetric
 
@@ -162,9 +163,10 @@ DECOMPOSITIONS: dict[str, Callable[[Builder, dict, dict], None]] = {"Det": _det,
     "LpPool": _lp_pool, "DFT": _dft, "STFT": _stft, "ReverseSequence": _reverse_sequence, **SAMPLING}
 
 
-def decompose(model: onnx.ModelProto, known: set[str], opset: int) -> onnx.ModelProto:
+def decompose(model: onnx.ModelProto, known: set[str], opset: int, max_memory: int) -> onnx.ModelProto:
     """The model (of `opset`) with every node of an op in DECOMPOSITIONS (and not in `known`), and every 3-D Conv
-    and ConvTranspose (graph/volumetric.py), replaced by its decomposition."""
+    and ConvTranspose (graph/volumetric.py), replaced by its decomposition. The constants they may read are
+    checked as the import checks them (limits.read_tensor: a malformed one is named, max_memory bounds each)."""
     ranks = declared_ranks(model)
     if any(volumetric(n, ranks) is None for n in model.graph.node):  # a convolution's weights of unknown rank
         ranks.update({k: len(v) for k, v in value_shapes(model).items()})
@@ -176,9 +178,9 @@ def decompose(model: onnx.ModelProto, known: set[str], opset: int) -> onnx.Model
     if not any(replaced(n) for n in model.graph.node):
         return model
     shapes = value_shapes(model)
-    consts = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
-    consts.update({n.output[0]: numpy_helper.to_array(a.t) for n in model.graph.node if n.op_type == "Constant"
-                   for a in n.attribute if a.name == "value"})
+    consts = {t.name: read_tensor(t, f"initializer '{t.name}'", max_memory) for t in model.graph.initializer}
+    consts.update({n.output[0]: read_tensor(a.t, f"the value of Constant node '{n.name}'", max_memory)
+                   for n in model.graph.node if n.op_type == "Constant" for a in n.attribute if a.name == "value"})
     nodes = []
     for i, node in enumerate(model.graph.node):
         build = replaced(node)

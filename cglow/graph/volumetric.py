@@ -26,8 +26,9 @@ def _ir(node: onnx.NodeProto) -> Node:
 
 def _shapes(b: Builder, shapes: dict) -> tuple[tuple[int, ...], tuple[int, ...]]:
     x, w = shapes.get(b.node.input[0]), shapes.get(b.node.input[1])
-    if x is None or w is None or len(x) != 5 or len(w) != 5:
-        raise CglowError(f"{named(b.node)}: a 3-D convolution needs static 5-D shapes of its input and weights")
+    if x is None or w is None or len(x) != 5 or len(w) != 5 or min(x + w) < 1:
+        raise CglowError(f"{named(b.node)}: a 3-D convolution needs static 5-D shapes of positive dims of its input "
+                         f"and weights, not {list(x) if x else 'unknown'} and {list(w) if w else 'unknown'}")
     return x, w
 
 

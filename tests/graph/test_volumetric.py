@@ -3,8 +3,11 @@ onnxruntime: strides, dilations, pads (explicit and automatic), groups, output_p
 constant and run-time weights."""
 from __future__ import annotations
 
+from onnx import TensorProto, helper, numpy_helper
 import pytest
-from onnx import helper
+
+import cglow
+from cglow.errors import CglowError
 
 from tests.onnx_ops import check, ids, make_model, node_model, rand
 
@@ -49,3 +52,13 @@ def test_conv_3d_weights_of_an_undeclared_shape():
     rank."""
     nodes = [helper.make_node("Identity", ["w0"], ["w"]), helper.make_node("Conv", ["x", "w"], ["y"])]
     check(make_model(nodes, {"x": (1, 2, 3, 4, 3), "w0": (3, 2, 2, 2, 2)}, ["y"]))
+
+
+def test_a_3d_kernel_over_a_2d_input_is_refused():
+    graph = helper.make_graph([helper.make_node("Conv", ["x", "w"], ["y"], kernel_shape=[2, 2, 2])], "bad",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 4, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              [numpy_helper.from_array(rand(3, 2, 2, 2, 2), "w")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    with pytest.raises(CglowError, match="needs static 5-D shapes of positive dims"):
+        cglow.compile_model(model)
