@@ -1,9 +1,10 @@
 """Ops that cglow compiles as a few others, built per node before import (as graph/functions.py does with ONNX's
 function bodies, where ONNX gives none): LpPool as the p-th root of a sum pool of |x|^p, DFT as matrix
 products of the signal by constant cosine and sine matrices, STFT as frames' DFTs, ReverseSequence as a
-GatherElements, Det (up to 3 x 3) by cofactors, TfIdfVectorizer as counts of matches (graph/ngrams.py), and
-BatchNormalization in training mode by the batch's statistics.
-SHAPE_INPUTS names the inputs that must be constants (the backend pins them, tools/backend.py)."""
+GatherElements, Det (up to 3 x 3) by cofactors, TfIdfVectorizer as counts of matches (graph/ngrams.py),
+BatchNormalization in training mode by the batch's statistics; GridSample, RoiAlign and DeformConv as gathers at
+the positions they compute (graph/sampling.py). SHAPE_INPUTS names the inputs that must be constants (the backend
+pins them, tools/backend.py)."""
 from __future__ import annotations
 
 import math
@@ -11,48 +12,22 @@ from typing import Callable
 
 import numpy as np
 import onnx
-from onnx import helper, numpy_helper
+from onnx import helper
 
 from ..errors import CglowError
+from .builder import Builder, attrs_of, given, named
 from .inferred import value_shapes
+from .limits import read_tensor
 from .ngrams import tfidf_vectorizer
+from .sampling import SAMPLING
+from .volumetric import VOLUMETRIC, declared_ranks, volumetric
 
 SHAPE_INPUTS = {"DFT": (1, 2), "STFT": (1, 3)}
 
 
-class Builder:
-    """The nodes of one decomposition, their values named after the node's."""
-
-    def __init__(self, node: onnx.NodeProto, prefix: str, opset: int):
-        self.node, self.prefix, self.opset, self.nodes = node, prefix, opset, []
-
-    def add(self, op: str, inputs: list[str], output: str | None = None, **attrs) -> str:
-        out = output or f"{self.prefix}{op}.{len(self.nodes)}"
-        self.nodes.append(helper.make_node(op, inputs, [out], f"{self.prefix}{op}.{len(self.nodes)}", **attrs))
-        return out
-
-    def const(self, value: np.ndarray) -> str:
-        out = f"{self.prefix}const.{len(self.nodes)}"
-        self.nodes.append(helper.make_node("Constant", [], [out], out, value=numpy_helper.from_array(value)))
-        return out
-
-
-def _given(node: onnx.NodeProto, i: int, consts: dict) -> np.ndarray | None:
-    """The constant value of the node's input i; None where it leaves the input out or it is not a constant."""
-    return consts.get(node.input[i]) if len(node.input) > i and node.input[i] else None
-
-
-def _named(node: onnx.NodeProto) -> str:
-    return f"{node.op_type} node '{node.name}'" if node.name else f"a {node.op_type} node"
-
-
-def _attrs(node: onnx.NodeProto) -> dict:
-    return {a.name: helper.get_attribute_value(a) for a in node.attribute}
-
-
 def _lp_pool(b: Builder, shapes: dict, consts: dict) -> None:
     """(sum over the window of |x|^p)^(1/p): an AveragePool counting padding, times the window's size."""
-    attrs = _attrs(b.node)
+    attrs = attrs_of(b.node)
     p = float(attrs.pop("p", 2))
     kernel = attrs["kernel_shape"]
     powered = b.add("Pow", [b.add("Abs", [b.node.input[0]]), b.const(np.array(p, np.float32))])
@@ -67,23 +42,23 @@ def _dft(b: Builder, shapes: dict, consts: dict) -> None:
     of 2 pi j k / length (the inverse: their conjugates over length); onesided, the first length / 2 + 1
     frequencies, or, inverse, a real signal from them (length 2 (n - 1) unless given; each frequency but the first
     and the middle one counted twice, for its conjugate)."""
-    node, attrs = b.node, _attrs(b.node)
+    node, attrs = b.node, attrs_of(b.node)
     shape = shapes.get(node.input[0])
 
-    def given(i: int):
-        return _given(node, i, consts)
-    if shape is None or any(len(node.input) > i and node.input[i] and given(i) is None for i in (1, 2)):
-        raise CglowError(f"{_named(node)}: its input's shape, dft_length and axis must be static")
+    def const(i: int):
+        return given(node, i, consts)
+    if shape is None or any(len(node.input) > i and node.input[i] and const(i) is None for i in (1, 2)):
+        raise CglowError(f"{named(node)}: its input's shape, dft_length and axis must be static")
     rank = len(shape)
-    axis = int(given(2).reshape(-1)[0]) if b.opset >= 20 and given(2) is not None else \
+    axis = int(const(2).reshape(-1)[0]) if b.opset >= 20 and const(2) is not None else \
         -2 if b.opset >= 20 else attrs.get("axis", 1)  # an input from opset 20, an attribute before
     axis = axis + rank if axis < 0 else axis
     if not 0 < axis < rank - 1 or shape[-1] not in (1, 2):
-        raise CglowError(f"{_named(node)}: axis {axis} of a [..., 1 or 2] signal of rank {rank}")
+        raise CglowError(f"{named(node)}: axis {axis} of a [..., 1 or 2] signal of rank {rank}")
     inverse, onesided = attrs.get("inverse", 0), attrs.get("onesided", 0)
     n = shape[axis]
     real_out = inverse and onesided  # the inverse of half a spectrum: a real signal
-    length = int(given(1).reshape(-1)[0]) if given(1) is not None else 2 * (n - 1) if real_out else n
+    length = int(const(1).reshape(-1)[0]) if const(1) is not None else 2 * (n - 1) if real_out else n
     used = min(n, length // 2 + 1) if real_out else min(n, length)
     k = length // 2 + 1 if onesided and not real_out else length
     perm = [d for d in range(rank - 1) if d != axis] + [axis, rank - 1]
@@ -121,16 +96,16 @@ def _stft(b: Builder, shapes: dict, consts: dict) -> None:
     """The signal [batch, n, 1 or 2] cut into frames of frame_length samples (the window's length where it has
     one) every frame_step (a Gather of constant indices), times the window, each frame's DFT (_dft; one-sided
     unless onesided=0): [batch, frames, bins, 2]."""
-    node, attrs = b.node, _attrs(b.node)
+    node, attrs = b.node, attrs_of(b.node)
     shape = shapes.get(node.input[0])
 
-    def given(i: int):
-        return _given(node, i, consts)
+    def const(i: int):
+        return given(node, i, consts)
     window = node.input[2] if len(node.input) > 2 and node.input[2] else None
-    length = int(given(3).reshape(-1)[0]) if given(3) is not None else shapes.get(window, (None,))[0]
-    if shape is None or given(1) is None or length is None:
-        raise CglowError(f"{_named(node)}: the signal's shape, frame_step and the frame length must be static")
-    step = int(given(1).reshape(-1)[0])
+    length = int(const(3).reshape(-1)[0]) if const(3) is not None else shapes.get(window, (None,))[0]
+    if shape is None or const(1) is None or length is None:
+        raise CglowError(f"{named(node)}: the signal's shape, frame_step and the frame length must be static")
+    step = int(const(1).reshape(-1)[0])
     frames = 1 + (shape[1] - length) // step
     index = np.arange(frames, dtype=np.int64)[:, None] * step + np.arange(length, dtype=np.int64)[None, :]
     framed = b.add("Gather", [node.input[0], b.const(index)], axis=1)  # [batch, frames, length, 1 or 2]
@@ -146,10 +121,10 @@ def _stft(b: Builder, shapes: dict, consts: dict) -> None:
 def _reverse_sequence(b: Builder, shapes: dict, consts: dict) -> None:
     """out[b, t] = x[b, length[b] - 1 - t] for t < length[b], else x[b, t]: GatherElements along the time axis,
     its indices computed from the lengths (a run-time input) and the time steps (a constant)."""
-    node, attrs = b.node, _attrs(b.node)
+    node, attrs = b.node, attrs_of(b.node)
     shape = shapes.get(node.input[0])
     if shape is None:
-        raise CglowError(f"{_named(node)}: its input's shape must be static")
+        raise CglowError(f"{named(node)}: its input's shape must be static")
     batch, time = attrs.get("batch_axis", 1), attrs.get("time_axis", 0)
     steps = np.arange(shape[time], dtype=np.int64).reshape([-1 if d == time else 1 for d in range(len(shape))])
     lengths = b.add("Reshape", [node.input[1], b.const(np.array([-1 if d == batch else 1 for d in range(len(shape))],
@@ -166,7 +141,7 @@ def _det(b: Builder, shapes: dict, consts: dict) -> None:
     node = b.node
     shape = shapes.get(node.input[0])
     if shape is None or len(shape) < 2 or shape[-1] != shape[-2] or shape[-1] > 3:
-        raise CglowError(f"{_named(node)}: the determinant of matrices up to 3 x 3 of a static shape is supported, "
+        raise CglowError(f"{named(node)}: the determinant of matrices up to 3 x 3 of a static shape is supported, "
                          f"not of {list(shape) if shape else 'an unknown shape'}")
     m = shape[-1]
 
@@ -190,7 +165,7 @@ def _training_batchnorm(b: Builder, shapes: dict, consts: dict) -> None:
     """Training mode: normalized by the batch's own mean and (population) variance over every dim but the channels';
     the running statistics, if asked for, moved towards them by (1 - momentum)."""
     node = b.node
-    attrs = _attrs(node)
+    attrs = attrs_of(node)
     x, scale, bias, mean, var = node.input[:5]
     rank = len(shapes[x])
     axes = [d for d in range(rank) if d != 1]
@@ -219,7 +194,7 @@ def _in_training(node: onnx.NodeProto) -> bool:
 
 DECOMPOSITIONS: dict[str, Callable[[Builder, dict, dict], None]] = {"Det": _det,
     "LpPool": _lp_pool, "DFT": _dft, "STFT": _stft, "ReverseSequence": _reverse_sequence,
-    "TfIdfVectorizer": tfidf_vectorizer, "BatchNormalization": _training_batchnorm}
+    "TfIdfVectorizer": tfidf_vectorizer, "BatchNormalization": _training_batchnorm, **SAMPLING}
 # ops cglow lowers, decomposed in a mode their lowering lacks: the mode's name, and whether a node is in it
 MODES = {"BatchNormalization": ("training mode", _in_training)}
 
@@ -229,20 +204,31 @@ def _decomposed(node: onnx.NodeProto, known: set[str]) -> bool:
         (node.op_type not in known or node.op_type in MODES and MODES[node.op_type][1](node))
 
 
-def decompose(model: onnx.ModelProto, known: set[str], opset: int) -> onnx.ModelProto:
-    """The model (of `opset`) with every node of an op in DECOMPOSITIONS (and not in `known`, or in a mode of MODES)
-    replaced by its decomposition."""
-    if not any(_decomposed(n, known) for n in model.graph.node):
+def decompose(model: onnx.ModelProto, known: set[str], opset: int, max_memory: int) -> onnx.ModelProto:
+    """The model (of `opset`) with every node of an op in DECOMPOSITIONS (and not in `known`, or in a mode of MODES),
+    and every 3-D Conv and ConvTranspose (graph/volumetric.py), replaced by its decomposition. The constants they may
+    read are checked as the import checks them (limits.read_tensor: a malformed one is named, max_memory bounds
+    each)."""
+    ranks = declared_ranks(model)
+    if any(volumetric(n, ranks) is None for n in model.graph.node):  # a convolution's weights of unknown rank
+        ranks.update({k: len(v) for k, v in value_shapes(model).items()})
+
+    def replaced(node: onnx.NodeProto) -> Callable[[Builder, dict, dict], None] | None:
+        if _decomposed(node, known):
+            return DECOMPOSITIONS[node.op_type]
+        return VOLUMETRIC[node.op_type] if volumetric(node, ranks) else None
+    if not any(replaced(n) for n in model.graph.node):
         return model
     shapes = value_shapes(model)
-    consts = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
-    consts.update({n.output[0]: numpy_helper.to_array(a.t) for n in model.graph.node if n.op_type == "Constant"
-                   for a in n.attribute if a.name == "value"})
+    consts = {t.name: read_tensor(t, f"initializer '{t.name}'", max_memory) for t in model.graph.initializer}
+    consts.update({n.output[0]: read_tensor(a.t, f"the value of Constant node '{n.name}'", max_memory)
+                   for n in model.graph.node if n.op_type == "Constant" for a in n.attribute if a.name == "value"})
     nodes = []
     for i, node in enumerate(model.graph.node):
-        if _decomposed(node, known):
+        build = replaced(node)
+        if build:
             b = Builder(node, f"{node.name or node.op_type}.{i}/", opset)
-            DECOMPOSITIONS[node.op_type](b, shapes, consts)
+            build(b, shapes, consts)
             nodes += b.nodes
         else:
             nodes.append(node)

@@ -288,7 +288,7 @@ def import_model(model: onnx.ModelProto, shapes: dict[str, tuple[int, ...]] | No
         raise CglowError("the file holds no graph (not an ONNX model?)")
     model = expand_qoperators(upgrade(model))
     opset = _opset(model)
-    model = compute_stored(expand_functions(decompose(model, set(OPS), opset), set(OPS), opset))
+    model = compute_stored(expand_functions(decompose(model, set(OPS), opset, max_memory), set(OPS), opset))
     g = model.graph
     consts = _constants(g, max_memory)
     inputs = _graph_inputs(g, consts, dict(shapes or {}))

@@ -199,7 +199,11 @@ def resize(b: Builder) -> None:
         attrs["nearest_mode"] = b.choice(["round_prefer_floor", "round_prefer_ceil", "floor", "ceil"])
     if mode == "cubic":
         attrs.update(cubic_coeff_a=b.choice([-0.75, -0.5]), exclude_outside=b.int(0, 1))
-    scales = [1.0, 1.0] + [b.choice([0.5, 1.0, 1.5, 2.0, 3.0]) for _ in range(2)]
+    # align_corners divides by scale x length, which onnxruntime rounds down to the output's and ONNX does not:
+    # the fuzz keeps to the scales where they agree
+    whole = attrs["coordinate_transformation_mode"] == "align_corners"
+    scales = [1.0, 1.0] + [b.choice([s for s in (0.5, 1.0, 1.5, 2.0, 3.0) if not whole or (s * d).is_integer()])
+                           for d in x.shape[2:]]
     b.node("Resize", [x.name, "", b.const(np.array(scales, np.float32))], exact=x.exact and mode == "nearest",
            **attrs)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from onnx import helper
+from onnx.reference import ReferenceEvaluator
 
 import cglow
 
@@ -149,3 +150,14 @@ def test_resize_then_conv():
     nodes = [helper.make_node("Resize", ["x", "", "s"], ["u"], mode="nearest"),
              helper.make_node("Conv", ["u", "w"], ["y"], pads=[1, 1, 1, 1])]
     check(make_model(nodes, {"x": (1, 2, 3, 3)}, ["y"], {"s": scales(1, 1, 2, 2), "w": rand(3, 2, 3, 3, seed=2)}))
+
+
+@pytest.mark.parametrize("mode", ["nearest", "linear", "cubic"])
+def test_align_corners_divides_by_the_fractional_length(mode):
+    """Given scales, align_corners divides by scale x input length less one, fractional or not, as the ONNX
+    reference does (onnx/onnx#2462; onnxruntime takes the output's integer length): 5 x 0.7 = 3.5, not 3."""
+    model = node_model("Resize", [("x", (1, 2, 5, 4)), ("roi", None), ("scales", scales(1, 1, 0.7, 1.3))], mode=mode,
+                       coordinate_transformation_mode="align_corners")
+    x = rand(1, 2, 5, 4, seed=5)
+    (got,) = cglow_run(model, {"x": x})
+    np.testing.assert_allclose(got, ReferenceEvaluator(model).run(None, {"x": x})[0], rtol=1e-5, atol=1e-6)

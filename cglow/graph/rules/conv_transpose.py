@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from ...errors import CglowError
 from ..ir import Node, TensorType
 from ..registry import F32, Args, require_float
+from .nn import volumetric
 
 
 @dataclass(frozen=True)
@@ -61,9 +62,10 @@ def conv_transpose(args: Args) -> list[TensorType]:
     require_float(args, 0, 1, 2)
     x, w = args.shape(0), args.shape(1)
     group = args.node.attr("group", 1)
-    if not 3 <= len(x) <= 4:
-        raise CglowError(f"{args.node.describe()}: input rank {len(x)} is not supported (1-D or 2-D spatial, "
-                         f"NCW or NCHW)")
+    volumetric(args)
+    if not 3 <= len(x) <= 5:  # 3-D: decomposed before import (graph/volumetric.py)
+        raise CglowError(f"{args.node.describe()}: input rank {len(x)} is not supported (1-D to 3-D spatial: NCW, "
+                         f"NCHW or NCDHW)")
     kernel = tuple(args.node.attr("kernel_shape", w[2:]))
     if len(w) != len(x) or tuple(w[2:]) != kernel or w[0] != x[1] or x[1] % group:
         raise CglowError(f"{args.node.describe()}: weight shape {w} does not match input {x} with group={group}")

@@ -17,12 +17,21 @@ def _spatial(args: Args, most: int) -> tuple[int, ...]:
     return shape[2:]
 
 
+def volumetric(args: Args) -> None:
+    """3-D convolutions have no kernel: graph/volumetric.py makes 2-D ones of those it can tell before import."""
+    if len(args.shape(0)) == 5:
+        raise CglowError(f"{args.node.describe()}: a 3-D convolution is supported as a Conv or ConvTranspose whose "
+                         f"kernel_shape or weights' rank is known before import (declared, or found by ONNX's shape "
+                         f"inference)")
+
+
 def conv(args: Args) -> list[TensorType]:
     require_float(args, 0, 1, 2)
     n, c = args.shape(0)[:2]
     w = args.shape(1)
     group = args.node.attr("group", 1)
-    spatial = _spatial(args, 2)
+    volumetric(args)
+    spatial = _spatial(args, 3)  # 3-D: decomposed before import (graph/volumetric.py)
     kernel = tuple(args.node.attr("kernel_shape", w[2:]))
     if len(w) != len(args.shape(0)) or tuple(w[2:]) != kernel or c != w[1] * group or w[0] % group:
         raise CglowError(f"{args.node.describe()}: weight shape {w} does not match input {args.shape(0)} "

@@ -17,6 +17,8 @@ class Axis:
     scale: float                 # the scale of the coordinate transforms
     out: int
     roi: tuple[float, float]     # start and end, as fractions of the input; tf_crop_and_resize only
+    length: float                # the output length align_corners divides by: scale x input length, fractional
+                                 # when scales are given (the ONNX reference's, onnx/onnx#2462), else out
 
 
 def _given(value: np.ndarray | None) -> np.ndarray | None:
@@ -62,7 +64,8 @@ def resize_axes(node: Node, opset: int, shape: tuple[int, ...], roi, scales, siz
             raise CglowError(f"{node.describe()}: tf_crop_and_resize needs a roi of {2 * len(axes)} values")
         for i, a in enumerate(axes):
             spans[a] = (float(roi[i]), float(roi[len(axes) + i]))
-    return [Axis(f, o, r) for f, o, r in zip(factor, out, spans)]
+    lengths = [f * n for f, n in zip(factor, shape)] if sizes is None else out
+    return [Axis(f, o, r, float(n)) for f, o, r, n in zip(factor, out, spans, lengths)]
 
 
 def _optional(args: Args, i: int, what: str) -> np.ndarray | None:

@@ -23,8 +23,8 @@ from ..context import Context
 
 
 def _source(node: Node, ax: Axis, size: int, dtype=np.float64) -> np.ndarray:
-    """x_original of each output index, per coordinate_transformation_mode (spec equations;
-    length_resized is the integer output length), computed in dtype."""
+    """x_original of each output index, per coordinate_transformation_mode (spec equations; length_resized is
+    the integer output length, but for align_corners, Axis.length), computed in dtype."""
     mode = node.attr("coordinate_transformation_mode", "half_pixel")
     y, s, out = np.arange(ax.out, dtype=dtype), dtype(ax.scale), ax.out
     if mode == "half_pixel":
@@ -34,7 +34,7 @@ def _source(node: Node, ax: Axis, size: int, dtype=np.float64) -> np.ndarray:
     if mode == "pytorch_half_pixel":
         return (y + 0.5) / s - 0.5 if out > 1 else np.zeros(out, dtype)
     if mode == "align_corners":
-        return y * (size - 1) / (out - 1) if out > 1 else np.zeros(out, dtype)
+        return y * (size - 1) / dtype(ax.length - 1) if ax.length != 1 else np.zeros(out, dtype)
     if mode == "asymmetric":
         return y / s
     if mode == "tf_half_pixel_for_nearest":
