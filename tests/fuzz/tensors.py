@@ -208,6 +208,14 @@ def resize(b: Builder) -> None:
            **attrs)
 
 
+def grid_sample(b: Builder) -> None:
+    """GridSample at a constant grid (points a little beyond the input too), every mode and padding."""
+    x = b.pick(lambda v: v.rank == 4)
+    grid = b.rng.uniform(-1.2, 1.2, (x.shape[0], b.int(1, 4), b.int(1, 4), 2)).astype(np.float32)
+    b.node("GridSample", [x.name, b.const(grid)], mode=b.choice(["bilinear", "nearest", "bicubic"]),
+           padding_mode=b.choice(["zeros", "border", "reflection"]), align_corners=b.int(0, 1))
+
+
 def trilu(b: Builder) -> None:
     x = b.pick(lambda v: v.rank >= 2)
     b.node("Trilu", [x.name, b.const(np.array(b.int(-2, 2), np.int64))], upper=b.int(0, 1), exact=x.exact)
@@ -225,5 +233,5 @@ def einsum(b: Builder) -> None:
 
 
 GENERATORS = [(transpose, 3), (reshape, 4), (concat, 3), (split, 2), (slice_, 3), (pad, 2), (tile_expand, 2),
-              (gather, 2), (gather_indices_input, 1), (scatter, 1), (folded_at_import, 1), (depth_space, 1), (resize, 2), (trilu, 1),
-              (einsum, 1)]
+              (gather, 2), (gather_indices_input, 1), (scatter, 1), (folded_at_import, 1), (depth_space, 1), (resize, 2),
+              (grid_sample, 1), (trilu, 1), (einsum, 1)]
