@@ -22,7 +22,7 @@ from .inferred import value_types
 T = TensorProto
 COMPUTED_AS = {  # stored type -> the type it computes in
     **dict.fromkeys((T.FLOAT16, T.BFLOAT16, T.FLOAT8E4M3FN, T.FLOAT8E4M3FNUZ, T.FLOAT8E5M2, T.FLOAT8E5M2FNUZ,
-                     T.DOUBLE), T.FLOAT),
+                     T.FLOAT8E8M0, T.FLOAT4E2M1, T.DOUBLE), T.FLOAT),
     T.INT4: T.INT8, T.INT2: T.INT8, T.UINT4: T.UINT8, T.UINT2: T.UINT8,
 }
 RANGES = {T.INT4: (-8, 7), T.INT2: (-2, 1), T.UINT4: (0, 15), T.UINT2: (0, 3)}

@@ -22,10 +22,10 @@ FLOAT8 = {T.FLOAT8E4M3FN: ml_dtypes.float8_e4m3fn, T.FLOAT8E4M3FNUZ: ml_dtypes.f
           T.FLOAT8E5M2: ml_dtypes.float8_e5m2, T.FLOAT8E5M2FNUZ: ml_dtypes.float8_e5m2fnuz}
 
 
-def cast_model(source: int, target: int, n: int, **attrs):
+def cast_model(source: int, target: int, n: int, opset: int = 21, **attrs):
     graph = h.make_graph([h.make_node("Cast", ["x"], ["y"], to=target, **attrs)], "cast",
                          [h.make_tensor_value_info("x", source, [n])], [h.make_tensor_value_info("y", target, [n])])
-    return h.make_model(graph, opset_imports=[h.make_opsetid("", 21)])
+    return h.make_model(graph, opset_imports=[h.make_opsetid("", opset)])
 
 
 def floats() -> np.ndarray:
@@ -84,6 +84,58 @@ def test_every_float8_to_float_is_exact(source):
     want = x.astype(np.float32)
     nan = np.isnan(want)
     assert np.array_equal(got.view(np.uint32)[~nan], want.view(np.uint32)[~nan]) and np.isnan(got[nan]).all()
+
+
+def _reference_cast(model, x: np.ndarray) -> np.ndarray:
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return np.asarray(ReferenceEvaluator(model).run(None, {"x": x})[0])
+
+
+def test_float_to_float4_rounds_as_onnx():
+    """float4 E2M1: ties to even, always saturating to 6 (no infinity), NaN as ml_dtypes gives it (a zero of
+    the other sign): the bits of onnx's reference Cast, saturate either way."""
+    x = np.concatenate([floats(), np.arange(-16, 16, 0.125, dtype=np.float32),
+                        np.array([0.25, 0.25 * 1.0001, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0, 5.999, 7.0, 7.001], np.float32)])
+    for saturate in (0, 1):
+        model = cast_model(T.FLOAT, T.FLOAT4E2M1, x.size, 23, saturate=saturate)
+        got = backend.prepare(model).run([x])[0]
+        assert got.dtype == np.dtype(ml_dtypes.float4_e2m1fn)
+        assert np.array_equal(got.view(np.uint8), _reference_cast(model, x).view(np.uint8))
+
+
+def test_every_float4_to_float_is_exact():
+    x = np.arange(16, dtype=np.uint8).view(ml_dtypes.float4_e2m1fn)
+    got = backend.prepare(cast_model(T.FLOAT4E2M1, T.FLOAT, x.size, 23)).run([x])[0]
+    assert np.array_equal(got.view(np.uint32), x.astype(np.float32).view(np.uint32))
+
+
+@pytest.mark.parametrize("saturate", [0, 1])
+@pytest.mark.parametrize("round_mode", ["up", "down", "nearest"])
+def test_float_to_e8m0_rounds_as_onnx(round_mode, saturate):
+    """float8 E8M0 (a power of two): each round_mode, saturating and not, the bits of onnx's reference Cast over
+    the sweep, float subnormals, the powers of two and the halves between them."""
+    powers = 2.0 ** np.arange(-149, 128, dtype=np.float64)
+    x = np.concatenate([floats(), powers.astype(np.float32), (powers * 1.5).astype(np.float32),
+                        (powers * 1.4999999).astype(np.float32), (powers * 1.5000001).astype(np.float32)])
+    model = cast_model(T.FLOAT, T.FLOAT8E8M0, x.size, 25, saturate=saturate, round_mode=round_mode)
+    got = backend.prepare(model).run([x])[0]
+    assert got.dtype == np.dtype(ml_dtypes.float8_e8m0fnu)
+    assert np.array_equal(got.view(np.uint8), _reference_cast(model, x).view(np.uint8))
+
+
+def test_every_e8m0_to_float_is_exact():
+    x = np.arange(256, dtype=np.uint8).view(ml_dtypes.float8_e8m0fnu)
+    model = cast_model(T.FLOAT8E8M0, T.FLOAT, x.size, 25)
+    got = backend.prepare(model).run([x])[0]
+    want = x.astype(np.float32)
+    assert np.array_equal(got[:255].view(np.uint32), want[:255].view(np.uint32)) and np.isnan(got[255])
+
+
+def test_an_unknown_round_mode_is_refused_by_name():
+    model = cast_model(T.FLOAT, T.FLOAT8E8M0, 4, 25, round_mode="sideways")
+    with pytest.raises(cglow.CglowError, match="round_mode 'sideways' is not one of up, down, nearest"):
+        cglow.compile_model(model)
 
 
 def test_a_float16_network_matches_onnxruntime():

@@ -11,6 +11,7 @@ from ..registry import Args, require_float
 from .elementwise import NUMERIC, broadcast_all, require
 
 BOOL = np.dtype(np.bool_)
+ROUND_MODES = ("up", "down", "nearest")  # Cast's round_mode to float8 E8M0 (runtime_c/float_to_e8m0.c's `mode`)
 TYPES = {"Equal": NUMERIC + (BOOL,), "Less": NUMERIC, "Greater": NUMERIC, "LessOrEqual": NUMERIC,
          "GreaterOrEqual": NUMERIC, "And": (BOOL,), "Or": (BOOL,), "Xor": (BOOL,), "Not": (BOOL,)}
 
@@ -53,5 +54,8 @@ def cast(args: Args) -> list[TensorType]:
             name = "string" if dtype.kind in "OSU" else dtype.name
             raise CglowError(f"{args.node.describe()}: a cast {what} {name} is not supported (cglow "
                              f"computes in float32, bool and the 8- to 64-bit integer types, and stores float16, "
-                             f"bfloat16, float8, float64 and the 4- and 2-bit integers)")
+                             f"bfloat16, float8, float4, float64 and the 4- and 2-bit integers)")
+    if args.node.attr("round_mode", "up") not in ROUND_MODES:
+        raise CglowError(f"{args.node.describe()}: round_mode '{args.node.attr('round_mode')}' is not one of "
+                         f"{', '.join(ROUND_MODES)}")
     return [TensorType(target, args.shape(0))]
