@@ -95,8 +95,8 @@ def _reference_cast(model, x: np.ndarray) -> np.ndarray:
 def test_float_to_float4_rounds_as_onnx():
     """float4 E2M1: ties to even, always saturating to 6 (no infinity), NaN as ml_dtypes gives it (a zero of
     the other sign): the bits of onnx's reference Cast, saturate either way."""
-    x = np.concatenate([floats(), np.arange(-16, 16, 0.125, dtype=np.float32),
-                        np.array([0.25, 0.25 * 1.0001, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0, 5.999, 7.0, 7.001], np.float32)])
+    halves = [0.25, 0.25 * 1.0001, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0, 5.999, 7.0, 7.001]
+    x = np.concatenate([floats(), np.arange(-16, 16, 0.125, dtype=np.float32), np.array(halves, np.float32)])
     for saturate in (0, 1):
         model = cast_model(T.FLOAT, T.FLOAT4E2M1, x.size, 23, saturate=saturate)
         got = backend.prepare(model).run([x])[0]

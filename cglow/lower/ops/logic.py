@@ -58,16 +58,17 @@ def _is_inf(ctx: Context, node: Node) -> None:
     ctx.elementwise(node, IS_INF.get(detect, lift(0)), node.inputs[:1] if detect in IS_INF else [])
 
 
-def _to_float(source: np.dtype) -> Expr:
-    """Input(0), a stored float (graph/stored_types.py; a narrow one's bits), as a float (runtime_c)."""
+def to_float(source: np.dtype, value: Expr = X) -> Expr:
+    """A value of a stored float type (graph/stored_types.py; a narrow one's bits), Input(0) by default, as a float
+    (runtime_c)."""
     if source == np.float64:
-        return cast(F32, X)
+        return cast(F32, value)
     if source in FLOAT8_FORMATS:
-        return call("cglow_float8_to_float", X, lit(FLOAT8_FORMATS[source], np.int32))
-    return call(TO_FLOAT[source.name], X)
+        return call("cglow_float8_to_float", value, lit(FLOAT8_FORMATS[source], np.int32))
+    return call(TO_FLOAT[source.name], value)
 
 
-def _from_float(target: np.dtype, value: Expr, saturate: int, round_mode: str = "up") -> Expr:
+def from_float(target: np.dtype, value: Expr, saturate: int, round_mode: str = "up") -> Expr:
     """A float value as a stored float type (a narrow one's bits, rounded; a float8 one saturating as ONNX's Cast
     says, an E8M0 one rounded by round_mode too)."""
     if target == np.float64:
@@ -102,9 +103,9 @@ def _conversion(source: np.dtype, target: np.dtype, saturate: int = 1, round_mod
         value = _conversion(source, np.dtype(np.int32), saturate)
         return binary("&", cast(np.int32, value) if source in STORED_FLOATS or source == F32 else value, mask)
     if source in STORED_FLOATS or target in STORED_FLOATS:
-        value = _to_float(source) if source in STORED_FLOATS else _conversion(source, F32)
+        value = to_float(source) if source in STORED_FLOATS else _conversion(source, F32)
         if target in STORED_FLOATS:
-            return _from_float(target, value, saturate, round_mode)
+            return from_float(target, value, saturate, round_mode)
         return value if target == F32 else substitute(_conversion(F32, target), [value])
     return CASTS.get((kind(source), kind(target)), cast(VIA[target], X) if target in VIA else X)
 

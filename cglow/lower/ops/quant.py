@@ -17,9 +17,11 @@ from ...graph.ir import Node
 from ...graph.quant.params import narrow
 from ...graph.registry import OpSpec, declare
 from ...graph.rules import quant as rules
+from ...graph.rules.quant import FLOAT_QUANTIZED
 from ...instr.expr import ACC, F32, Expr, Input, call, cast, clamp, gt, inputs, lit, select
 from ...instr.ir import Conv, Epilogue, Gather, Gemm, Map, Pool, Reduce, View
 from ..context import Context
+from .logic import from_float, to_float
 from .nn import CHANNELS_LAST, _window_2d, as_2d
 
 # made by graph passes or the TFLite import only (IntSoftmax and IntSoftmaxTable are lowered in int_softmax.py,
@@ -317,35 +319,101 @@ def _bilinear(ctx: Context, node: Node) -> None:
                  node.name))
 
 
-def _per_axis(ctx: Context, node: Node) -> tuple[tuple[View, ...], Expr, Expr]:
-    """A QuantizeLinear's or DequantizeLinear's scale and zero point as expression operands ({1} on):
-    literals or views of constants, or views of run-time inputs, along the quantization axis."""
-    shape = ctx.shape(node.inputs[0])
+Piece = tuple[View, View, tuple[View, ...], Expr, "Expr | None"]
+
+
+def _pieces(ctx: Context, node: Node, quantized: np.dtype) -> list[Piece]:
+    """A QuantizeLinear's or DequantizeLinear's input and output views, and its scale's and zero point's operands
+    ({1} on) over them: literals, or views of constants or of run-time inputs, per tensor, along an axis, or in
+    blocks along it (rules/quant.py). The zero point is a float for the float types quantized to (their bits
+    converted), None where the node has none. One piece, or for blocks, one for the whole blocks (that axis
+    split in two, the parameters' stride 0 along the block) and one for a last shorter block."""
+    x = ctx.view(node.inputs[0])
+    out = ctx.new_like(node.outputs[0], [x])
+    if not node.attr("block_size", 0):
+        views, scale, zero = _per_axis(ctx, node, x.shape, quantized)
+        return [(x, out, views, scale, zero)]
+    at = node.attr("axis", 1) % len(x.shape)
+    block = node.attr("block_size")
+    whole, rest = divmod(x.shape[at], block)
+    params = [ctx.view(name) for name in node.inputs[1:3] if name]
+    pieces = []
+    if whole:
+        split = [_blocks(v.slice(at, 0, whole * block), at, block) for v in (x, out)]
+        views = tuple(_along_blocks(p.slice(at, 0, whole), at, block) for p in params)
+        pieces.append((*split, views, *_terms(node, quantized, len(views))))
+    if rest:
+        views = tuple(p.slice(at, whole, 1).broadcast_to(x.slice(at, whole * block, rest).shape) for p in params)
+        pieces.append((x.slice(at, whole * block, rest), out.slice(at, whole * block, rest), views,
+                       *_terms(node, quantized, len(views))))
+    return pieces
+
+
+def _blocks(view: View, at: int, block: int) -> View:
+    """The view with dim `at` split into (its length / block, block)."""
+    return View(view.buf, view.offset, view.shape[:at] + (view.shape[at] // block, block) + view.shape[at + 1:],
+                view.strides[:at] + (block * view.strides[at], view.strides[at]) + view.strides[at + 1:])
+
+
+def _along_blocks(view: View, at: int, block: int) -> View:
+    """A parameter's view with a dim of `block` after `at` over which it stays (stride 0)."""
+    return View(view.buf, view.offset, view.shape[:at + 1] + (block,) + view.shape[at + 1:],
+                view.strides[:at + 1] + (0,) + view.strides[at + 1:])
+
+
+def _terms(node: Node, quantized: np.dtype, count: int) -> tuple[Expr, Expr | None]:
+    """The scale and the zero point as inputs {1} and {2} of a map (none: an integer type's 0, a float type's
+    None)."""
+    if count < 2:
+        return Input(1), None if quantized in FLOAT_QUANTIZED else lit(0, I32)
+    return Input(1), to_float(quantized, Input(2)) if quantized in FLOAT_QUANTIZED else Input(2)
+
+
+def _per_axis(ctx: Context, node: Node, shape: tuple[int, ...], quantized: np.dtype) -> tuple[tuple[View, ...], Expr,
+                                                                                              Expr | None]:
+    """The scale and zero point as expression operands ({1} on), per tensor or along the quantization axis:
+    literals or views of constants, or views of run-time inputs. An integer type's zero point is 0 where the node
+    has none, a float type's None; a float type's constant zero point is converted now."""
     axis = 0 if ctx.graph.types[node.inputs[1]].size == 1 else node.attr("axis", 1) % len(shape)
     c = _Operands(ctx, shape, axis, first=1)
-    terms = []
-    for i, label, dtype in ((1, "scales", np.float32), (2, "zero points", I32)):
-        name = node.inputs[i] if len(node.inputs) > i else ""
-        data = ctx.const(name) if name else np.zeros(1, I32)
-        terms.append(c.view(ctx.view(name)) if data is None else c(data, f"{node.name} {label}", dtype))
+    scale = ctx.const(node.inputs[1])
+    terms = [c.view(ctx.view(node.inputs[1])) if scale is None else c(scale, f"{node.name} scales", np.float32)]
+    name = node.inputs[2] if len(node.inputs) > 2 else ""
+    zero = ctx.const(name) if name else None
+    if quantized in FLOAT_QUANTIZED:
+        terms.append(None if not name else to_float(quantized, c.view(ctx.view(name))) if zero is None else
+                     c(zero.astype(np.float32), f"{node.name} zero points", np.float32))
+    else:
+        terms.append(c.view(ctx.view(name)) if name and zero is None else
+                     c(np.zeros(1, I32) if zero is None else zero, f"{node.name} zero points", I32))
     return tuple(c.views), terms[0], terms[1]
 
 
 def _quantize(ctx: Context, node: Node) -> None:
     """saturate(round half to even(x / scale) + zero point); TFLite's QUANTIZE (rounding "tflite") rounds
-    halves away from zero."""
-    views, scale, zero = _per_axis(ctx, node)
-    info = np.iinfo(ctx.dtype(node.outputs[0]))
-    x = ctx.view(node.inputs[0])
-    helper = "cglow_quantize_tfl" if node.attr("rounding") == "tflite" else "cglow_quantize"
-    quantized = call(helper, X / scale, zero, int(info.min), int(info.max))
-    ctx.emit(Map(ctx.new_like(node.outputs[0], [x]), (x,) + views, cast(ctx.dtype(node.outputs[0]), quantized), node.name))
+    halves away from zero. To a float type: x / scale plus the zero point (where the node has one) rounded to
+    it as Cast rounds, saturating as `saturate` says (float4 always saturates)."""
+    out = ctx.dtype(node.outputs[0])
+    for x, y, views, scale, zero in _pieces(ctx, node, out):
+        if out in FLOAT_QUANTIZED:
+            value = X / scale if zero is None else X / scale + zero
+            expr = from_float(out, value, node.attr("saturate", 1))
+        else:
+            info = np.iinfo(out)
+            helper = "cglow_quantize_tfl" if node.attr("rounding") == "tflite" else "cglow_quantize"
+            expr = cast(out, call(helper, X / scale, zero, int(info.min), int(info.max)))
+        ctx.emit(Map(y, (x,) + views, expr, node.name))
 
 
 def _dequantize(ctx: Context, node: Node) -> None:
-    views, scale, zero = _per_axis(ctx, node)
-    x = ctx.view(node.inputs[0])
-    ctx.emit(Map(ctx.new_like(node.outputs[0], [x]), (x,) + views, cast(F32, X - zero) * scale, node.name))
+    """(x - zero point) * scale; a float type's x and zero point converted to float."""
+    source = ctx.dtype(node.inputs[0])
+    for x, y, views, scale, zero in _pieces(ctx, node, source):
+        if source in FLOAT_QUANTIZED:
+            value = to_float(source) if zero is None else to_float(source) - zero
+        else:
+            value = cast(F32, X - zero)
+        ctx.emit(Map(y, (x,) + views, value * scale, node.name))
 
 
 declare({
