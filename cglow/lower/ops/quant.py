@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...errors import CglowError
 from ...graph.geometry import window
 from ...graph.ir import Node
 from ...graph.quant.params import narrow
@@ -121,39 +120,42 @@ def _with_bias(bias: np.ndarray, c: _Operands, label: str) -> tuple[Expr, int | 
     return (ACC, c.first + views) if len(c.views) > views else (ACC + term, None)
 
 
-def _int_weights(ctx: Context, name: str, zero: np.ndarray, axis: int) -> tuple[View, np.ndarray | None]:
-    """Weights minus their zero point (per tensor, or along `axis`): a narrow constant, or computed into
-    int16 at run time when the weights are an input. The constant's values are returned too."""
+def _less_zero(ctx: Context, node: Node, i: int, axis: int) -> tuple[View, np.ndarray | None]:
+    """An integer op's input i less its zero point (input i + 2, per tensor or along `axis`; 0 where the node has
+    none): a narrow constant where both are constants, else computed into int16 at run time (the input itself
+    where its zero point is a constant 0). The constant's values are returned too."""
+    name, zero_name = node.inputs[i], node.inputs[i + 2] if len(node.inputs) > i + 2 else ""
+    zero = ctx.const(zero_name) if zero_name else np.zeros(1, np.int64)
     data = ctx.const(name)
-    shape = [1] * len(ctx.shape(name))
-    shape[axis] = -1
-    zero = np.asarray(zero, np.int64).reshape(-1)
-    if data is not None:
-        values = narrow(data.astype(np.int64) - zero.reshape(shape if zero.size > 1 else [1] * data.ndim))
+    if data is not None and zero is not None:
+        shape = [1] * data.ndim
+        shape[axis] = -1
+        zero = zero.astype(np.int64).reshape(shape if zero.size > 1 else [1] * data.ndim)
+        values = narrow(data.astype(np.int64) - zero)
         return ctx.const_view(values, name), values
     view = ctx.view(name)
-    if not np.any(zero):
+    if zero is not None and not np.any(zero):
         return view, None
     out = ctx.temp(view.shape, f"{name} minus zero point", np.int16)
     c = _Operands(ctx, view.shape, axis, first=1)
-    term = c(zero, f"{name} zero points", np.int16)
+    term = c.view(ctx.view(zero_name)) if zero is None else c(zero.reshape(-1), f"{name} zero points", np.int16)
     ctx.emit(Map(out, (view,) + tuple(c.views), cast(np.int16, X - term), f"{name} zero points"))
     return out, None
 
 
-def _conv(ctx: Context, node: Node, x_name: str, w: View, w_values, bias: np.ndarray, x_zero: int,
-          raw: bool) -> None:
+def _conv(ctx: Context, node: Node, x: View, w: View, w_values, bias: np.ndarray, x_zero: int, raw: bool) -> None:
     """out = requant(bias + sum (x - x_zero) * w) (raw: the int32 sum itself)."""
     w_shape = w.shape
-    win = window(node, ctx.shape(x_name)[2:], tuple(node.attr("kernel_shape", w_shape[2:])))
+    win = window(node, x.shape[2:], tuple(node.attr("kernel_shape", w_shape[2:])))
     if x_zero and w_values is not None and not any(win.pads_begin + win.pads_end):
         bias = bias - x_zero * w_values.reshape(w_shape[0], -1).sum(axis=1, dtype=np.int64)
         x_zero = 0
     out = ctx.new(node.outputs[0], CHANNELS_LAST.get(len(w_shape)))
-    x, out, win = as_2d(ctx.view(x_name)), as_2d(out), _window_2d(win)
+    x_dtype = ctx.dtype(node.inputs[0])
+    x, out, win = as_2d(x), as_2d(out), _window_2d(win)
     c = _Operands(ctx, out.shape, 1)
     acc, init = _with_bias(bias, c, f"{node.name} bias")
-    bound = None if raw or w_values is None else np.abs(bias) + _reach(ctx.dtype(x_name), x_zero) * \
+    bound = None if raw or w_values is None else np.abs(bias) + _reach(x_dtype, x_zero) * \
         np.abs(w_values.astype(np.int64)).reshape(w_shape[0], -1).sum(axis=1)
     expr = acc if raw else requantized(node, ctx.dtype(node.outputs[0]), acc, c, bound)
     ctx.emit(Conv(out, x, as_2d(w), win, node.attr("group", 1), Epilogue(expr, tuple(c.views), init), node.name,
@@ -162,24 +164,25 @@ def _conv(ctx: Context, node: Node, x_name: str, w: View, w_values, bias: np.nda
 
 def _int_conv(ctx: Context, node: Node) -> None:
     w = ctx.const(node.inputs[1])
-    _conv(ctx, node, node.inputs[0], ctx.view(node.inputs[1]), w, ctx.const(node.inputs[2]).astype(np.int64),
-          node.attr("x_zero"), raw=False)
+    _conv(ctx, node, ctx.view(node.inputs[0]), ctx.view(node.inputs[1]), w,
+          ctx.const(node.inputs[2]).astype(np.int64), node.attr("x_zero"), raw=False)
 
 
-def _zero(ctx: Context, node: Node, i: int) -> np.ndarray:
-    """An integer op's zero point `i` (default 0), which cglow takes as a constant."""
+def _zero(ctx: Context, node: Node, i: int) -> int | None:
+    """An integer op's scalar zero point `i`: 0 where the node has none, None where it is given at run time."""
     if len(node.inputs) <= i or not node.inputs[i]:
-        return np.zeros(1, np.int64)
+        return 0
     data = ctx.const(node.inputs[i])
-    if data is None:
-        raise CglowError(f"{node.describe()}: the zero point '{node.inputs[i]}' must be a constant")
-    return data.astype(np.int64).reshape(-1)
+    return None if data is None else int(data.reshape(-1)[0])
 
 
 def _conv_integer(ctx: Context, node: Node) -> None:
-    w, values = _int_weights(ctx, node.inputs[1], _zero(ctx, node, 3), 0)
-    _conv(ctx, node, node.inputs[0], w, values, np.zeros(ctx.shape(node.inputs[1])[0], np.int64),
-          int(_zero(ctx, node, 2)[0]), raw=True)
+    """The input's zero point is the kernel's (it subtracts it as it loads, padding reading as 0) where it is a
+    constant, else subtracted first, as the weights' is where either is given at run time."""
+    w, values = _less_zero(ctx, node, 1, 0)
+    x_zero = _zero(ctx, node, 2)
+    x = ctx.view(node.inputs[0]) if x_zero is not None else _less_zero(ctx, node, 0, 0)[0]
+    _conv(ctx, node, x, w, values, np.zeros(ctx.shape(node.inputs[1])[0], np.int64), x_zero or 0, raw=True)
 
 
 def _gemm(ctx: Context, node: Node, a: View, b: View, b_values, bias: np.ndarray, zeros: tuple[int, int],
@@ -216,10 +219,12 @@ def _int_gemm(ctx: Context, node: Node) -> None:
 
 
 def _matmul_integer(ctx: Context, node: Node) -> None:
-    b, values = _int_weights(ctx, node.inputs[1], _zero(ctx, node, 3), len(ctx.shape(node.inputs[1])) - 1)
+    """A's zero point is the product's where it is a constant, else subtracted first, as B's is."""
+    b, values = _less_zero(ctx, node, 1, len(ctx.shape(node.inputs[1])) - 1)
     n = ctx.shape(node.inputs[1])[-1]
-    _gemm(ctx, node, ctx.view(node.inputs[0]), b, values, np.zeros(n, np.int64), (int(_zero(ctx, node, 2)[0]), 0),
-          raw=True, a_dtype=ctx.dtype(node.inputs[0]))
+    a_zero = _zero(ctx, node, 2)
+    a = ctx.view(node.inputs[0]) if a_zero is not None else _less_zero(ctx, node, 0, 0)[0]
+    _gemm(ctx, node, a, b, values, np.zeros(n, np.int64), (a_zero or 0, 0), raw=True, a_dtype=ctx.dtype(node.inputs[0]))
 
 
 def _binary(ctx: Context, node: Node) -> None:
