@@ -27,6 +27,8 @@ QLINEAR_CONV = {
     "1x1": dict(x_dtype=INT8, w_dtype=INT8, x_shape=(1, 8, 5, 5), m=6, kernel=(1, 1), per_channel=True),
     "int8, auto_pad SAME_UPPER, stride 2, w zero point": dict(x_dtype=INT8, w_dtype=INT8, auto_pad="SAME_UPPER",
                                                               strides=[2, 2], w_zero=3),
+    "uint8, opset 10 (its DequantizeLinear takes no axis)": dict(x_dtype=UINT8, w_dtype=UINT8, opset=10,
+                                                                 pads=[1, 1, 1, 1]),
 }
 
 
@@ -61,6 +63,7 @@ QLINEAR_MATMUL = {
     "uint8, constant B": dict(a_dtype=UINT8, b_dtype=UINT8),
     "uint8, run-time B": dict(a_dtype=UINT8, b_dtype=UINT8, b_const=False, a_shape=(4, 9)),
     "int8, opset 21": dict(a_dtype=INT8, b_dtype=INT8, opset=21),
+    "uint8, opset 10": dict(a_dtype=UINT8, b_dtype=UINT8, opset=10),
 }
 
 

@@ -121,7 +121,12 @@ def dequantize_block_size() -> onnx.ModelProto:
     return single_node("DequantizeLinear", ins, F32, opset=21, axis=1, block_size=2)
 
 
+def qlinear_conv_opset10_per_channel() -> onnx.ModelProto:
+    return qlinear_conv(np.random.default_rng(0), INT8, INT8, per_channel=True, opset=10)
+
+
 ERRORS = {
+    "QLinearConv of opset 10 per channel": (qlinear_conv_opset10_per_channel, ("QLinearConv", "opset 13")),
     "QLinearConcat with a bad input count": (bad_concat, ("QLinearConcat", "7 inputs")),
     "QLinearConcat with no inputs to join": (bad_concat_no_inputs, ("QLinearConcat",)),
     "QuantizeLinear with too many blocks": (quantize_block_size, ("QuantizeLinear", "blocks of 2")),
