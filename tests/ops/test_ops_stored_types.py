@@ -13,6 +13,7 @@ import onnxruntime as ort
 import pytest
 
 import cglow
+from cglow.graph.rules.logic import bit_width
 from cglow.tools import backend
 from tests.util import need_tool
 
@@ -198,3 +199,30 @@ def test_sub_byte_integers_read_wrap_and_saturate_as_onnx(elem, dtype):
     got = backend.prepare(model).run([x])
     for g, w in zip(got, want):
         assert g.dtype == np.dtype(dtype) and np.array_equal(g.astype(np.int32), np.asarray(w).astype(np.int32))
+
+
+BIT_CASTS = [(T.FLOAT16, T.INT16), (T.INT16, T.BFLOAT16), (T.FLOAT8E5M2, T.UINT8), (T.INT8, T.FLOAT8E4M3FN),
+             (T.FLOAT8E8M0, T.INT8), (T.FLOAT4E2M1, T.INT4), (T.UINT4, T.FLOAT4E2M1), (T.INT2, T.UINT2),
+             (T.DOUBLE, T.UINT64), (T.INT64, T.DOUBLE), (T.FLOAT, T.UINT32)]
+
+
+@pytest.mark.parametrize("source, target", BIT_CASTS, ids=[f"{s}-{t}" for s, t in BIT_CASTS])
+def test_bit_casts_of_stored_types_keep_the_bits(source, target):
+    """BitCast takes a stored type's bits as they are (a 4- or 2-bit type's low bits; float64's as a double's):
+    every bit pattern of the narrow types, a sweep of the wide ones, against onnx's reference."""
+    dtype = np.dtype(h.tensor_dtype_to_np_dtype(source))
+    width = bit_width(dtype)
+    rng = np.random.default_rng(source)
+    pattern = np.arange(1 << width, dtype=np.uint64) if width <= 16 else \
+        rng.integers(0, 1 << 63, 4096, dtype=np.uint64) * 2 + rng.integers(0, 2, 4096, dtype=np.uint64)
+    x = pattern.astype(f"uint{8 * dtype.itemsize}").view(dtype)
+    graph = h.make_graph([h.make_node("BitCast", ["x"], ["y"], to=target)], "bits",
+                         [h.make_tensor_value_info("x", source, [x.size])],
+                         [h.make_tensor_value_info("y", target, [x.size])])
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", 26)])
+    want = _reference_cast(model, x)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = backend.prepare(model).run([x])[0]
+    unsigned = f"uint{8 * want.dtype.itemsize}"
+    assert got.dtype == want.dtype and np.array_equal(got.view(unsigned), want.view(unsigned))

@@ -17,7 +17,7 @@ from ..context import Context
 from .elementwise import identity, kind
 
 X, Y = Input(0), Input(1)
-F32 = np.dtype(np.float32)
+F32, F64 = np.dtype(np.float32), np.dtype(np.float64)
 COMPARISONS = {"Equal": eq(X, Y), "Less": lt(X, Y), "Greater": gt(X, Y), "LessOrEqual": le(X, Y),
                "GreaterOrEqual": ge(X, Y)}
 EXPRS = {
@@ -111,12 +111,16 @@ def _conversion(source: np.dtype, target: np.dtype, saturate: int = 1, round_mod
 
 
 def _bit_cast(ctx: Context, node: Node) -> None:
-    """The bits read as the other type: a float's through cglow_float_bits and cglow_bits_float (memcpy), the
-    integer types' (the narrow floats' bits too) by C's conversion, which wraps."""
+    """The bits read as the other type: a float's or a double's through cglow_float_bits and cglow_bits_float
+    (memcpy; cglow_double_bits, cglow_bits_double), the integer types' (the narrow floats' bits too) by C's
+    conversion, which wraps; a 4- or 2-bit type's low bits masked."""
     source, target = ctx.dtype(node.inputs[0]), ctx.dtype(node.outputs[0])
-    expr = call("cglow_float_bits", X) if source == F32 else X
-    if target == F32:
-        expr = call("cglow_bits_float", cast(np.dtype(np.uint32), expr))
+    expr = call("cglow_float_bits", X) if source == F32 else call("cglow_double_bits", X) if source == F64 else X
+    if rules.bit_width(source) < 8:
+        expr = binary("&", expr, (1 << rules.bit_width(source)) - 1)
+    if target in (F32, F64):
+        bits = np.dtype(np.uint32 if target == F32 else np.uint64)
+        expr = call("cglow_bits_float" if target == F32 else "cglow_bits_double", cast(bits, expr))
     ctx.elementwise(node, expr, node.inputs[:1])
 
 
