@@ -132,3 +132,27 @@ def test_blocks_that_do_not_cover_the_axis_are_refused():
                    T.FLOAT, opset=21, axis=1, block_size=4)
     with pytest.raises(cglow.CglowError, match=r"scale of shape \(2, 3\) for blocks of 4 along axis 1"):
         cglow.compile_model(model)
+
+
+@pytest.mark.parametrize("elem", [T.FLOAT8E4M3FN, T.FLOAT4E2M1], ids=["float8_e4m3fn", "float4_e2m1fn"])
+def test_a_float_quantized_convolution_runs_in_float(elem):
+    """QDQ in a float type around a Conv (its activations quantized and dequantized, its weights dequantized per
+    channel): no integer kernel folds it; it runs as the maps and a float Conv, the reference's values."""
+    rng = np.random.default_rng(7)
+    w = rng.integers(0, 16 if elem == T.FLOAT4E2M1 else 256, (4, 3, 3, 3)).astype(np.uint8)
+    w = w.view(FLOATS[elem])
+    w[np.isnan(w.astype(np.float32))] = 0
+    consts = [numpy_helper.from_array(v, n) for n, v in (
+        ("w", w), ("w_scale", rng.uniform(0.01, 0.1, 4).astype(np.float32)),
+        ("x_scale", np.array(0.05, np.float32)), ("zero", np.zeros((), np.uint8).view(FLOATS[elem])))]
+    nodes = [h.make_node("QuantizeLinear", ["x", "x_scale", "zero"], ["xq"]),
+             h.make_node("DequantizeLinear", ["xq", "x_scale", "zero"], ["xd"]),
+             h.make_node("DequantizeLinear", ["w", "w_scale"], ["wd"], axis=0),
+             h.make_node("Conv", ["xd", "wd"], ["y"], pads=[1, 1, 1, 1])]
+    graph = h.make_graph(nodes, "fq", [h.make_tensor_value_info("x", T.FLOAT, [1, 3, 6, 6])],
+                         [h.make_tensor_value_info("y", T.FLOAT, [1, 4, 6, 6])], consts)
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", 23)])
+    x = rng.standard_normal((1, 3, 6, 6)).astype(np.float32)
+    want = ReferenceEvaluator(model).run(None, {"x": x})[0]
+    got = backend.prepare(model).run([x])[0]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
