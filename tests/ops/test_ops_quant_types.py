@@ -156,3 +156,29 @@ def test_a_float_quantized_convolution_runs_in_float(elem):
     want = ReferenceEvaluator(model).run(None, {"x": x})[0]
     got = backend.prepare(model).run([x])[0]
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("elem, shape, axis, block", [
+    (T.INT4, (6, 8), 1, 4), (T.UINT4, (6, 8), 0, 4), (T.INT4, (5, 3, 6), 1, 2), (T.UINT4, (7, 10), 0, 3),
+    (T.INT4, (6, 10), 1, 4), (T.INT4, (4, 9), 0, 2), (T.UINT4, (4, 9), 1, 3)])
+def test_four_bit_weights_are_stored_two_per_byte(elem, shape, axis, block):
+    """Constant int4 or uint4 weights of a blocked DequantizeLinear: two per byte in flash where pairs along the last
+    dim stay whole in every block (its length even, blocks along it of an even size), unpacked by the maps; one
+    per byte otherwise. The values are the reference's, bit for bit (y = x + the dequantized weights)."""
+    dtype = {T.INT4: ml_dtypes.int4, T.UINT4: ml_dtypes.uint4}[elem]
+    info = ml_dtypes.iinfo(dtype)
+    rng = np.random.default_rng(sum(shape) + block)
+    blocks = tuple(-(-n // block) if d == axis else n for d, n in enumerate(shape))
+    consts = {"w": rng.integers(info.min, info.max + 1, shape).astype(dtype),
+              "scale": rng.uniform(0.01, 0.1, blocks).astype(np.float32),
+              "zero": rng.integers(info.min, info.max + 1, blocks).astype(dtype)}
+    nodes = [h.make_node("DequantizeLinear", ["w", "scale", "zero"], ["wd"], axis=axis, block_size=block),
+             h.make_node("Add", ["x", "wd"], ["y"])]
+    graph = h.make_graph(nodes, "w4", [h.make_tensor_value_info("x", T.FLOAT, list(shape))],
+                         [h.make_tensor_value_info("y", T.FLOAT, list(shape))],
+                         [numpy_helper.from_array(v, n) for n, v in consts.items()])
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", 21)])
+    _compare(model, {"x": rng.standard_normal(shape).astype(np.float32)})
+    pairs = shape[-1] % 2 == 0 and not (axis == len(shape) - 1 and block % 2)
+    parameters = 4 * int(np.prod(blocks)) + (int(np.prod(blocks)) if np.any(consts["zero"].astype(np.int8)) else 0)
+    assert cglow.compile_model(model).weights_bytes - parameters == int(np.prod(shape)) // (2 if pairs else 1)

@@ -20,6 +20,7 @@ from ...graph.rules.quant import FLOAT_QUANTIZED
 from ...instr.expr import ACC, F32, Expr, Input, call, cast, clamp, gt, inputs, lit, select
 from ...instr.ir import Conv, Epilogue, Gather, Gemm, Map, Pool, Reduce, View
 from ..context import Context
+from . import nibbles
 from .logic import from_float, to_float
 from .nn import CHANNELS_LAST, _window_2d, as_2d
 
@@ -327,13 +328,12 @@ def _bilinear(ctx: Context, node: Node) -> None:
 Piece = tuple[View, View, tuple[View, ...], Expr, "Expr | None"]
 
 
-def _pieces(ctx: Context, node: Node, quantized: np.dtype) -> list[Piece]:
-    """A QuantizeLinear's or DequantizeLinear's input and output views, and its scale's and zero point's operands
-    ({1} on) over them: literals, or views of constants or of run-time inputs, per tensor, along an axis, or in
-    blocks along it (rules/quant.py). The zero point is a float for the float types quantized to (their bits
+def _pieces(ctx: Context, node: Node, quantized: np.dtype, x: View) -> list[Piece]:
+    """A QuantizeLinear's or DequantizeLinear's input view x and output view, and its scale's and zero point's
+    operands ({1} on) over them: literals, or views of constants or of run-time inputs, per tensor, along an axis,
+    or in blocks along it (rules/quant.py). The zero point is a float for the float types quantized to (their bits
     converted), None where the node has none. One piece, or for blocks, one for the whole blocks (that axis
     split in two, the parameters' stride 0 along the block) and one for a last shorter block."""
-    x = ctx.view(node.inputs[0])
     out = ctx.new_like(node.outputs[0], [x])
     if not node.attr("block_size", 0):
         views, scale, zero = _per_axis(ctx, node, x.shape, quantized)
@@ -399,7 +399,7 @@ def _quantize(ctx: Context, node: Node) -> None:
     halves away from zero. To a float type: x / scale plus the zero point (where the node has one) rounded to
     it as Cast rounds, saturating as `saturate` says (float4 always saturates)."""
     out = ctx.dtype(node.outputs[0])
-    for x, y, views, scale, zero in _pieces(ctx, node, out):
+    for x, y, views, scale, zero in _pieces(ctx, node, out, ctx.view(node.inputs[0])):
         if out in FLOAT_QUANTIZED:
             value = X / scale if zero is None else X / scale + zero
             expr = from_float(out, value, node.attr("saturate", 1))
@@ -411,14 +411,23 @@ def _quantize(ctx: Context, node: Node) -> None:
 
 
 def _dequantize(ctx: Context, node: Node) -> None:
-    """(x - zero point) * scale; a float type's x and zero point converted to float."""
-    source = ctx.dtype(node.inputs[0])
-    for x, y, views, scale, zero in _pieces(ctx, node, source):
+    """(x - zero point) * scale; a float type's x and zero point converted to float. Constant 4-bit values (int4
+    or uint4 weights, widened to 8 bits on import) are stored two per byte and unpacked by the maps (nibbles.py),
+    where every piece of the map keeps pairs whole: the last dim even, blocks along it of an even size."""
+    source, data = ctx.dtype(node.inputs[0]), ctx.const(node.inputs[0])
+    block, rank = node.attr("block_size", 0), len(ctx.shape(node.inputs[0]))
+    packed = nibbles.packable(data) and not (block % 2 and node.attr("axis", 1) % rank == rank - 1)
+    x = View.of(ctx.const_view(nibbles.pack(data), f"{node.inputs[0]} two per byte").buf, data.shape) if packed \
+        else ctx.view(node.inputs[0])
+    for x, y, views, scale, zero in _pieces(ctx, node, source, x):
         if source in FLOAT_QUANTIZED:
             value = to_float(source) if zero is None else to_float(source) - zero
         else:
             value = cast(F32, X - zero)
-        ctx.emit(Map(y, (x,) + views, value * scale, node.name))
+        maps = nibbles.unpacked_maps(x, y, views, value * scale, source == np.int8, node.name) if packed else \
+            [Map(y, (x,) + views, value * scale, node.name)]
+        for m in maps:
+            ctx.emit(m)
 
 
 declare({
