@@ -182,3 +182,22 @@ def test_four_bit_weights_are_stored_two_per_byte(elem, shape, axis, block):
     pairs = shape[-1] % 2 == 0 and not (axis == len(shape) - 1 and block % 2)
     parameters = 4 * int(np.prod(blocks)) + (int(np.prod(blocks)) if np.any(consts["zero"].astype(np.int8)) else 0)
     assert cglow.compile_model(model).weights_bytes - parameters == int(np.prod(shape)) // (2 if pairs else 1)
+
+
+@pytest.mark.parametrize("precision", [T.FLOAT16, T.BFLOAT16], ids=["float16", "bfloat16"])
+def test_quantize_divides_in_the_precision_given(precision):
+    """precision float16 or bfloat16 (opset 23): x and the scale rounded to it, and their quotient, as the
+    reference divides; many quotients near a half so that the rounding shows."""
+    rng = np.random.default_rng(precision)
+    scale = np.array([0.37, 1.13, 0.051], np.float32)
+    x = ((rng.integers(-300, 300, (3, 64)) + 0.5 + rng.uniform(-1e-3, 1e-3, (3, 64))) * scale[:, None])
+    model = _model("QuantizeLinear", (T.FLOAT, [3, 64]), [3, 64], {}, {"scale": scale, "zero": np.zeros(3, np.int16)},
+                   T.INT16, opset=23, axis=0, precision=precision)
+    _compare(model, {"x": x.astype(np.float32)})
+
+
+def test_a_division_in_another_precision_is_refused():
+    model = _model("QuantizeLinear", (T.FLOAT, [4]), [4], {}, {"scale": np.array(0.5, np.float32)}, T.UINT8,
+                   opset=23, precision=T.DOUBLE)
+    with pytest.raises(cglow.CglowError, match="a division in float64 precision is not supported"):
+        cglow.compile_model(model)

@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import ml_dtypes
 import numpy as np
-from onnx import helper
+from onnx import TensorProto, helper
 
 from ...c_text import SUB_BYTE_INTS
 from ...errors import CglowError
@@ -59,8 +59,15 @@ def _block_axis(args: Args) -> int:
     return at
 
 
+PRECISIONS = (0, TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.BFLOAT16)  # QuantizeLinear's (0: unset)
+
+
 def quantize(args: Args) -> list[TensorType]:
     quant_axis(args)
+    if args.node.attr("precision", 0) not in PRECISIONS:
+        name = helper.tensor_dtype_to_np_dtype(args.node.attr("precision")).name
+        raise CglowError(f"{args.node.describe()}: a division in {name} precision is not supported (float32, "
+                         f"float16, bfloat16)")
     if args.types[0].dtype != F32:
         raise CglowError(f"{args.node.describe()}: input is {args.types[0].dtype.name}; cglow quantizes float32")
     out = args.types[2].dtype if args.has(2) else np.dtype(np.uint8)

@@ -10,6 +10,8 @@ requantize the same way: no float at run time."""
 from __future__ import annotations
 
 import numpy as np
+from onnx import TensorProto
+from onnx.helper import tensor_dtype_to_np_dtype
 
 from ...graph.geometry import window
 from ...graph.ir import Node
@@ -400,14 +402,27 @@ def _quantize(ctx: Context, node: Node) -> None:
     it as Cast rounds, saturating as `saturate` says (float4 always saturates)."""
     out = ctx.dtype(node.outputs[0])
     for x, y, views, scale, zero in _pieces(ctx, node, out, ctx.view(node.inputs[0])):
+        quotient = _quotient(node, scale)
         if out in FLOAT_QUANTIZED:
-            value = X / scale if zero is None else X / scale + zero
-            expr = from_float(out, value, node.attr("saturate", 1))
+            expr = from_float(out, quotient if zero is None else quotient + zero, node.attr("saturate", 1))
         else:
             info = np.iinfo(out)
             helper = "cglow_quantize_tfl" if node.attr("rounding") == "tflite" else "cglow_quantize"
-            expr = cast(out, call(helper, X / scale, zero, int(info.min), int(info.max)))
+            expr = cast(out, call(helper, quotient, zero, int(info.min), int(info.max)))
         ctx.emit(Map(y, (x,) + views, expr, node.name))
+
+
+def _quotient(node: Node, scale: Expr) -> Expr:
+    """x / scale in the precision the node's `precision` names: float32, or float16 or bfloat16, where x, the
+    scale and their float32 quotient are each rounded to it (that quotient of two of its values, rounded, is their
+    correctly rounded quotient: 24 bits are at least twice its precision plus 2)."""
+    if node.attr("precision", 0) in (0, TensorProto.FLOAT):
+        return X / scale
+    narrow_type = np.dtype(tensor_dtype_to_np_dtype(node.attr("precision")))
+
+    def rounded(value: Expr) -> Expr:
+        return to_float(narrow_type, from_float(narrow_type, value, 1))
+    return rounded(rounded(X) / rounded(scale))
 
 
 def _dequantize(ctx: Context, node: Node) -> None:
