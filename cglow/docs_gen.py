@@ -129,7 +129,9 @@ def render_ops() -> str:
               "as `double`: inputs, outputs, casts) and computed in float32, each op's result rounded to its type "
               "(graph/stored_types.py; a float64 model is told so); a *float32* op takes them so. The 4- and 2-bit "
               "integers are stored one a byte (their bits in its low bits, as NumPy's ml_dtypes keeps them: "
-              "`uint8_t`) and computed in int8 or uint8. Constant "
+              "`uint8_t`; constant 4-bit values that a DequantizeLinear reads, two a byte where their last dim pairs "
+              "them) and computed in int8 or uint8. "
+              "Constant "
               "subgraphs are folded at compile time whatever their ops.\n"),
              "- **opsets**: the opsets of the default domain in which cglow takes the op.",
              ("- **int8**: what the op becomes in a quantized (QDQ) model when its inputs come from "
