@@ -4,11 +4,11 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 
-# float16, bfloat16 and the float8 types: stored as their bits, computed in float32 (graph/stored_types.py);
-# STORED_FLOATS, float64 too
+# float16, bfloat16, the float8 types (E8M0 too, an exponent alone) and float4 (its bits in a byte's low bits, as
+# ml_dtypes keeps them): stored as their bits, computed in float32 (graph/stored_types.py); STORED_FLOATS, float64 too
 NARROW_FLOATS = tuple(np.dtype(t) for t in (
     np.float16, ml_dtypes.bfloat16, ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e4m3fnuz, ml_dtypes.float8_e5m2,
-    ml_dtypes.float8_e5m2fnuz))
+    ml_dtypes.float8_e5m2fnuz, ml_dtypes.float8_e8m0fnu, ml_dtypes.float4_e2m1fn))
 STORED_FLOATS = NARROW_FLOATS + (np.dtype(np.float64),)
 # the 4- and 2-bit integers: stored one a byte, their bits in its low bits as ml_dtypes keeps them, computed in 8 bits
 SUB_BYTE_INTS = tuple(np.dtype(t) for t in (ml_dtypes.int4, ml_dtypes.uint4, ml_dtypes.int2, ml_dtypes.uint2))

@@ -126,13 +126,14 @@ def render_ops() -> str:
               "(a symbolic first dimension is taken as 1; `--shape` pins the others). The element types are float32, "
               "bool and the 8- to 64-bit integers, each op where ONNX allows them (*as ONNX*), except the ops marked "
               "*float32* (and *8-bit*: int8 and uint8 too). float16, bfloat16, float8 (E4M3FN, E4M3FNUZ, E5M2, "
-              "E5M2FNUZ) and float64 tensors are stored as such (their bits, `uint16_t` or `uint8_t` in C; float64 "
+              "E5M2FNUZ, E8M0), float4 (E2M1: one a byte, in its low bits) and float64 tensors are stored as such "
+              "(their bits, `uint16_t` or `uint8_t` in C; float64 "
               "as `double`: inputs, outputs, casts) and computed in float32, each op's result rounded to its type "
               "(graph/stored_types.py; a float64 model is told so); a *float32* op takes them so. The 4- and 2-bit "
               "integers are stored one a byte (their bits in its low bits, as NumPy's ml_dtypes keeps them: "
-              "`uint8_t`) and computed in int8 or uint8. Constant "
-              "subgraphs are folded at compile time whatever their ops. The outputs whose length depends on the data "
-              "(NonZero's, Compress's with a run-time condition, Unique's, NonMaxSuppression's) have a static "
+              "`uint8_t`; constant 4-bit values that a DequantizeLinear reads, two a byte where their last dim pairs "
+              "them) and computed in int8 or uint8. Constant subgraphs are folded at compile time whatever their ops. "
+              "The outputs whose length depends on the data (NonZero's, Compress's with a run-time condition, Unique's, NonMaxSuppression's) have a static "
               "capacity and a count that `net_run` returns ([the C API](c-api.md#outputs-of-run-time-length)); such "
               "a value may only reach the graph's outputs, through a Cast or an Identity at most.\n"),
              "- **opsets**: the opsets of the default domain in which cglow takes the op.",

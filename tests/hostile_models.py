@@ -164,7 +164,7 @@ CASES = {
                             ["tensor 'w'", "'weights.bin'", "20 bytes", "24 bytes"]),
     "external-wrong-length": (lambda f: with_external(f, "weights.bin", bytes(24), length=8), [],
                               ["tensor 'w'", "length 8"]),
-    "dtype-float4": (simple(lambda: relu_model(elem=T.FLOAT4E2M1)), [], ["'x'", "float4_e2m1fn"]),
+    "dtype-float6": (simple(lambda: relu_model(elem=T.FLOAT6E2M3)), [], ["'x'", "float6_e2m3fn"]),
     "dtype-string": (simple(lambda: model([node("Identity", ["x"], ["y"], "id")], [tensor("x", [2], T.STRING)],
                                           [tensor("y", [2], T.STRING)])), [], ["'x'", "object"]),
     "dtype-unknown": (simple(lambda: relu_model(elem=99)), [], ["input 'x'", "element type 99"]),

@@ -142,7 +142,7 @@ def output_scale(x_scale, w_scale, terms: int) -> np.ndarray:
 
 
 def qlinear_conv(rng, x_dtype, w_dtype, *, x_shape=(1, 3, 8, 7), m=4, kernel=(3, 3), per_channel=False,
-                 bias=True, w_zero=0, **attrs) -> onnx.ModelProto:
+                 bias=True, w_zero=0, opset=13, **attrs) -> onnx.ModelProto:
     c = x_shape[1] // attrs.get("group", 1)
     x_scale, x_zero = f32(0.023), zero_for(x_dtype, 5)
     w_scale = f32(rng.uniform(0.004, 0.02, m) if per_channel else 0.011)
@@ -153,7 +153,7 @@ def qlinear_conv(rng, x_dtype, w_dtype, *, x_shape=(1, 3, 8, 7), m=4, kernel=(3,
            ("y_scale", y_scale), ("y_zero", zero_for(x_dtype, -3))]
     if bias:
         ins.append(("bias", rng.integers(-3000, 3000, m).astype(np.int32)))
-    return single_node("QLinearConv", ins, x_dtype, opset=13, kernel_shape=list(kernel), **attrs)
+    return single_node("QLinearConv", ins, x_dtype, opset=opset, kernel_shape=list(kernel), **attrs)
 
 
 def qlinear_matmul(rng, a_dtype, b_dtype, *, a_shape=(3, 12), n=5, b_const=True, per_column=False,

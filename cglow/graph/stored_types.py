@@ -1,9 +1,11 @@
 """Element types that cglow stores but does not compute in: the float types other than float32 (float16, bfloat16,
-the float8 types, float64), computed in float32, cglow's one float arithmetic (a double in a Cortex-M4 loop is a
-library call per operation); and the 4- and 2-bit integers, computed in int8 or uint8. Each is stored as such:
-their bits in C (uint16_t or uint8_t; a 4- or 2-bit integer's in its byte's low bits, as NumPy's ml_dtypes keeps
-them); float64 as double. Before import, every node that reads or writes one, other than a cast, reads it through a
-Cast to its computing type and writes that type, which a Cast rounds (or wraps) back. Each op's result is rounded,
+the float8 types, E8M0 too, float4 E2M1, float64), computed in float32, cglow's one float arithmetic (a double in a
+Cortex-M4 loop is a library call per operation); and the 4- and 2-bit integers, computed in int8 or uint8. Each is
+stored as such: their bits in C (uint16_t or uint8_t; a float4's or a 4- or 2-bit integer's in its byte's low bits,
+as NumPy's ml_dtypes keeps them); float64 as double. Before import, every node that reads or writes one, other
+than a cast or a bit cast, reads it through a Cast to its computing type and writes that type, which a Cast rounds
+(or wraps) back; a QuantizeLinear to float8 or float4 and a DequantizeLinear from them convert their quantized
+values and zero points in their own map. Each op's result is rounded,
 as a float16 kernel that computes in float32 rounds it (onnxruntime's); rounding only at the graph's outputs passed
 fewer of the node suite's cases (1355 against 1357 of 1802). A QuantizeLinear to a 4- or 2-bit type saturates in
 8 bits and is clipped to its range. A float64 model is told so (a Notice). The casts convert in C
@@ -22,12 +24,14 @@ from .inferred import value_types
 T = TensorProto
 COMPUTED_AS = {  # stored type -> the type it computes in
     **dict.fromkeys((T.FLOAT16, T.BFLOAT16, T.FLOAT8E4M3FN, T.FLOAT8E4M3FNUZ, T.FLOAT8E5M2, T.FLOAT8E5M2FNUZ,
-                     T.DOUBLE), T.FLOAT),
+                     T.FLOAT8E8M0, T.FLOAT4E2M1, T.DOUBLE), T.FLOAT),
     T.INT4: T.INT8, T.INT2: T.INT8, T.UINT4: T.UINT8, T.UINT2: T.UINT8,
 }
 RANGES = {T.INT4: (-8, 7), T.INT2: (-2, 1), T.UINT4: (0, 15), T.UINT2: (0, 3)}
-# the ops that take a stored tensor as it is: casts, and the ops whose attributes give their output type
-KEPT = {"Cast", "CastLike", "Constant", "ConstantOfShape", "EyeLike"}
+# the ops that take a stored tensor as it is: casts, bit casts, and the ops whose attributes give their output type
+KEPT = {"Cast", "CastLike", "BitCast", "Constant", "ConstantOfShape", "EyeLike"}
+# the float types that QuantizeLinear writes and DequantizeLinear reads as they are: their map converts them
+QUANTIZED_FLOATS = {T.FLOAT8E4M3FN, T.FLOAT8E4M3FNUZ, T.FLOAT8E5M2, T.FLOAT8E5M2FNUZ, T.FLOAT4E2M1}
 
 
 def compute_stored(model: onnx.ModelProto) -> onnx.ModelProto:
@@ -54,10 +58,11 @@ def compute_stored(model: onnx.ModelProto) -> onnx.ModelProto:
                 any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in node.attribute):
             nodes.append(node)
             continue
+        as_stored = _quantized_floats(node, types)
         copy = onnx.NodeProto()
         copy.CopyFrom(node)
-        copy.input[:] = [read(name) for name in node.input]
-        stored = [name for name in node.output if types.get(name) in COMPUTED_AS]
+        copy.input[:] = [name if name in as_stored else read(name) for name in node.input]
+        stored = [name for name in node.output if types.get(name) in COMPUTED_AS and name not in as_stored]
         copy.output[:] = [f"{name}__computed" if name in stored else name for name in node.output]
         nodes.append(copy)
         for name in stored:
@@ -76,6 +81,17 @@ def compute_stored(model: onnx.ModelProto) -> onnx.ModelProto:
     del converted.graph.node[:]
     converted.graph.node.extend(nodes)
     return converted
+
+
+def _quantized_floats(node: onnx.NodeProto, types: dict[str, int]) -> set[str]:
+    """A QuantizeLinear's float8 or float4 output and zero point, or a DequantizeLinear's input and zero point: the
+    values it takes as stored (its map converts them, lower/ops/quant.py)."""
+    if node.op_type not in ("QuantizeLinear", "DequantizeLinear"):
+        return set()
+    quantized = (node.input if node.op_type == "DequantizeLinear" else node.output)[0]
+    if types.get(quantized) not in QUANTIZED_FLOATS:
+        return set()
+    return {quantized} | set(node.input[2:3])
 
 
 def _mentions_stored_types(g: onnx.GraphProto) -> bool:

@@ -25,7 +25,9 @@ from ..c_text import c_literal, c_type
 # runtime_c helpers that an expression may call, with their arity
 HELPERS = {
     "cglow_bfloat_to_float": 1, "cglow_float_to_bfloat": 1, "cglow_float_to_half": 1, "cglow_half_to_float": 1,
-    "cglow_float8_to_float": 2, "cglow_float_to_float8": 3, "cglow_float_bits": 1, "cglow_bits_float": 1,
+    "cglow_float8_to_float": 2, "cglow_float_to_float8": 3, "cglow_float4_to_float": 1, "cglow_float_to_float4": 1,
+    "cglow_e8m0_to_float": 1, "cglow_float_to_e8m0": 3, "cglow_float_bits": 1, "cglow_bits_float": 1,
+    "cglow_double_bits": 1, "cglow_bits_double": 1,
     "cglow_clamp": 3, "cglow_divide_pot_tfl": 2, "cglow_erf": 1, "cglow_exp": 1, "cglow_exp_tfl": 4,
     "cglow_high_mul_tfl": 2, "cglow_hybrid_zero": 2, "cglow_inv_sqrt_exp_tfl": 1, "cglow_inv_sqrt_tfl": 1,
     "cglow_ipow": 2, "cglow_leading_zeros": 1, "cglow_logistic16": 2, "cglow_normalize_tfl": 6,

@@ -95,15 +95,15 @@ def test_all_problems_in_one_message(tmp_path):
     """Unsupported ops, symbolic dims on two inputs and an unsupported element type, reported together."""
     inputs = [helper.make_tensor_value_info("a", TensorProto.FLOAT, [4, "n"]),
               helper.make_tensor_value_info("b", TensorProto.FLOAT, [4, "m"]),
-              helper.make_tensor_value_info("h", TensorProto.FLOAT4E2M1, [4])]
+              helper.make_tensor_value_info("h", TensorProto.FLOAT6E2M3, [4])]
     nodes = [helper.make_node("RandomUniformLike", ["a"], ["d"], name="det"),
-             helper.make_node("Abs", ["h"], ["e"], name="float4 abs")]
-    graph = helper.make_graph(nodes, "g", inputs, [helper.make_tensor_value_info("e", TensorProto.FLOAT4E2M1, [4])])
+             helper.make_node("Abs", ["h"], ["e"], name="float6 abs")]
+    graph = helper.make_graph(nodes, "g", inputs, [helper.make_tensor_value_info("e", TensorProto.FLOAT6E2M3, [4])])
     path = save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), tmp_path / "bad.onnx")
     result = cglow_cmd("emit", path, "-o", str(tmp_path / "bad.c"))
     assert result.returncode == 2 and "Traceback" not in result.stderr
     (line,) = result.stderr.strip().splitlines()
-    for part in ("RandomUniformLike ('det')", "--shape a=", "--shape b=", "float4_e2m1fn ('h')"):
+    for part in ("RandomUniformLike ('det')", "--shape a=", "--shape b=", "float6_e2m3fn ('h')"):
         assert part in line, part
     assert not (tmp_path / "bad.c").exists()
 

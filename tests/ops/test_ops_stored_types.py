@@ -13,6 +13,7 @@ import onnxruntime as ort
 import pytest
 
 import cglow
+from cglow.graph.rules.logic import bit_width
 from cglow.tools import backend
 from tests.util import need_tool
 
@@ -22,10 +23,10 @@ FLOAT8 = {T.FLOAT8E4M3FN: ml_dtypes.float8_e4m3fn, T.FLOAT8E4M3FNUZ: ml_dtypes.f
           T.FLOAT8E5M2: ml_dtypes.float8_e5m2, T.FLOAT8E5M2FNUZ: ml_dtypes.float8_e5m2fnuz}
 
 
-def cast_model(source: int, target: int, n: int, **attrs):
+def cast_model(source: int, target: int, n: int, opset: int = 21, **attrs):
     graph = h.make_graph([h.make_node("Cast", ["x"], ["y"], to=target, **attrs)], "cast",
                          [h.make_tensor_value_info("x", source, [n])], [h.make_tensor_value_info("y", target, [n])])
-    return h.make_model(graph, opset_imports=[h.make_opsetid("", 21)])
+    return h.make_model(graph, opset_imports=[h.make_opsetid("", opset)])
 
 
 def floats() -> np.ndarray:
@@ -84,6 +85,58 @@ def test_every_float8_to_float_is_exact(source):
     want = x.astype(np.float32)
     nan = np.isnan(want)
     assert np.array_equal(got.view(np.uint32)[~nan], want.view(np.uint32)[~nan]) and np.isnan(got[nan]).all()
+
+
+def _reference_cast(model, x: np.ndarray) -> np.ndarray:
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return np.asarray(ReferenceEvaluator(model).run(None, {"x": x})[0])
+
+
+def test_float_to_float4_rounds_as_onnx():
+    """float4 E2M1: ties to even, always saturating to 6 (no infinity), NaN as ml_dtypes gives it (a zero of
+    the other sign): the bits of onnx's reference Cast, saturate either way."""
+    halves = [0.25, 0.25 * 1.0001, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0, 5.999, 7.0, 7.001]
+    x = np.concatenate([floats(), np.arange(-16, 16, 0.125, dtype=np.float32), np.array(halves, np.float32)])
+    for saturate in (0, 1):
+        model = cast_model(T.FLOAT, T.FLOAT4E2M1, x.size, 23, saturate=saturate)
+        got = backend.prepare(model).run([x])[0]
+        assert got.dtype == np.dtype(ml_dtypes.float4_e2m1fn)
+        assert np.array_equal(got.view(np.uint8), _reference_cast(model, x).view(np.uint8))
+
+
+def test_every_float4_to_float_is_exact():
+    x = np.arange(16, dtype=np.uint8).view(ml_dtypes.float4_e2m1fn)
+    got = backend.prepare(cast_model(T.FLOAT4E2M1, T.FLOAT, x.size, 23)).run([x])[0]
+    assert np.array_equal(got.view(np.uint32), x.astype(np.float32).view(np.uint32))
+
+
+@pytest.mark.parametrize("saturate", [0, 1])
+@pytest.mark.parametrize("round_mode", ["up", "down", "nearest"])
+def test_float_to_e8m0_rounds_as_onnx(round_mode, saturate):
+    """float8 E8M0 (a power of two): each round_mode, saturating and not, the bits of onnx's reference Cast over
+    the sweep, float subnormals, the powers of two and the halves between them."""
+    powers = 2.0 ** np.arange(-149, 128, dtype=np.float64)
+    x = np.concatenate([floats(), powers.astype(np.float32), (powers * 1.5).astype(np.float32),
+                        (powers * 1.4999999).astype(np.float32), (powers * 1.5000001).astype(np.float32)])
+    model = cast_model(T.FLOAT, T.FLOAT8E8M0, x.size, 25, saturate=saturate, round_mode=round_mode)
+    got = backend.prepare(model).run([x])[0]
+    assert got.dtype == np.dtype(ml_dtypes.float8_e8m0fnu)
+    assert np.array_equal(got.view(np.uint8), _reference_cast(model, x).view(np.uint8))
+
+
+def test_every_e8m0_to_float_is_exact():
+    x = np.arange(256, dtype=np.uint8).view(ml_dtypes.float8_e8m0fnu)
+    model = cast_model(T.FLOAT8E8M0, T.FLOAT, x.size, 25)
+    got = backend.prepare(model).run([x])[0]
+    want = x.astype(np.float32)
+    assert np.array_equal(got[:255].view(np.uint32), want[:255].view(np.uint32)) and np.isnan(got[255])
+
+
+def test_an_unknown_round_mode_is_refused_by_name():
+    model = cast_model(T.FLOAT, T.FLOAT8E8M0, 4, 25, round_mode="sideways")
+    with pytest.raises(cglow.CglowError, match="round_mode 'sideways' is not one of up, down, nearest"):
+        cglow.compile_model(model)
 
 
 def test_a_float16_network_matches_onnxruntime():
@@ -146,3 +199,30 @@ def test_sub_byte_integers_read_wrap_and_saturate_as_onnx(elem, dtype):
     got = backend.prepare(model).run([x])
     for g, w in zip(got, want):
         assert g.dtype == np.dtype(dtype) and np.array_equal(g.astype(np.int32), np.asarray(w).astype(np.int32))
+
+
+BIT_CASTS = [(T.FLOAT16, T.INT16), (T.INT16, T.BFLOAT16), (T.FLOAT8E5M2, T.UINT8), (T.INT8, T.FLOAT8E4M3FN),
+             (T.FLOAT8E8M0, T.INT8), (T.FLOAT4E2M1, T.INT4), (T.UINT4, T.FLOAT4E2M1), (T.INT2, T.UINT2),
+             (T.DOUBLE, T.UINT64), (T.INT64, T.DOUBLE), (T.FLOAT, T.UINT32)]
+
+
+@pytest.mark.parametrize("source, target", BIT_CASTS, ids=[f"{s}-{t}" for s, t in BIT_CASTS])
+def test_bit_casts_of_stored_types_keep_the_bits(source, target):
+    """BitCast takes a stored type's bits as they are (a 4- or 2-bit type's low bits; float64's as a double's):
+    every bit pattern of the narrow types, a sweep of the wide ones, against onnx's reference."""
+    dtype = np.dtype(h.tensor_dtype_to_np_dtype(source))
+    width = bit_width(dtype)
+    rng = np.random.default_rng(source)
+    pattern = np.arange(1 << width, dtype=np.uint64) if width <= 16 else \
+        rng.integers(0, 1 << 63, 4096, dtype=np.uint64) * 2 + rng.integers(0, 2, 4096, dtype=np.uint64)
+    x = pattern.astype(f"uint{8 * dtype.itemsize}").view(dtype)
+    graph = h.make_graph([h.make_node("BitCast", ["x"], ["y"], to=target)], "bits",
+                         [h.make_tensor_value_info("x", source, [x.size])],
+                         [h.make_tensor_value_info("y", target, [x.size])])
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", 26)])
+    want = _reference_cast(model, x)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = backend.prepare(model).run([x])[0]
+    unsigned = f"uint{8 * want.dtype.itemsize}"
+    assert got.dtype == want.dtype and np.array_equal(got.view(unsigned), want.view(unsigned))

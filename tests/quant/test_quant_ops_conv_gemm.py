@@ -27,6 +27,8 @@ QLINEAR_CONV = {
     "1x1": dict(x_dtype=INT8, w_dtype=INT8, x_shape=(1, 8, 5, 5), m=6, kernel=(1, 1), per_channel=True),
     "int8, auto_pad SAME_UPPER, stride 2, w zero point": dict(x_dtype=INT8, w_dtype=INT8, auto_pad="SAME_UPPER",
                                                               strides=[2, 2], w_zero=3),
+    "uint8, opset 10 (its DequantizeLinear takes no axis)": dict(x_dtype=UINT8, w_dtype=UINT8, opset=10,
+                                                                 pads=[1, 1, 1, 1]),
 }
 
 
@@ -61,6 +63,7 @@ QLINEAR_MATMUL = {
     "uint8, constant B": dict(a_dtype=UINT8, b_dtype=UINT8),
     "uint8, run-time B": dict(a_dtype=UINT8, b_dtype=UINT8, b_const=False, a_shape=(4, 9)),
     "int8, opset 21": dict(a_dtype=INT8, b_dtype=INT8, opset=21),
+    "uint8, opset 10": dict(a_dtype=UINT8, b_dtype=UINT8, opset=10),
 }
 
 
@@ -119,12 +122,15 @@ CONV_INTEGER = {
     "uint8, no zero points": dict(x_dtype=UINT8, w_dtype=UINT8, zeros="", pads=[1, 1, 1, 1]),
     "int8 x, int8 w, no zero points, dilated": dict(x_dtype=INT8, w_dtype=INT8, zeros="", dilations=[2, 1]),
     "uint8 1x1, w zero point only": dict(x_dtype=UINT8, w_dtype=UINT8, zeros="w", kernel=(1, 1)),
+    "uint8, run-time zero points, padded": dict(x_dtype=UINT8, w_dtype=UINT8, zero_inputs=True, pads=[1, 1, 1, 1]),
+    "int8, run-time w and zero points, grouped": dict(x_dtype=INT8, w_dtype=INT8, w_input=True, zero_inputs=True,
+                                                       group=2, pads=[0, 1, 1, 0]),
 }
 
 
 @pytest.mark.parametrize("case", list(CONV_INTEGER))
 def test_conv_integer(case):
-    """int32 results: exact. Zero points: x's, w's, both or none."""
+    """int32 results: exact. Zero points: x's, w's, both or none, constants or graph inputs (random values)."""
     kw = dict(CONV_INTEGER[case])
     rng = np.random.default_rng(5)
     x_dtype, w_dtype = kw.pop("x_dtype"), kw.pop("w_dtype")
@@ -134,25 +140,29 @@ def test_conv_integer(case):
     zeros = kw.pop("zeros", "xw")
     w = ("w", (w_dtype, w_shape)) if kw.pop("w_input", False) else ("w", weights(rng, w_shape, w_dtype))
     ins = [("x", (x_dtype, (1, 4, 7, 6))), w]
-    if zeros:
+    if kw.pop("zero_inputs", False):
+        ins += [("x_zero", (x_dtype, ())), ("w_zero", (w_dtype, ()))]
+    elif zeros:
         ins += [("x_zero", zero_for(x_dtype, -11) if "x" in zeros else None)]
         ins += [("w_zero", w_zero)] if "w" in zeros else []
     model = single_node("ConvInteger", ins, I32, opset=10, kernel_shape=list(kernel), **kw)
     assert_exact(compare(model))
 
 
+@pytest.mark.parametrize("given", ["constant", "input"])
 @pytest.mark.parametrize("x_dtype, w_dtype", [(UINT8, UINT8), (INT8, INT8), (UINT8, INT8)])
-def test_conv_integer_per_channel_weight_zero_points(x_dtype, w_dtype):
+def test_conv_integer_per_channel_weight_zero_points(x_dtype, w_dtype, given):
     """onnxruntime takes only one weight zero point ('Non per-tensor quantization is not supported'): against
-    the NumPy integer reference instead."""
+    the NumPy integer reference instead; the zero points a constant or a graph input."""
     rng = np.random.default_rng(8)
     w = weights(rng, (5, 3, 3, 3), w_dtype)
     w_zero = q(int(zero_for(w_dtype)) + np.arange(5) * 3 - 5, w_dtype)
     model = single_node("ConvInteger", [("x", (x_dtype, (1, 3, 6, 7))), ("w", w), ("x_zero", None),
-                                        ("w_zero", w_zero)], I32, opset=10, kernel_shape=[3, 3], pads=[1, 0, 1, 2])
+                                        ("w_zero", w_zero if given == "constant" else (w_dtype, (5,)))], I32,
+                        opset=10, kernel_shape=[3, 3], pads=[1, 0, 1, 2])
     net = cglow.build(cglow.compile_model(model, name="net"))
     for f in [random_inputs(model, rng), random_inputs(model, rng, extremes=True)]:
-        (got,) = net(f["x"])
+        (got,) = net(f["x"]) if given == "constant" else net(f["x"], w_zero)
         want = conv_acc(f["x"].astype(np.int64), w.astype(np.int64) - w_zero.astype(np.int64).reshape(5, 1, 1, 1),
                         [1, 0, 1, 2], [1, 1], [1, 1], 1)
         assert got.dtype == I32 and np.array_equal(got, want)
@@ -169,6 +179,9 @@ MATMUL_INTEGER = {
                                        b_shape=(2, 9, 5)),
     "uint8, batched a": dict(a_dtype=UINT8, b_dtype=UINT8, a_shape=(2, 2, 9)),
     "int8, no zero points": dict(a_dtype=INT8, b_dtype=INT8, zeros=False),
+    "uint8, run-time zero points": dict(a_dtype=UINT8, b_dtype=UINT8, zero_inputs=True),
+    "int8, run-time b and zero points, batched": dict(a_dtype=INT8, b_dtype=INT8, b_input=True, zero_inputs=True,
+                                                       a_shape=(2, 3, 9), b_shape=(2, 9, 5)),
 }
 
 
@@ -182,7 +195,9 @@ def test_matmul_integer(case):
     b_zero = q(int(zero_for(b_dtype)) + np.arange(5) * 4 - 9, b_dtype) if kw.get("per_column") else \
         zero_for(b_dtype, 6)
     ins = [("a", (a_dtype, a_shape)), b]
-    if kw.get("zeros", True):
+    if kw.get("zero_inputs"):
+        ins += [("a_zero", (a_dtype, ())), ("b_zero", (b_dtype, ()))]
+    elif kw.get("zeros", True):
         ins += [("a_zero", zero_for(a_dtype, -13)), ("b_zero", b_zero)]
     model = single_node("MatMulInteger", ins, I32, opset=10)
     assert_exact(compare(model))

@@ -102,7 +102,7 @@ def bad_concat_no_inputs() -> onnx.ModelProto:
 
 
 def quantize_block_size() -> onnx.ModelProto:
-    ins = [("x", (F32, (2, 4))), ("scale", f32(np.full((2, 2), 0.1))), ("zero", q(np.zeros((2, 2)), INT8))]
+    ins = [("x", (F32, (2, 4))), ("scale", f32(np.full((2, 3), 0.1))), ("zero", q(np.zeros((2, 3)), INT8))]
     return single_node("QuantizeLinear", ins, INT8, opset=21, axis=1, block_size=2)
 
 
@@ -117,15 +117,20 @@ def pool_channels_last() -> onnx.ModelProto:
 
 
 def dequantize_block_size() -> onnx.ModelProto:
-    ins = [("x", (INT8, (2, 4))), ("scale", f32(np.full((2, 2), 0.1))), ("zero", q(np.zeros((2, 2)), INT8))]
+    ins = [("x", (INT8, (2, 4))), ("scale", f32(np.full((2, 3), 0.1))), ("zero", q(np.zeros((2, 3)), INT8))]
     return single_node("DequantizeLinear", ins, F32, opset=21, axis=1, block_size=2)
 
 
+def qlinear_conv_opset10_per_channel() -> onnx.ModelProto:
+    return qlinear_conv(np.random.default_rng(0), INT8, INT8, per_channel=True, opset=10)
+
+
 ERRORS = {
+    "QLinearConv of opset 10 per channel": (qlinear_conv_opset10_per_channel, ("QLinearConv", "opset 13")),
     "QLinearConcat with a bad input count": (bad_concat, ("QLinearConcat", "7 inputs")),
     "QLinearConcat with no inputs to join": (bad_concat_no_inputs, ("QLinearConcat",)),
-    "QuantizeLinear with block_size": (quantize_block_size, ("QuantizeLinear", "block_size")),
-    "DequantizeLinear with block_size": (dequantize_block_size, ("DequantizeLinear", "block_size")),
+    "QuantizeLinear with too many blocks": (quantize_block_size, ("QuantizeLinear", "blocks of 2")),
+    "DequantizeLinear with too many blocks": (dequantize_block_size, ("DequantizeLinear", "blocks of 2")),
     "QLinearSoftmax of opset 12 over axis 1": (softmax_opset12_axis1, ("QLinearSoftmax", "axis")),
     "QLinearGlobalAveragePool channels_last": (pool_channels_last, ("QLinearGlobalAveragePool", "channels_last")),
 }

@@ -92,15 +92,15 @@ def test_problems_of_several_kinds_each_on_a_line(tmp_path, capsys):
     """Unsupported ops, inputs without static shapes and an unsupported element type, all listed."""
     inputs = [helper.make_tensor_value_info("a", TensorProto.FLOAT, [4, "n"]),
               helper.make_tensor_value_info("b", TensorProto.FLOAT, [4, "m"]),
-              helper.make_tensor_value_info("h", TensorProto.FLOAT4E2M1, [4])]
+              helper.make_tensor_value_info("h", TensorProto.FLOAT6E2M3, [4])]
     nodes = [helper.make_node("RandomUniformLike", ["a"], ["d"], name="det"),
              helper.make_node("Abs", ["h"], ["e"], name="abs")]
-    graph = helper.make_graph(nodes, "g", inputs, [helper.make_tensor_value_info("e", TensorProto.FLOAT4E2M1, [4])])
+    graph = helper.make_graph(nodes, "g", inputs, [helper.make_tensor_value_info("e", TensorProto.FLOAT6E2M3, [4])])
     path = save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), tmp_path / "bad.onnx")
     status, out = info_of(capsys, path, "--json")
     info = json.loads(out)
     assert status == 1 and len(info["problems"]) >= 4
-    for part in ("RandomUniformLike ('det')", "pass --shape a=", "pass --shape b=", "float4_e2m1fn ('h')"):
+    for part in ("RandomUniformLike ('det')", "pass --shape a=", "pass --shape b=", "float6_e2m3fn ('h')"):
         assert sum(part in problem for problem in info["problems"]) == 1, part
     assert info["inputs"][0] == {"name": "a", "dtype": "float32", "shape": [4, "n"]}
     status, out = info_of(capsys, path, "--json", "--shape", "a=4,2")

@@ -34,13 +34,18 @@ class QParams:
 
 
 def qparams(site: Site, node: Node) -> QParams | None:
-    """A QuantizeLinear's or DequantizeLinear's parameters when they are constants, else None."""
+    """A QuantizeLinear's or DequantizeLinear's parameters when they are constants, per tensor or per axis, to or
+    from an integer type, else None (blocked or float8 quantization runs as its maps)."""
+    if node.attr("block_size", 0):
+        return None
     scale = site.const(node.inputs[1])
     zero = site.const(node.inputs[2]) if len(node.inputs) > 2 else None
     if scale is None or (len(node.inputs) > 2 and node.inputs[2] and zero is None):
         return None
     quantized = node.inputs[0] if node.op == "DequantizeLinear" else node.outputs[0]
     dtype = site.graph.types[quantized].dtype
+    if dtype.kind not in "iu":
+        return None
     rank = len(site.shape(node.inputs[0]))
     axis = None if scale.size == 1 and scale.ndim <= 1 else node.attr("axis", 1) % rank
     zero = np.zeros(scale.size, np.int64) if zero is None else zero.reshape(-1).astype(np.int64)

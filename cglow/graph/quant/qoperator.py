@@ -4,21 +4,27 @@ the output. One form reaches the graph passes: graph/quant/fold.py turns each su
 and what it does not recognize runs in float between the two, as the QDQ form says."""
 from __future__ import annotations
 
+from functools import lru_cache
+import math
+from typing import Callable
+
 import onnx
 from onnx import helper
 
 from ...errors import CglowError
 from ...names import fresh_name
+from ..inferred import value_shapes
 from ..topology import describe
 
 MICROSOFT = "com.microsoft"
 
 
 class _Rewrite:
-    """The nodes replacing one QOperator node, with fresh value names."""
+    """The nodes replacing one QOperator node, with fresh value names. `shapes`: the model's value shapes where
+    its opset is below 13, whose DequantizeLinear takes no axis (else None)."""
 
-    def __init__(self, proto: onnx.NodeProto, taken: set[str], described: str):
-        self.proto, self.taken, self.described = proto, taken, described
+    def __init__(self, proto: onnx.NodeProto, taken: set[str], described: str, shapes: Callable[[], dict] | None):
+        self.proto, self.taken, self.described, self.shapes = proto, taken, described, shapes
         self.nodes: list[onnx.NodeProto] = []
 
     def arg(self, i: int) -> str:
@@ -34,7 +40,20 @@ class _Rewrite:
 
     def dequantize(self, x: int, scale: int, zero: int, axis: int | None = None) -> str:
         inputs = [self.arg(x), self.arg(scale)] + ([self.arg(zero)] if self.arg(zero) else [])
-        return self.node("DequantizeLinear", inputs, **({} if axis is None else {"axis": axis}))
+        return self.node("DequantizeLinear", inputs, **self.axis(axis, scale))
+
+    def axis(self, axis: int | None, scale: int) -> dict:
+        """A per-axis DequantizeLinear's attributes, its scale input `scale`'s: none below opset 13, where it
+        takes a single scale only."""
+        if axis is None:
+            return {}
+        if self.shapes is None:
+            return {"axis": axis}
+        shape = self.shapes().get(self.arg(scale))
+        if shape is None or math.prod(shape) != 1:
+            raise CglowError(f"{self.described}: per-channel scales ('{self.arg(scale)}') need DequantizeLinear's "
+                             f"axis, which it takes from opset 13; convert the model to opset 13 or later")
+        return {}
 
     def quantize(self, value: str, scale: int, zero: int) -> None:
         inputs = [value, self.arg(scale)] + ([self.arg(zero)] if self.arg(zero) else [])
@@ -49,7 +68,7 @@ def _conv(r: _Rewrite) -> None:
     inputs = [x, w]
     if r.arg(8):  # int32 bias at scale x_scale * w_scale
         scale = r.node("Mul", [r.arg(1), r.arg(4)])
-        inputs.append(r.node("DequantizeLinear", [r.arg(8), scale], axis=0))
+        inputs.append(r.node("DequantizeLinear", [r.arg(8), scale], **r.axis(0, 4)))
     r.quantize(r.node("Conv", inputs, **r.attrs()), 6, 7)
 
 
@@ -68,7 +87,7 @@ def _gemm(r: _Rewrite) -> None:
             alpha = r.node("Constant", [], value=helper.make_tensor("alpha", onnx.TensorProto.FLOAT, [],
                                                                       [attrs["alpha"]]))
             scale = r.node("Mul", [scale, alpha])
-        inputs.append(r.node("DequantizeLinear", [r.arg(6), scale], axis=0))
+        inputs.append(r.node("DequantizeLinear", [r.arg(6), scale], **r.axis(0, 4)))
     if r.arg(7):
         r.quantize(r.node("Gemm", inputs, **attrs), 7, 8)
     else:
@@ -126,7 +145,7 @@ REWRITES = {
 QOPERATORS = tuple(sorted(REWRITES))  # supported, by rewriting (the README's op list names them)
 
 
-def _rewritten(proto: onnx.NodeProto, i: int, taken: set[str]) -> list[onnx.NodeProto] | None:
+def _rewritten(proto: onnx.NodeProto, i: int, taken: set[str], shapes) -> list[onnx.NodeProto] | None:
     spec = REWRITES.get(proto.op_type)
     if spec is None or proto.domain not in ((spec[0],) if spec[0] else ("", "ai.onnx")):
         return None
@@ -135,7 +154,7 @@ def _rewritten(proto: onnx.NodeProto, i: int, taken: set[str]) -> list[onnx.Node
     if not least <= len(proto.input) <= most or len(proto.output) != 1 or not proto.output[0]:
         raise CglowError(f"{described}: {len(proto.input)} inputs and {len(proto.output)} outputs, where "
                          f"{proto.op_type} takes {least} to {most} inputs and one output")
-    r = _Rewrite(proto, taken, described)
+    r = _Rewrite(proto, taken, described, shapes)
     rewrite(r)
     return r.nodes
 
@@ -147,9 +166,11 @@ def expand_qoperators(model: onnx.ModelProto) -> onnx.ModelProto:
         return model
     taken = {n for p in g.node for n in list(p.input) + list(p.output)} | {t.name for t in g.initializer} | \
         {v.name for v in g.input}
+    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 13)
+    shapes = None if opset >= 13 else lru_cache(maxsize=None)(lambda: value_shapes(model))
     nodes = []
     for i, proto in enumerate(g.node):
-        nodes.extend(_rewritten(proto, i, taken) or [proto])
+        nodes.extend(_rewritten(proto, i, taken, shapes) or [proto])
     out = onnx.ModelProto()
     out.CopyFrom(model)
     del out.graph.node[:]

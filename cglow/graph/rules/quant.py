@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import ml_dtypes
 import numpy as np
-from onnx import helper
+from onnx import TensorProto, helper
 
+from ...c_text import SUB_BYTE_INTS
 from ...errors import CglowError
 from ..geometry import axis
 from ..ir import TensorType
@@ -16,20 +18,24 @@ from .nn import conv, matmul_shape
 
 EIGHT_BIT = (np.dtype(np.int8), np.dtype(np.uint8))
 QUANTIZED = EIGHT_BIT + (np.dtype(np.int16), np.dtype(np.uint16), np.dtype(np.int32))
+# the float types quantized to (float8 and float4), stored as their bits (graph/stored_types.py): the quantizing map
+# rounds to them and the dequantizing one reads them
+FLOAT_QUANTIZED = tuple(np.dtype(t) for t in (ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e4m3fnuz, ml_dtypes.float8_e5m2,
+                                                ml_dtypes.float8_e5m2fnuz, ml_dtypes.float4_e2m1fn))
 I32 = np.dtype(np.int32)
 
 
 def quant_axis(args: Args) -> int | None:
-    """The axis of a per-axis scale, None for a per-tensor one; the scale and zero point checked."""
+    """The axis of a per-axis or blocked scale, None for a per-tensor one; the scale and zero point checked."""
     node, shape = args.node, args.shape(0)
-    if node.attr("block_size", 0):
-        raise CglowError(f"{node.describe()}: blocked quantization (block_size) is not supported")
     scale = args.types[1]
     if scale.dtype != F32:
         raise CglowError(f"{node.describe()}: the scale is {scale.dtype.name}; cglow takes float32 scales")
     if args.has(2) and args.types[2].shape != scale.shape and not args.types[2].size == scale.size == 1:
         raise CglowError(f"{node.describe()}: zero point shape {args.shape(2)} differs from the scale's "
                          f"{scale.shape}")
+    if node.attr("block_size", 0):
+        return _block_axis(args)
     if scale.size == 1 and len(scale.shape) <= 1:
         return None
     if len(scale.shape) != 1:
@@ -40,22 +46,44 @@ def quant_axis(args: Args) -> int | None:
     return at
 
 
+def _block_axis(args: Args) -> int:
+    """Blocked quantization's axis: the scale has the input's shape but along it, where each scale stands for
+    block_size elements (the last block may be shorter)."""
+    node, shape, scales = args.node, args.shape(0), args.shape(1)
+    block = node.attr("block_size")
+    at = axis(node, node.attr("axis", 1), len(shape))
+    if block < 1 or len(scales) != len(shape) or any(s != n for d, (s, n) in enumerate(zip(scales, shape)) if d != at) \
+            or scales[at] != -(-shape[at] // block):
+        raise CglowError(f"{node.describe()}: scale of shape {scales} for blocks of {block} along axis {at} of an "
+                         f"input of shape {shape}")
+    return at
+
+
+PRECISIONS = (0, TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.BFLOAT16)  # QuantizeLinear's (0: unset)
+
+
 def quantize(args: Args) -> list[TensorType]:
     quant_axis(args)
+    if args.node.attr("precision", 0) not in PRECISIONS:
+        name = helper.tensor_dtype_to_np_dtype(args.node.attr("precision")).name
+        raise CglowError(f"{args.node.describe()}: a division in {name} precision is not supported (float32, "
+                         f"float16, bfloat16)")
     if args.types[0].dtype != F32:
         raise CglowError(f"{args.node.describe()}: input is {args.types[0].dtype.name}; cglow quantizes float32")
     out = args.types[2].dtype if args.has(2) else np.dtype(np.uint8)
     if args.node.attr("output_dtype", 0):
         out = np.dtype(helper.tensor_dtype_to_np_dtype(args.node.attr("output_dtype")))
-    if out not in QUANTIZED[:4]:
+    if out in SUB_BYTE_INTS:  # quantized in 8 bits, then clipped to its range (graph/stored_types.py)
+        out = np.dtype(np.uint8 if out.name.startswith("u") else np.int8)
+    if out not in QUANTIZED[:4] + FLOAT_QUANTIZED:
         raise CglowError(f"{args.node.describe()}: quantizing to {out.name} is not supported (int8, uint8, int16, "
-                         f"uint16)")
+                         f"uint16, the 4- and 2-bit integers, float8, float4)")
     return [TensorType(out, args.shape(0))]
 
 
 def dequantize(args: Args) -> list[TensorType]:
     quant_axis(args)
-    if args.types[0].dtype not in QUANTIZED:
+    if args.types[0].dtype not in QUANTIZED + FLOAT_QUANTIZED:
         raise CglowError(f"{args.node.describe()}: dequantizing {args.types[0].dtype.name} is not supported")
     return [TensorType(F32, args.shape(0))]
 

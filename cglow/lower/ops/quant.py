@@ -10,16 +10,20 @@ requantize the same way: no float at run time."""
 from __future__ import annotations
 
 import numpy as np
+from onnx import TensorProto
+from onnx.helper import tensor_dtype_to_np_dtype
 
-from ...errors import CglowError
 from ...graph.geometry import window
 from ...graph.ir import Node
 from ...graph.quant.params import narrow
 from ...graph.registry import OpSpec, declare
 from ...graph.rules import quant as rules
+from ...graph.rules.quant import FLOAT_QUANTIZED
 from ...instr.expr import ACC, F32, Expr, Input, call, cast, clamp, gt, inputs, lit, select
 from ...instr.ir import Conv, Epilogue, Gather, Gemm, Map, Pool, Reduce, View
 from ..context import Context
+from . import nibbles
+from .logic import from_float, to_float
 from .nn import CHANNELS_LAST, _window_2d, as_2d
 
 # made by graph passes or the TFLite import only (IntSoftmax and IntSoftmaxTable are lowered in int_softmax.py,
@@ -119,39 +123,42 @@ def _with_bias(bias: np.ndarray, c: _Operands, label: str) -> tuple[Expr, int | 
     return (ACC, c.first + views) if len(c.views) > views else (ACC + term, None)
 
 
-def _int_weights(ctx: Context, name: str, zero: np.ndarray, axis: int) -> tuple[View, np.ndarray | None]:
-    """Weights minus their zero point (per tensor, or along `axis`): a narrow constant, or computed into
-    int16 at run time when the weights are an input. The constant's values are returned too."""
+def _less_zero(ctx: Context, node: Node, i: int, axis: int) -> tuple[View, np.ndarray | None]:
+    """An integer op's input i less its zero point (input i + 2, per tensor or along `axis`; 0 where the node has
+    none): a narrow constant where both are constants, else computed into int16 at run time (the input itself
+    where its zero point is a constant 0). The constant's values are returned too."""
+    name, zero_name = node.inputs[i], node.inputs[i + 2] if len(node.inputs) > i + 2 else ""
+    zero = ctx.const(zero_name) if zero_name else np.zeros(1, np.int64)
     data = ctx.const(name)
-    shape = [1] * len(ctx.shape(name))
-    shape[axis] = -1
-    zero = np.asarray(zero, np.int64).reshape(-1)
-    if data is not None:
-        values = narrow(data.astype(np.int64) - zero.reshape(shape if zero.size > 1 else [1] * data.ndim))
+    if data is not None and zero is not None:
+        shape = [1] * data.ndim
+        shape[axis] = -1
+        zero = zero.astype(np.int64).reshape(shape if zero.size > 1 else [1] * data.ndim)
+        values = narrow(data.astype(np.int64) - zero)
         return ctx.const_view(values, name), values
     view = ctx.view(name)
-    if not np.any(zero):
+    if zero is not None and not np.any(zero):
         return view, None
     out = ctx.temp(view.shape, f"{name} minus zero point", np.int16)
     c = _Operands(ctx, view.shape, axis, first=1)
-    term = c(zero, f"{name} zero points", np.int16)
+    term = c.view(ctx.view(zero_name)) if zero is None else c(zero.reshape(-1), f"{name} zero points", np.int16)
     ctx.emit(Map(out, (view,) + tuple(c.views), cast(np.int16, X - term), f"{name} zero points"))
     return out, None
 
 
-def _conv(ctx: Context, node: Node, x_name: str, w: View, w_values, bias: np.ndarray, x_zero: int,
-          raw: bool) -> None:
+def _conv(ctx: Context, node: Node, x: View, w: View, w_values, bias: np.ndarray, x_zero: int, raw: bool) -> None:
     """out = requant(bias + sum (x - x_zero) * w) (raw: the int32 sum itself)."""
     w_shape = w.shape
-    win = window(node, ctx.shape(x_name)[2:], tuple(node.attr("kernel_shape", w_shape[2:])))
+    win = window(node, x.shape[2:], tuple(node.attr("kernel_shape", w_shape[2:])))
     if x_zero and w_values is not None and not any(win.pads_begin + win.pads_end):
         bias = bias - x_zero * w_values.reshape(w_shape[0], -1).sum(axis=1, dtype=np.int64)
         x_zero = 0
     out = ctx.new(node.outputs[0], CHANNELS_LAST.get(len(w_shape)))
-    x, out, win = as_2d(ctx.view(x_name)), as_2d(out), _window_2d(win)
+    x_dtype = ctx.dtype(node.inputs[0])
+    x, out, win = as_2d(x), as_2d(out), _window_2d(win)
     c = _Operands(ctx, out.shape, 1)
     acc, init = _with_bias(bias, c, f"{node.name} bias")
-    bound = None if raw or w_values is None else np.abs(bias) + _reach(ctx.dtype(x_name), x_zero) * \
+    bound = None if raw or w_values is None else np.abs(bias) + _reach(x_dtype, x_zero) * \
         np.abs(w_values.astype(np.int64)).reshape(w_shape[0], -1).sum(axis=1)
     expr = acc if raw else requantized(node, ctx.dtype(node.outputs[0]), acc, c, bound)
     ctx.emit(Conv(out, x, as_2d(w), win, node.attr("group", 1), Epilogue(expr, tuple(c.views), init), node.name,
@@ -160,24 +167,25 @@ def _conv(ctx: Context, node: Node, x_name: str, w: View, w_values, bias: np.nda
 
 def _int_conv(ctx: Context, node: Node) -> None:
     w = ctx.const(node.inputs[1])
-    _conv(ctx, node, node.inputs[0], ctx.view(node.inputs[1]), w, ctx.const(node.inputs[2]).astype(np.int64),
-          node.attr("x_zero"), raw=False)
+    _conv(ctx, node, ctx.view(node.inputs[0]), ctx.view(node.inputs[1]), w,
+          ctx.const(node.inputs[2]).astype(np.int64), node.attr("x_zero"), raw=False)
 
 
-def _zero(ctx: Context, node: Node, i: int) -> np.ndarray:
-    """An integer op's zero point `i` (default 0), which cglow takes as a constant."""
+def _zero(ctx: Context, node: Node, i: int) -> int | None:
+    """An integer op's scalar zero point `i`: 0 where the node has none, None where it is given at run time."""
     if len(node.inputs) <= i or not node.inputs[i]:
-        return np.zeros(1, np.int64)
+        return 0
     data = ctx.const(node.inputs[i])
-    if data is None:
-        raise CglowError(f"{node.describe()}: the zero point '{node.inputs[i]}' must be a constant")
-    return data.astype(np.int64).reshape(-1)
+    return None if data is None else int(data.reshape(-1)[0])
 
 
 def _conv_integer(ctx: Context, node: Node) -> None:
-    w, values = _int_weights(ctx, node.inputs[1], _zero(ctx, node, 3), 0)
-    _conv(ctx, node, node.inputs[0], w, values, np.zeros(ctx.shape(node.inputs[1])[0], np.int64),
-          int(_zero(ctx, node, 2)[0]), raw=True)
+    """The input's zero point is the kernel's (it subtracts it as it loads, padding reading as 0) where it is a
+    constant, else subtracted first, as the weights' is where either is given at run time."""
+    w, values = _less_zero(ctx, node, 1, 0)
+    x_zero = _zero(ctx, node, 2)
+    x = ctx.view(node.inputs[0]) if x_zero is not None else _less_zero(ctx, node, 0, 0)[0]
+    _conv(ctx, node, x, w, values, np.zeros(ctx.shape(node.inputs[1])[0], np.int64), x_zero or 0, raw=True)
 
 
 def _gemm(ctx: Context, node: Node, a: View, b: View, b_values, bias: np.ndarray, zeros: tuple[int, int],
@@ -214,10 +222,12 @@ def _int_gemm(ctx: Context, node: Node) -> None:
 
 
 def _matmul_integer(ctx: Context, node: Node) -> None:
-    b, values = _int_weights(ctx, node.inputs[1], _zero(ctx, node, 3), len(ctx.shape(node.inputs[1])) - 1)
+    """A's zero point is the product's where it is a constant, else subtracted first, as B's is."""
+    b, values = _less_zero(ctx, node, 1, len(ctx.shape(node.inputs[1])) - 1)
     n = ctx.shape(node.inputs[1])[-1]
-    _gemm(ctx, node, ctx.view(node.inputs[0]), b, values, np.zeros(n, np.int64), (int(_zero(ctx, node, 2)[0]), 0),
-          raw=True, a_dtype=ctx.dtype(node.inputs[0]))
+    a_zero = _zero(ctx, node, 2)
+    a = ctx.view(node.inputs[0]) if a_zero is not None else _less_zero(ctx, node, 0, 0)[0]
+    _gemm(ctx, node, a, b, values, np.zeros(n, np.int64), (a_zero or 0, 0), raw=True, a_dtype=ctx.dtype(node.inputs[0]))
 
 
 def _binary(ctx: Context, node: Node) -> None:
@@ -317,35 +327,122 @@ def _bilinear(ctx: Context, node: Node) -> None:
                  node.name))
 
 
-def _per_axis(ctx: Context, node: Node) -> tuple[tuple[View, ...], Expr, Expr]:
-    """A QuantizeLinear's or DequantizeLinear's scale and zero point as expression operands ({1} on):
-    literals or views of constants, or views of run-time inputs, along the quantization axis."""
-    shape = ctx.shape(node.inputs[0])
+Piece = tuple[View, View, tuple[View, ...], Expr, "Expr | None"]
+
+
+def _pieces(ctx: Context, node: Node, quantized: np.dtype, x: View) -> list[Piece]:
+    """A QuantizeLinear's or DequantizeLinear's input view x and output view, and its scale's and zero point's
+    operands ({1} on) over them: literals, or views of constants or of run-time inputs, per tensor, along an axis,
+    or in blocks along it (rules/quant.py). The zero point is a float for the float types quantized to (their bits
+    converted), None where the node has none. One piece, or for blocks, one for the whole blocks (that axis
+    split in two, the parameters' stride 0 along the block) and one for a last shorter block."""
+    out = ctx.new_like(node.outputs[0], [x])
+    if not node.attr("block_size", 0):
+        views, scale, zero = _per_axis(ctx, node, x.shape, quantized)
+        return [(x, out, views, scale, zero)]
+    at = node.attr("axis", 1) % len(x.shape)
+    block = node.attr("block_size")
+    whole, rest = divmod(x.shape[at], block)
+    params = [ctx.view(name) for name in node.inputs[1:3] if name]
+    pieces = []
+    if whole:
+        split = [_blocks(v.slice(at, 0, whole * block), at, block) for v in (x, out)]
+        views = tuple(_along_blocks(p.slice(at, 0, whole), at, block) for p in params)
+        pieces.append((*split, views, *_terms(node, quantized, len(views))))
+    if rest:
+        views = tuple(p.slice(at, whole, 1).broadcast_to(x.slice(at, whole * block, rest).shape) for p in params)
+        pieces.append((x.slice(at, whole * block, rest), out.slice(at, whole * block, rest), views,
+                       *_terms(node, quantized, len(views))))
+    return pieces
+
+
+def _blocks(view: View, at: int, block: int) -> View:
+    """The view with dim `at` split into (its length / block, block)."""
+    return View(view.buf, view.offset, view.shape[:at] + (view.shape[at] // block, block) + view.shape[at + 1:],
+                view.strides[:at] + (block * view.strides[at], view.strides[at]) + view.strides[at + 1:])
+
+
+def _along_blocks(view: View, at: int, block: int) -> View:
+    """A parameter's view with a dim of `block` after `at` over which it stays (stride 0)."""
+    return View(view.buf, view.offset, view.shape[:at + 1] + (block,) + view.shape[at + 1:],
+                view.strides[:at + 1] + (0,) + view.strides[at + 1:])
+
+
+def _terms(node: Node, quantized: np.dtype, count: int) -> tuple[Expr, Expr | None]:
+    """The scale and the zero point as inputs {1} and {2} of a map (none: an integer type's 0, a float type's
+    None)."""
+    if count < 2:
+        return Input(1), None if quantized in FLOAT_QUANTIZED else lit(0, I32)
+    return Input(1), to_float(quantized, Input(2)) if quantized in FLOAT_QUANTIZED else Input(2)
+
+
+def _per_axis(ctx: Context, node: Node, shape: tuple[int, ...], quantized: np.dtype) -> tuple[tuple[View, ...], Expr,
+                                                                                              Expr | None]:
+    """The scale and zero point as expression operands ({1} on), per tensor or along the quantization axis:
+    literals or views of constants, or views of run-time inputs. An integer type's zero point is 0 where the node
+    has none, a float type's None; a float type's constant zero point is converted now."""
     axis = 0 if ctx.graph.types[node.inputs[1]].size == 1 else node.attr("axis", 1) % len(shape)
     c = _Operands(ctx, shape, axis, first=1)
-    terms = []
-    for i, label, dtype in ((1, "scales", np.float32), (2, "zero points", I32)):
-        name = node.inputs[i] if len(node.inputs) > i else ""
-        data = ctx.const(name) if name else np.zeros(1, I32)
-        terms.append(c.view(ctx.view(name)) if data is None else c(data, f"{node.name} {label}", dtype))
+    scale = ctx.const(node.inputs[1])
+    terms = [c.view(ctx.view(node.inputs[1])) if scale is None else c(scale, f"{node.name} scales", np.float32)]
+    name = node.inputs[2] if len(node.inputs) > 2 else ""
+    zero = ctx.const(name) if name else None
+    if quantized in FLOAT_QUANTIZED:
+        terms.append(None if not name else to_float(quantized, c.view(ctx.view(name))) if zero is None else
+                     c(zero.astype(np.float32), f"{node.name} zero points", np.float32))
+    else:
+        terms.append(c.view(ctx.view(name)) if name and zero is None else
+                     c(np.zeros(1, I32) if zero is None else zero, f"{node.name} zero points", I32))
     return tuple(c.views), terms[0], terms[1]
 
 
 def _quantize(ctx: Context, node: Node) -> None:
     """saturate(round half to even(x / scale) + zero point); TFLite's QUANTIZE (rounding "tflite") rounds
-    halves away from zero."""
-    views, scale, zero = _per_axis(ctx, node)
-    info = np.iinfo(ctx.dtype(node.outputs[0]))
-    x = ctx.view(node.inputs[0])
-    helper = "cglow_quantize_tfl" if node.attr("rounding") == "tflite" else "cglow_quantize"
-    quantized = call(helper, X / scale, zero, int(info.min), int(info.max))
-    ctx.emit(Map(ctx.new_like(node.outputs[0], [x]), (x,) + views, cast(ctx.dtype(node.outputs[0]), quantized), node.name))
+    halves away from zero. To a float type: x / scale plus the zero point (where the node has one) rounded to
+    it as Cast rounds, saturating as `saturate` says (float4 always saturates)."""
+    out = ctx.dtype(node.outputs[0])
+    for x, y, views, scale, zero in _pieces(ctx, node, out, ctx.view(node.inputs[0])):
+        quotient = _quotient(node, scale)
+        if out in FLOAT_QUANTIZED:
+            expr = from_float(out, quotient if zero is None else quotient + zero, node.attr("saturate", 1))
+        else:
+            info = np.iinfo(out)
+            helper = "cglow_quantize_tfl" if node.attr("rounding") == "tflite" else "cglow_quantize"
+            expr = cast(out, call(helper, quotient, zero, int(info.min), int(info.max)))
+        ctx.emit(Map(y, (x,) + views, expr, node.name))
+
+
+def _quotient(node: Node, scale: Expr) -> Expr:
+    """x / scale in the precision the node's `precision` names: float32, or float16 or bfloat16, where x, the
+    scale and their float32 quotient are each rounded to it (that quotient of two of its values, rounded, is their
+    correctly rounded quotient: 24 bits are at least twice its precision plus 2)."""
+    if node.attr("precision", 0) in (0, TensorProto.FLOAT):
+        return X / scale
+    narrow_type = np.dtype(tensor_dtype_to_np_dtype(node.attr("precision")))
+
+    def rounded(value: Expr) -> Expr:
+        return to_float(narrow_type, from_float(narrow_type, value, 1))
+    return rounded(rounded(X) / rounded(scale))
 
 
 def _dequantize(ctx: Context, node: Node) -> None:
-    views, scale, zero = _per_axis(ctx, node)
-    x = ctx.view(node.inputs[0])
-    ctx.emit(Map(ctx.new_like(node.outputs[0], [x]), (x,) + views, cast(F32, X - zero) * scale, node.name))
+    """(x - zero point) * scale; a float type's x and zero point converted to float. Constant 4-bit values (int4
+    or uint4 weights, widened to 8 bits on import) are stored two per byte and unpacked by the maps (nibbles.py),
+    where every piece of the map keeps pairs whole: the last dim even, blocks along it of an even size."""
+    source, data = ctx.dtype(node.inputs[0]), ctx.const(node.inputs[0])
+    block, rank = node.attr("block_size", 0), len(ctx.shape(node.inputs[0]))
+    packed = nibbles.packable(data) and not (block % 2 and node.attr("axis", 1) % rank == rank - 1)
+    x = View.of(ctx.const_view(nibbles.pack(data), f"{node.inputs[0]} two per byte").buf, data.shape) if packed \
+        else ctx.view(node.inputs[0])
+    for x, y, views, scale, zero in _pieces(ctx, node, source, x):
+        if source in FLOAT_QUANTIZED:
+            value = to_float(source) if zero is None else to_float(source) - zero
+        else:
+            value = cast(F32, X - zero)
+        maps = nibbles.unpacked_maps(x, y, views, value * scale, source == np.int8, node.name) if packed else \
+            [Map(y, (x,) + views, value * scale, node.name)]
+        for m in maps:
+            ctx.emit(m)
 
 
 declare({

@@ -1,0 +1,51 @@
+"""4-bit integer constants packed two per byte in flash, unpacked by the map that reads them (a DequantizeLinear of
+int4 or uint4 weights, which graph/stored_types.py widens to 8 bits): each pair of elements along the last dim
+in one byte, the first in its low nibble as ONNX packs int4. The map becomes two maps over the same bytes, one
+writing the even elements from the low nibbles, one the odd elements from the high nibbles; every other view
+takes every other element of its last dim (a stride twice its own)."""
+from __future__ import annotations
+
+import numpy as np
+
+from ...instr.expr import Expr, Input, binary, substitute
+from ...instr.ir import Map, View
+
+X = Input(0)
+
+
+def packable(data: np.ndarray | None) -> bool:
+    """Whether a constant is 8-bit integers that fit 4 bits (int8 in [-8, 7], uint8 in [0, 15]) in pairs along its
+    last dim."""
+    if data is None or data.dtype not in (np.int8, np.uint8) or not data.ndim or data.shape[-1] % 2:
+        return False
+    low, high = (-8, 7) if data.dtype == np.int8 else (0, 15)
+    return bool(data.size) and int(data.min()) >= low and int(data.max()) <= high
+
+
+def pack(data: np.ndarray) -> np.ndarray:
+    """The pairs along the last dim, two per byte (uint8), the first element in the low nibble."""
+    nibbles = data.astype(np.uint8) & 15
+    return nibbles[..., 0::2] | (nibbles[..., 1::2] << 4)
+
+
+def unpacked_maps(x: View, out: View, ins: tuple[View, ...], expr: Expr, signed: bool, name: str) -> list[Map]:
+    """The maps computing `expr` of each 4-bit value (its Input(0)) into out: x is a view of the packed buffer with
+    the unpacked elements' geometry (an even offset and last dim, the last dim's stride 1, the others even),
+    `ins` the map's other inputs."""
+    assert x.offset % 2 == 0 and x.shape[-1] % 2 == 0 and x.strides[-1] == 1 and \
+        all(s % 2 == 0 for s in x.strides[:-1]), x
+    packed = View(x.buf, x.offset // 2, x.shape[:-1] + (x.shape[-1] // 2,),
+                  tuple(s // 2 for s in x.strides[:-1]) + (1,))
+    maps = []
+    for first, nibble in ((0, binary("&", X, 15)), (1, binary(">>", X, 4))):
+        value = binary("-", binary("^", nibble, 8), 8) if signed else nibble
+        maps.append(Map(_every_other(out, first), (packed,) + tuple(_every_other(v, first) for v in ins),
+                        substitute(expr, [value]), name))
+    return maps
+
+
+def _every_other(view: View, first: int) -> View:
+    """The view's elements `first`, first + 2... along its last dim."""
+    stride = view.strides[-1]
+    return View(view.buf, view.offset + first * stride, view.shape[:-1] + (view.shape[-1] // 2,),
+                view.strides[:-1] + (2 * stride,))
