@@ -3,7 +3,8 @@
 cglow's C is static. Inputs that only say *how* to compute (Reshape's shape, Slice's starts, Pad's
 pads, Resize's scales, Reduce axes, TopK's k...) are folded into the model as constants at the first
 `run`; the model is compiled again if their values change. Data inputs stay inputs of the C function,
-and their shapes are pinned to the arrays given.
+and their shapes are pinned to the arrays given; they and the outputs keep the model's element types (a quantized
+model's float inputs are not made 8-bit: `--float-io`).
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from ..compiler import compile_model
 from ..graph import decompose, functions, unroll
 from ..graph.evaluate_node import outer_names
 from ..graph.registry import OPS
+from ..options import Options
 from .host import HostModel, build
 
 UPGRADED = {"Upsample": (1,)}  # shape inputs of ops the import upgrades into others (Upsample's scales: Resize's)
@@ -110,7 +112,8 @@ class CglowRep(BackendRep):
             tuple((n, a.shape) for n, a in data.items())
         if key not in self.hosts:
             model = specialize(self.model, folded) if folded else self.model
-            compiled = compile_model(model, self.name, shapes={n: a.shape for n, a in data.items()})
+            compiled = compile_model(model, self.name, shapes={n: a.shape for n, a in data.items()},
+                                     options=Options(float_io=True))  # the model's own input and output types
             self.hosts[key] = build(compiled)
         return self.hosts[key]
 

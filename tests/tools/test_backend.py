@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import numpy as np
-from onnx import TensorProto, helper
+from onnx import TensorProto, helper, numpy_helper
 
 from cglow.tools import backend
 
@@ -35,3 +35,17 @@ def test_inputs_reaching_a_shape_through_other_nodes_are_pinned():
     r, y = backend.prepare(model).run([np.array(4, np.int64), x])
     np.testing.assert_array_equal(r, np.arange(1, 5))
     np.testing.assert_array_equal(y, x)
+
+
+def test_a_quantized_models_float_input_stays_float():
+    """The backend keeps the model's element types: the float input of a QDQ model, which `cglow emit` makes 8-bit
+    by default, is taken as float (and quantized in net_run), not its values cast to uint8."""
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"]),
+             helper.make_node("DequantizeLinear", ["q", "s", "z"], ["d"]), helper.make_node("Relu", ["d"], ["y"])]
+    graph = helper.make_graph(nodes, "qdq", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])],
+                              [numpy_helper.from_array(np.array(0.1, np.float32), "s"),
+                               numpy_helper.from_array(np.array(3, np.uint8), "z")])
+    x = np.array([-0.5, 0.26, 1.3, 7.0], np.float32)
+    (y,) = backend.prepare(checked_model(graph, 19)).run([x])
+    np.testing.assert_allclose(y, [0.0, 0.3, 1.3, 7.0], rtol=1e-6)
