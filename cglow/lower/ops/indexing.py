@@ -55,19 +55,26 @@ def _gather_elements(ctx: Context, node: Node) -> None:
                     data.shape[at], data.strides[at], node.name))
 
 
-def _gather_nd(ctx: Context, node: Node) -> None:
-    """A map turns each index tuple into a position over the gathered dims taken as one flat axis (negative
-    components counted from their dim); one gather reads the data at those positions."""
-    shape, index_shape = ctx.shape(node.inputs[0]), ctx.shape(node.inputs[1])
-    batch, depth = node.attr("batch_dims", 0), index_shape[-1]
-    picked, rest = shape[batch:batch + depth], shape[batch + depth:]
-    index = ctx.view(node.inputs[1])
+def flat_positions(ctx: Context, node: Node, picked: tuple[int, ...]) -> View:
+    """A map of the node's index tuples (its input 1, the tuples along its last dim) to positions over the dims
+    `picked` taken as one flat axis, negative components counted from their dim: GatherND's and ScatterND's."""
+    index, index_shape = ctx.view(node.inputs[1]), ctx.shape(node.inputs[1])
     components = tuple(View(index.buf, index.offset + t * index.strides[-1], index_shape[:-1], index.strides[:-1])
-                       for t in range(depth))
+                       for t in range(index_shape[-1]))
     terms = [select(lt(Input(t), 0), Input(t) + d, Input(t)) * m
              for t, (d, m) in enumerate(zip(picked, contiguous_strides(picked)))]
     positions = ctx.temp(index_shape[:-1], f"{node.name} positions", np.int64)
     ctx.emit(Map(positions, components, sum(terms[1:], start=terms[0]) if terms else lift(0), node.name))
+    return positions
+
+
+def _gather_nd(ctx: Context, node: Node) -> None:
+    """Each index tuple as a position over the gathered dims taken as one flat axis (flat_positions); one gather
+    reads the data at those positions."""
+    shape, index_shape = ctx.shape(node.inputs[0]), ctx.shape(node.inputs[1])
+    batch, depth = node.attr("batch_dims", 0), index_shape[-1]
+    picked, rest = shape[batch:batch + depth], shape[batch + depth:]
+    positions = flat_positions(ctx, node, picked)
     data = ctx.reshaped(node.inputs[0], shape[:batch] + (int(np.prod(picked, dtype=np.int64)),) + rest)
     out_shape = ctx.shape(node.outputs[0])
     inner = (0,) * (len(index_shape) - 1 - batch)

@@ -10,9 +10,10 @@ from ...graph.geometry import axis
 from ...graph.ir import Node
 from ...graph.registry import OpSpec, declare
 from ...graph.rules import scatter as rules
-from ...instr.expr import Input, binary, cast, lift, lt, select
+from ...instr.expr import Input, binary, cast, lift
 from ...instr.ir import Map, Scatter, Value, View, contiguous_strides
 from ..context import Context
+from .indexing import flat_positions
 
 
 def _zeros(ctx: Context, out: View, name: str) -> View:
@@ -30,19 +31,12 @@ def _scatter_elements(ctx: Context, node: Node) -> None:
 
 
 def _scatter_nd(ctx: Context, node: Node) -> None:
-    """A map turns each index tuple into a position over the indexed dims taken as one flat axis (negative
-    components counted from their dim); each update slice goes to its position along that axis."""
+    """Each index tuple as a position over the indexed dims taken as one flat axis (indexing.flat_positions); each
+    update slice goes to its position along that axis."""
     shape, index_shape = ctx.shape(node.inputs[0]), ctx.shape(node.inputs[1])
-    depth = index_shape[-1]
-    picked, rest = shape[:depth], shape[depth:]
+    picked, rest = shape[:index_shape[-1]], shape[index_shape[-1]:]
     flat = (int(np.prod(picked, dtype=np.int64)),) + rest
-    index = ctx.view(node.inputs[1])
-    components = tuple(View(index.buf, index.offset + t * index.strides[-1], index_shape[:-1], index.strides[:-1])
-                       for t in range(depth))
-    terms = [select(lt(Input(t), 0), Input(t) + d, Input(t)) * m
-             for t, (d, m) in enumerate(zip(picked, contiguous_strides(picked)))]
-    positions = ctx.temp(index_shape[:-1], f"{node.name} positions", np.int64)
-    ctx.emit(Map(positions, components, sum(terms[1:], start=terms[0]) if terms else lift(0), node.name))
+    positions = flat_positions(ctx, node, picked)
     updates = ctx.view(node.inputs[2])
     out = ctx.new(node.outputs[0])
     spread = View(positions.buf, 0, updates.shape, positions.strides + (0,) * len(rest))
