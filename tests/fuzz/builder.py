@@ -15,11 +15,13 @@ MAX_ELEMENTS = 4096  # per value: graphs stay small, so that many fit in a CI ru
 @dataclass(frozen=True)
 class Value:
     """A value of the graph. An `exact` one is computed without rounding from the graph inputs, so that a
-    discontinuous op (Floor, ArgMax, a comparison) may read it: cglow and onnxruntime see the same numbers."""
+    discontinuous op (Floor, ArgMax, a comparison) may read it: cglow and onnxruntime see the same numbers. A `final`
+    one (of a length known at run time only: NonZero's...) is a graph output, and no node reads it."""
     name: str
     shape: tuple[int, ...]
     elem: int = T.FLOAT
     exact: bool = False
+    final: bool = False
 
     @property
     def rank(self) -> int:
@@ -63,7 +65,7 @@ class Builder:
         attributes from the dims), recent ones likelier (chains), older ones too (branches and skip
         connections)."""
         found = [v for v in self.values if v.elem == T.FLOAT and accept(v) and (v.exact or not exact) and
-                 (empty or 0 not in v.shape)]
+                 (empty or 0 not in v.shape) and not v.final]
         if not found:
             raise Rejected("no value fits")
         weights = np.arange(1, len(found) + 1, dtype=float) ** 2
@@ -101,9 +103,10 @@ class Builder:
     def weights(self, *shape: int, scale: float = 1.0) -> str:
         return self.const((self.rng.standard_normal(shape) * scale).astype(np.float32))
 
-    def node(self, op: str, inputs: list[str], outputs: int = 1, exact: bool = False, **attrs) -> list[Value]:
-        """Add the node if ONNX shape inference accepts it and gives every output a small static shape, and
-        return its outputs; else raise Rejected."""
+    def node(self, op: str, inputs: list[str], outputs: int = 1, exact: bool = False, final: bool = False,
+             **attrs) -> list[Value]:
+        """Add the node if ONNX shape inference accepts it and gives every output a small static shape (a `final`
+        output: its rank), and return its outputs; else raise Rejected."""
         names = [self.name(op.lower()) for _ in range(outputs)]
         self.nodes.append(helper.make_node(op, inputs, names, name=self.name(op), **attrs))
         try:
@@ -114,11 +117,13 @@ class Builder:
         values = []
         for name in names:
             tt = found.get(name)
-            if tt is None or not tt.HasField("shape") or not all(d.HasField("dim_value") for d in tt.shape.dim):
+            if tt is None or not tt.HasField("shape") or \
+                    not (final or all(d.HasField("dim_value") for d in tt.shape.dim)):
                 raise Rejected(f"{op}: no static shape")
-            values.append(Value(name, tuple(d.dim_value for d in tt.shape.dim), tt.elem_type, exact))
-        if any(min(v.shape, default=1) < 0 or np.prod(v.shape) > MAX_ELEMENTS or np.prod(v.shape) == 0 and
-               self.chance(0.5) for v in values):
+            values.append(Value(name, tuple(d.dim_value if d.HasField("dim_value") else 0 for d in tt.shape.dim),
+                                tt.elem_type, exact, final))  # a final value's run-time length: 0 here
+        if any(not v.final and (min(v.shape, default=1) < 0 or np.prod(v.shape) > MAX_ELEMENTS or
+                                np.prod(v.shape) == 0 and self.chance(0.5)) for v in values):
             raise Rejected(f"{op}: a negative dim (ONNX shape inference errs), too large, or empty (kept now and then)")
         self.values += values
         return values

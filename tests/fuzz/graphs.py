@@ -33,7 +33,9 @@ def random_graph(seed: int, index: int, attempt: int = 0) -> tuple[onnx.ModelPro
     if steps == 0:
         b.node("Relu", [b.inputs[0].name])
     consumed = {name for node in b.nodes for name in node.input}
-    # the outputs: the last value, and some values nothing reads (branches); an index computed inexactly is noise
-    results = [v for v in b.values if v not in b.inputs and (v.elem == T.FLOAT or v.exact)]
-    outputs = [v for v in results[:-1] if v.name not in consumed and b.chance(0.5)][:2] + results[-1:]
+    # the outputs: the last value, some values nothing reads (branches), the final ones; an index computed
+    # inexactly is noise
+    results = [v for v in b.values if v not in b.inputs and (v.elem == T.FLOAT or v.exact) and not v.final]
+    outputs = [v for v in results[:-1] if v.name not in consumed and b.chance(0.5)][:2] + results[-1:] + \
+        [v for v in b.values if v.final]  # of a length known at run time only: always outputs, read by no node
     return b.model(outputs), b.feeds()

@@ -159,6 +159,25 @@ def scatter(b: Builder) -> None:
     b.node("ScatterND", [x.name, b.const(ints(indices)), b.weights(count, *x.shape[k:])], reduction=reduction)
 
 
+def selection(b: Builder) -> None:
+    """An output of a length known at run time only (the Compact kernel): NonZero of a comparison, Compress by a
+    run-time condition along an axis or flattened, or Unique of values rounded so that some repeat."""
+    x = b.pick(lambda v: v.rank >= 1, exact=True)
+    op = b.choice(["NonZero", "Compress", "Unique"])
+    (positive,) = b.node("Greater", [x.name, b.const(np.float32(b.uniform(-0.5, 0.5)))])
+    if op == "NonZero":
+        b.node("NonZero", [positive.name], exact=True, final=True)
+    elif op == "Compress":
+        axis = b.int(0, x.rank - 1) if b.chance(0.7) else None
+        length = x.shape[axis] if axis is not None else int(np.prod(x.shape))
+        (flat,) = b.node("Reshape", [positive.name, b.const(ints([-1]))])
+        (cond,) = b.node("Slice", [flat.name, b.const(ints([0])), b.const(ints([min(length, flat.shape[0])]))])
+        b.node("Compress", [x.name, cond.name], exact=True, final=True, **({} if axis is None else {"axis": axis}))
+    else:
+        (rounded,) = b.node("Floor", [x.name], exact=True)
+        b.node("Unique", [rounded.name], outputs=4, exact=True, final=True, sorted=b.int(0, 1))
+
+
 def folded_at_import(b: Builder) -> None:
     """The exporters' patterns that the importer folds: Shape, Slice and Concat making a Reshape's target
     shape; a Range or a ConstantOfShape added to a value."""
@@ -233,5 +252,5 @@ def einsum(b: Builder) -> None:
 
 
 GENERATORS = [(transpose, 3), (reshape, 4), (concat, 3), (split, 2), (slice_, 3), (pad, 2), (tile_expand, 2),
-              (gather, 2), (gather_indices_input, 1), (scatter, 1), (folded_at_import, 1), (depth_space, 1), (resize, 2),
-              (grid_sample, 1), (trilu, 1), (einsum, 1)]
+              (gather, 2), (gather_indices_input, 1), (scatter, 1), (selection, 1), (folded_at_import, 1),
+              (depth_space, 1), (resize, 2), (grid_sample, 1), (trilu, 1), (einsum, 1)]
