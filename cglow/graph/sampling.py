@@ -119,7 +119,9 @@ def _grid_sample(b: Builder, shapes: dict, consts: dict) -> None:
     """Y[n, c, o...] = X[n, c] sampled at grid[n, o...] (x, y[, z] in [-1, 1] across the width, height[, depth]):
     each coordinate unnormalized (align_corners: -1 and 1 are the outer pixels' centres, else their outer
     edges), rounded half to even (nearest), clamped (border) or reflected (reflection) where it lies beyond the
-    borders, then its neighbours read and weighted per axis."""
+    borders, then its neighbours read and weighted per axis. Cubic border padding clamps each neighbour, not the
+    coordinate: onnxruntime's and PyTorch's way (no conformance case has it; onnx's reference clamps the coordinate
+    first, 0.3 of the input's scale away from them near the borders)."""
     node, attrs = b.node, attrs_of(b.node)
     x_shape, grid_shape = shapes.get(node.input[0]), shapes.get(node.input[1])
     if x_shape is None or grid_shape is None:
@@ -144,7 +146,7 @@ def _grid_sample(b: Builder, shapes: dict, consts: dict) -> None:
             b.add("Sub", [b.add("Mul", [shifted, _f(b, float(size))]), _f(b, 0.5)])
         x = b.add("Round", [x]) if mode == "nearest" else x
         lo, hi = (0.0, size - 1.0) if align else (-0.5, size - 0.5)
-        if padding == "border":
+        if padding == "border" and mode != "cubic":  # cubic clamps each neighbour instead (_read), as PyTorch does
             beyond = b.add("Or", [b.add("Less", [x, _f(b, lo)]), b.add("Greater", [x, _f(b, hi)])])
             x = b.add("Where", [beyond, b.add("Clip", [x, _f(b, 0.0), _f(b, size - 1.0)]), x])
         elif padding == "reflection":
