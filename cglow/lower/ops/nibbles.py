@@ -2,13 +2,19 @@
 int4 or uint4 weights, which graph/stored_types.py widens to 8 bits): each pair of elements along the last dim
 in one byte, the first in its low nibble as ONNX packs int4. The map becomes two maps over the same bytes, one
 writing the even elements from the low nibbles, one the odd elements from the high nibbles; every other view
-takes every other element of its last dim (a stride twice its own)."""
+takes every other element of its last dim (a stride twice its own).
+
+The integer kernels' weights that fit 4 bits (an int4 or uint4 DequantizeLinear's weights less their zero points,
+folded into IntConv or IntGemm) are stored so too, in the order the kernel reads them, and unpacked into the arena
+just before the kernel (unpacked_copy): flash for half their bytes, against RAM for the largest such layer's
+weights, live during its kernel only, and one pass over them a run."""
 from __future__ import annotations
 
 import numpy as np
 
 from ...instr.expr import Expr, Input, binary, substitute
 from ...instr.ir import Map, View
+from ..context import Context
 
 X = Input(0)
 
@@ -20,6 +26,26 @@ def packable(data: np.ndarray | None) -> bool:
         return False
     low, high = (-8, 7) if data.dtype == np.int8 else (0, 15)
     return bool(data.size) and int(data.min()) >= low and int(data.max()) <= high
+
+
+def fits_signed(data: np.ndarray | None) -> bool:
+    """Whether an integer kernel's constant weights (int8, their zero point subtracted) fit 4 bits, [-8, 7]."""
+    return data is not None and data.dtype == np.int8 and bool(data.size) and \
+        int(data.min()) >= -8 and int(data.max()) <= 7
+
+
+def unpacked_copy(ctx: Context, data: np.ndarray, order: tuple[int, ...], label: str) -> View:
+    """int8 weights in [-8, 7] (fits_signed), their dims in memory in `order` (outermost first), stored two per
+    byte (an odd count's last nibble 0) and unpacked into an int8 arena buffer, which the returned view, of
+    data's shape, reads."""
+    flat = np.ascontiguousarray(data.transpose(order)).reshape(-1)
+    flat = np.append(flat, np.int8(0)) if flat.size % 2 else flat
+    packed = ctx.const_view(pack(flat), f"{label} two per byte")
+    out = ctx.temp(flat.shape, f"{label} unpacked", np.int8)
+    for m in unpacked_maps(View.of(packed.buf, flat.shape), out, (), X, True,
+                           f"{label} unpacked"):
+        ctx.emit(m)
+    return View.laid_out(out.buf, data.shape, order)
 
 
 def pack(data: np.ndarray) -> np.ndarray:
