@@ -28,24 +28,46 @@ def packable(data: np.ndarray | None) -> bool:
     return bool(data.size) and int(data.min()) >= low and int(data.max()) <= high
 
 
-def fits_signed(data: np.ndarray | None) -> bool:
-    """Whether an integer kernel's constant weights (int8, their zero point subtracted) fit 4 bits, [-8, 7]."""
-    return data is not None and data.dtype == np.int8 and bool(data.size) and \
-        int(data.min()) >= -8 and int(data.max()) <= 7
+def offsets(data: np.ndarray | None, axis: int) -> np.ndarray | None:
+    """The per-channel (along `axis`) offsets that bring an integer kernel's constant weights (int8, their zero
+    points subtracted) to 4 bits, or None where they do not fit: none (all 0) where all fit [-8, 7] (int4 weights
+    of zero point 0, uint4 of zero point 8), stored as signed nibbles; else each channel's least value, where
+    every channel spans 16 values at most (uint4 weights, any zero points) and pairs of them are whole (a channel's
+    values an even count where axis is 0, else an even count of channels), stored as
+    unsigned nibbles above it."""
+    if data is None or data.dtype != np.int8 or not data.size:
+        return None
+    if int(data.min()) >= -8 and int(data.max()) <= 7:
+        return np.zeros(data.shape[axis], np.int8)
+    rows = _as_matrix(data, axis)
+    least = rows.min(axis=1 if axis == 0 else 0, keepdims=True)
+    fits = int((rows.astype(np.int16) - least).max()) <= 15 and rows.shape[1] % 2 == 0
+    return least.reshape(-1).astype(np.int8) if fits else None
 
 
-def unpacked_copy(ctx: Context, data: np.ndarray, order: tuple[int, ...], label: str) -> View:
-    """int8 weights in [-8, 7] (fits_signed), their dims in memory in `order` (outermost first), stored two per
-    byte (an odd count's last nibble 0) and unpacked into an int8 arena buffer, which the returned view, of
-    data's shape, reads."""
-    flat = np.ascontiguousarray(data.transpose(order)).reshape(-1)
-    flat = np.append(flat, np.int8(0)) if flat.size % 2 else flat
-    packed = ctx.const_view(pack(flat), f"{label} two per byte")
-    out = ctx.temp(flat.shape, f"{label} unpacked", np.int8)
-    for m in unpacked_maps(View.of(packed.buf, flat.shape), out, (), X, True,
-                           f"{label} unpacked"):
+def _as_matrix(data: np.ndarray, axis: int) -> np.ndarray:
+    """Weights as a matrix whose rows (axis 0) or columns (else: the last axis) are their channels."""
+    return data.reshape(data.shape[0], -1) if axis == 0 else data.reshape(-1, data.shape[-1])
+
+
+def unpacked_copy(ctx: Context, data: np.ndarray, least: np.ndarray, axis: int, label: str) -> View:
+    """Weights that fit 4 bits above their channels' `least` values (offsets) stored two per byte and unpacked
+    into an int8 arena buffer, which the returned view (data's shape, row-major) reads: as signed nibbles where
+    `least` is all 0 (an odd count's last nibble 0), else as unsigned nibbles plus their channel's value."""
+    if not least.any():
+        flat = np.append(data.reshape(-1), np.int8(0)) if data.size % 2 else data.reshape(-1)
+        out = ctx.temp(flat.shape, f"{label} unpacked", np.int8)
+        packed, ins, expr, signed = pack(flat), (), X, True
+    else:
+        flat = _as_matrix(data, axis)
+        out = ctx.temp(flat.shape, f"{label} unpacked", np.int8)
+        channels = ctx.const_view(least, f"{label} channel offsets").buf
+        ins = (View(channels, 0, flat.shape, (1, 0) if axis == 0 else (0, 1)),)
+        packed, expr, signed = pack(flat - (least[:, None] if axis == 0 else least)), X + Input(1), False
+    buf = ctx.const_view(packed, f"{label} two per byte").buf
+    for m in unpacked_maps(View.of(buf, flat.shape), out, ins, expr, signed, f"{label} unpacked"):
         ctx.emit(m)
-    return View.laid_out(out.buf, data.shape, order)
+    return View.of(out.buf, data.shape)
 
 
 def pack(data: np.ndarray) -> np.ndarray:

@@ -165,16 +165,17 @@ def _conv(ctx: Context, node: Node, x: View, w: View, w_values, bias: np.ndarray
                   x_zero=x_zero))
 
 
-def _weights(ctx: Context, name: str, order: tuple[int, ...]) -> View:
-    """An integer kernel's constant weights; those that fit 4 bits two per byte in flash, their dims in `order`
-    in memory, unpacked into the arena before the kernel (nibbles.unpacked_copy)."""
+def _weights(ctx: Context, name: str, axis: int) -> View:
+    """An integer kernel's constant weights (their channels along `axis`); those that fit 4 bits two per byte in
+    flash, unpacked into the arena before the kernel (nibbles.unpacked_copy)."""
     data = ctx.const(name)
-    return nibbles.unpacked_copy(ctx, data, order, name) if nibbles.fits_signed(data) else ctx.view(name)
+    least = nibbles.offsets(data, axis)
+    return ctx.view(name) if least is None else nibbles.unpacked_copy(ctx, data, least, axis, name)
 
 
 def _int_conv(ctx: Context, node: Node) -> None:
     w = ctx.const(node.inputs[1])
-    _conv(ctx, node, ctx.view(node.inputs[0]), _weights(ctx, node.inputs[1], tuple(range(w.ndim))), w,
+    _conv(ctx, node, ctx.view(node.inputs[0]), _weights(ctx, node.inputs[1], 0), w,
           ctx.const(node.inputs[2]).astype(np.int64), node.attr("x_zero"), raw=False)
 
 
@@ -219,7 +220,8 @@ def _gemm(ctx: Context, node: Node, a: View, b: View, b_values, bias: np.ndarray
 def _int_gemm(ctx: Context, node: Node) -> None:
     values = ctx.const(node.inputs[1])
     a = ctx.view(node.inputs[0])
-    b = ctx.view(node.inputs[1]) if values is None else _weights(ctx, node.inputs[1], tuple(range(values.ndim)))
+    axis = 0 if node.attr("transB", 0) else -1  # b's columns, its output channels
+    b = ctx.view(node.inputs[1]) if values is None else _weights(ctx, node.inputs[1], axis)
     if node.attr("transA", 0):
         a = a.permute((1, 0))
     if node.attr("transB", 0):
