@@ -1,6 +1,6 @@
 """QDQ models whose Conv, MatMul and Gemm weights are 4-bit (a per-channel DequantizeLinear of an int4 or uint4
 initializer) and whose activations are int8: they fold into the integer kernels, their weights two per byte in
-the C file's constant data (lower/ops/nibbles.py unpacked_copy), against onnxruntime, on the host and under QEMU
+the C file's constant data (instr/nibbles.py unpack_nibbles), against onnxruntime, on the host and under QEMU
 on the Cortex-M4 and M55."""
 from __future__ import annotations
 

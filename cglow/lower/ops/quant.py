@@ -20,9 +20,9 @@ from ...graph.registry import OpSpec, declare
 from ...graph.rules import quant as rules
 from ...graph.rules.quant import FLOAT_QUANTIZED
 from ...instr.expr import ACC, F32, Expr, Input, call, cast, clamp, gt, inputs, lit, select
+from ...instr import nibbles
 from ...instr.ir import Conv, Epilogue, Gather, Gemm, Map, Pool, Reduce, View
 from ..context import Context
-from . import nibbles
 from .logic import from_float, to_float
 from .nn import CHANNELS_LAST, _window_2d, as_2d
 
@@ -165,17 +165,9 @@ def _conv(ctx: Context, node: Node, x: View, w: View, w_values, bias: np.ndarray
                   x_zero=x_zero))
 
 
-def _weights(ctx: Context, name: str, axis: int) -> View:
-    """An integer kernel's constant weights (their channels along `axis`); those that fit 4 bits two per byte in
-    flash, unpacked into the arena before the kernel (nibbles.unpacked_copy)."""
-    data = ctx.const(name)
-    least = nibbles.offsets(data, axis)
-    return ctx.view(name) if least is None else nibbles.unpacked_copy(ctx, data, least, axis, name)
-
-
 def _int_conv(ctx: Context, node: Node) -> None:
     w = ctx.const(node.inputs[1])
-    _conv(ctx, node, ctx.view(node.inputs[0]), _weights(ctx, node.inputs[1], 0), w,
+    _conv(ctx, node, ctx.view(node.inputs[0]), ctx.view(node.inputs[1]), w,
           ctx.const(node.inputs[2]).astype(np.int64), node.attr("x_zero"), raw=False)
 
 
@@ -218,10 +210,8 @@ def _gemm(ctx: Context, node: Node, a: View, b: View, b_values, bias: np.ndarray
 
 
 def _int_gemm(ctx: Context, node: Node) -> None:
+    a, b = ctx.view(node.inputs[0]), ctx.view(node.inputs[1])
     values = ctx.const(node.inputs[1])
-    a = ctx.view(node.inputs[0])
-    axis = 0 if node.attr("transB", 0) else -1  # b's columns, its output channels
-    b = ctx.view(node.inputs[1]) if values is None else _weights(ctx, node.inputs[1], axis)
     if node.attr("transA", 0):
         a = a.permute((1, 0))
     if node.attr("transB", 0):
@@ -437,7 +427,7 @@ def _quotient(node: Node, scale: Expr) -> Expr:
 
 def _dequantize(ctx: Context, node: Node) -> None:
     """(x - zero point) * scale; a float type's x and zero point converted to float. Constant 4-bit values (int4
-    or uint4 weights, widened to 8 bits on import) are stored two per byte and unpacked by the maps (nibbles.py),
+    or uint4 weights, widened to 8 bits on import) are stored two per byte and unpacked by the maps (instr/nibbles.py),
     where every piece of the map keeps pairs whole: the last dim even, blocks along it of an even size."""
     source, data = ctx.dtype(node.inputs[0]), ctx.const(node.inputs[0])
     block, rank = node.attr("block_size", 0), len(ctx.shape(node.inputs[0]))
