@@ -25,6 +25,7 @@ TYPES = {"int4": (T.INT4, None, (-8, 7)), "uint4_zero8": (T.UINT4, 8, (0, 15)), 
 
 SHAPES = {  # the weights' shape, the input's, the weights' axis of output channels
     "conv": ((16, 6, 3, 3), [1, 6, 7, 7], 0), "conv_odd": ((5, 3, 3, 3), [1, 3, 6, 6], 0),
+    "conv_tall": ((16, 6, 3, 3), [1, 6, 40, 40], 0),
     "matmul": ((40, 24), [5, 40], 1), "gemm": ((24, 40), [5, 40], 0), "conv_inner": ((12, 16, 3, 3), None, 0)}
 
 
@@ -130,5 +131,16 @@ def test_int4_weights_in_every_kernel_layout(kind, layers, target, weights):
     model, x = _model(kind, weights, seed=2, layers=layers)
     compiled = cglow.compile_model(model, options=Options(float_io=True, target=target))
     assert compiled.c_source.count("two per byte") == layers - UNPACKED.get((kind, target, weights), 0)
+    got = cglow.build(compiled)(x)[0]
+    assert np.abs(got - _want(model, x)).max() <= Y_SCALE * 1.001
+
+
+def test_int4_weights_in_a_patched_span():
+    """Two convolutions run row by row (the planner's patches, instr/patches.py): their weights are unpacked before
+    the first tile, once."""
+    model, x = _model("conv_tall", "int4", layers=2)
+    compiled = cglow.compile_model(model, options=Options(float_io=True))
+    assert compiled.patches is not None and compiled.c_source.count("two per byte") == 2
+    assert compiled.c_source.count(" unpacked */") == 4  # two maps a layer
     got = cglow.build(compiled)(x)[0]
     assert np.abs(got - _want(model, x)).max() <= Y_SCALE * 1.001
