@@ -23,6 +23,7 @@ from .expr import Expr, Input, binary, substitute
 from .ir import Buffer, Conv, Gemm, Map, Program, View
 
 X = Input(0)
+MIN_WEIGHTS = 256  # fewer would save less flash than the unpacking maps' code takes
 
 
 def packable(data: np.ndarray | None) -> bool:
@@ -50,10 +51,16 @@ def unpacked_maps(x: View, out: View, ins: tuple[View, ...], expr: Expr, signed:
                   tuple(s // 2 for s in x.strides[:-1]) + (1,))
     maps = []
     for first, nibble in ((0, binary("&", X, 15)), (1, binary(">>", X, 4))):
-        value = binary("-", binary("^", nibble, 8), 8) if signed else nibble
+        value = _signed(nibble) if signed else nibble
         maps.append(Map(_every_other(out, first), (packed,) + tuple(_every_other(v, first) for v in ins),
                         substitute(expr, [value]), name))
     return maps
+
+
+def _signed(nibble: Expr) -> Expr:
+    """A 4-bit two's complement value (in [0, 15]) as the integer it stands for, in [-8, 7], without a shift of a
+    negative value."""
+    return binary("-", binary("^", nibble, 8), 8)
 
 
 def _every_other(view: View, first: int) -> View:
@@ -88,7 +95,7 @@ def _packing(buf: Buffer, v: View, axis: int) -> tuple[np.ndarray, np.ndarray | 
     points) and the buffer is a matrix of them (_matrix) with pairs whole in its rows. The values to pack, flat or
     as that matrix, and the matrix's shape and strides."""
     data = buf.data
-    if data is None or data.dtype.kind not in "iu" or not data.size:
+    if data is None or data.dtype.kind not in "iu" or data.size < MIN_WEIGHTS:
         return None
     if int(data.min()) >= -8 and int(data.max()) <= 7:
         return np.append(data, np.zeros(data.size % 2, data.dtype)), None, None
@@ -101,8 +108,8 @@ def _packing(buf: Buffer, v: View, axis: int) -> tuple[np.ndarray, np.ndarray | 
 
 
 def unpack_nibbles(prog: Program) -> Program:
-    """The constant weights of the convolutions and matrix products that fit 4 bits (_packing) stored two per byte
-    and unpacked into an arena buffer of their type and layout before the first kernel that reads them."""
+    """The constant weights of the convolutions and matrix products that fit 4 bits (_packing; MIN_WEIGHTS of them
+    at least) stored two per byte and unpacked into an arena buffer of their type and layout before the first kernel that reads them."""
     instrs, buffers = [], list(prog.buffers)
     unpacked: dict[int, int] = {}  # const buffer -> its arena copy
     for instr in prog.instrs:
@@ -135,7 +142,7 @@ def _unpacking(buffers: list[Buffer], old: Buffer, values: np.ndarray, least: np
             return unpacked_maps(replace(x, shape=(values.size - 2,)), replace(out, shape=(values.size - 2,)), (), X,
                                  True, label) + [Map(View(out.buf, old.size - 1, (1,), (1,)),
                                                      (View(x.buf, old.size // 2, (1,), (1,)),),
-                                                     binary("-", binary("^", binary("&", X, 15), 8), 8), label)]
+                                                     _signed(binary("&", X, 15)), label)]
         return unpacked_maps(x, out, (), X, True, label)
     buffers.append(Buffer(len(buffers), "const", least.size, f"{old.label} channel offsets",
                           data=least.astype(old.dtype), dtype=old.dtype))

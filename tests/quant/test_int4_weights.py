@@ -24,8 +24,8 @@ TYPES = {"int4": (T.INT4, None, (-8, 7)), "uint4_zero8": (T.UINT4, 8, (0, 15)), 
 
 
 SHAPES = {  # the weights' shape, the input's, the weights' axis of output channels
-    "conv": ((16, 6, 3, 3), [1, 6, 7, 7], 0), "conv_odd": ((5, 3, 3, 3), [1, 3, 6, 6], 0),
-    "conv_tall": ((16, 6, 3, 3), [1, 6, 40, 40], 0),
+    "conv": ((16, 6, 3, 3), [1, 6, 7, 7], 0), "conv_odd": ((7, 9, 3, 3), [1, 9, 6, 6], 0),
+    "conv_tall": ((16, 6, 3, 3), [1, 6, 40, 40], 0), "conv_few": ((4, 3, 3, 3), [1, 3, 6, 6], 0),
     "matmul": ((40, 24), [5, 40], 1), "gemm": ((24, 40), [5, 40], 0), "conv_inner": ((12, 16, 3, 3), None, 0)}
 
 
@@ -144,3 +144,11 @@ def test_int4_weights_in_a_patched_span():
     assert compiled.c_source.count(" unpacked */") == 4  # two maps a layer
     got = cglow.build(compiled)(x)[0]
     assert np.abs(got - _want(model, x)).max() <= Y_SCALE * 1.001
+
+
+def test_a_few_int4_weights_stay_int8():
+    """A layer of fewer weights than the unpacking maps' code would take in flash (nibbles.MIN_WEIGHTS)."""
+    model, x = _model("conv_few", "int4")
+    compiled = cglow.compile_model(model, options=Options(float_io=True))
+    assert "two per byte" not in compiled.c_source
+    assert np.abs(cglow.build(compiled)(x)[0] - _want(model, x)).max() <= Y_SCALE * 1.001
