@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 from onnx import TensorProto as T, helper as h, numpy_helper
+from onnx.reference import ReferenceEvaluator
 import pytest
 
 import cglow
@@ -152,3 +153,20 @@ def test_a_few_int4_weights_stay_int8():
     compiled = cglow.compile_model(model, options=Options(float_io=True))
     assert "two per byte" not in compiled.c_source
     assert np.abs(cglow.build(compiled)(x)[0] - _want(model, x)).max() <= Y_SCALE * 1.001
+
+
+def test_weight_only_int4_of_a_float_model_is_folded_to_float32():
+    """A float MatMul by per-column int4 weights (no quantized activations): the weights become float32 constants
+    at compile time (README: 4 bytes of flash a weight rather than 4 of RAM), within float32 rounding of onnx's
+    reference evaluator (onnxruntime dequantizes such int4 weights otherwise: tests/tools/test_cross_types.py)."""
+    rng = np.random.default_rng(5)
+    inits = [h.make_tensor("w", T.INT4, [64, 32], rng.integers(-8, 8, 64 * 32).tolist()),
+             numpy_helper.from_array(rng.uniform(0.01, 0.1, 32).astype(np.float32), "scale")]
+    nodes = [h.make_node("DequantizeLinear", ["w", "scale"], ["wf"], axis=1), h.make_node("MatMul", ["x", "wf"], ["y"])]
+    graph = h.make_graph(nodes, "weight_only", [h.make_tensor_value_info("x", T.FLOAT, [2, 64])],
+                         [h.make_tensor_value_info("y", T.FLOAT, None)], inits)
+    model, x = checked_model(graph, 21), rng.standard_normal((2, 64)).astype(np.float32)
+    compiled = cglow.compile_model(model)
+    assert "two per byte" not in compiled.c_source and compiled.weights_bytes >= 4 * 64 * 32
+    (want,) = ReferenceEvaluator(model).run(None, {"x": x})
+    assert np.abs(cglow.build(compiled)(x)[0] - want).max() <= 1e-5 * np.abs(want).max()
