@@ -18,6 +18,7 @@ from .patches import PatchPlan, patch
 from .schedule import schedule
 from .expr import Expr, Input, cast, cost, substitute, uses
 from .constants import laid_out, values
+from .nibbles import unpack_nibbles
 from .ir import (Buffer, Conv, Epilogue, Gemm, Instr, Map, Program, Value, View, channels_innermost, dot_operands,
                  extent, reads)
 from .vector_dots import gather_windows, rebase_inputs, sums_as_vector_dots, widen_weights
@@ -524,7 +525,8 @@ def after_fusing(dot_products: bool = False, panel_rows: int = 0, patches: Patch
     """The passes after FUSING, in order; `dot_products` as pack_weights takes it, and with it `panel_rows` (a
     register tile's rows) as widen_inputs does; `patches`, a span to run in tiles; `vector_rows`, on a target with
     Tiles.vector_dot, its tile's rows, and `signed_dots` (Tiles.signed_dots): rebase_inputs, pack_weights'
-    `vector_dot`, gather_windows, and with `wide_weights` (Tiles.wide_weights) widen_weights."""
+    `vector_dot`, gather_windows, and with `wide_weights` (Tiles.wide_weights) widen_weights; last, unpack_nibbles
+    (instr/nibbles.py)."""
     widen = (partial(widen_inputs, rows=panel_rows),) if dot_products and panel_rows else ()
     tiled = (partial(run_in_patches, plan=patches),) if patches else ()
     vector = bool(vector_rows)
@@ -533,7 +535,7 @@ def after_fusing(dot_products: bool = False, panel_rows: int = 0, patches: Patch
         partial(pack_weights, dot_products=dot_products, vector_dot=vector, signed=signed_dots),
         copy_run_time_operands) + widen + ((partial(gather_windows, rows=vector_rows, signed=signed_dots),)
                                            if vector else ()) + (
-        (partial(widen_weights, signed=signed_dots),) if vector and wide_weights else ())
+        (partial(widen_weights, signed=signed_dots),) if vector and wide_weights else ()) + (unpack_nibbles,)
 
 
 def pipeline(dot_products: bool = False, panel_rows: int = 0, patches: PatchPlan | None = None,

@@ -20,9 +20,9 @@ from ...graph.registry import OpSpec, declare
 from ...graph.rules import quant as rules
 from ...graph.rules.quant import FLOAT_QUANTIZED
 from ...instr.expr import ACC, F32, Expr, Input, call, cast, clamp, gt, inputs, lit, select
+from ...instr import nibbles
 from ...instr.ir import Conv, Epilogue, Gather, Gemm, Map, Pool, Reduce, View
 from ..context import Context
-from . import nibbles
 from .logic import from_float, to_float
 from .nn import CHANNELS_LAST, _window_2d, as_2d
 
@@ -427,7 +427,7 @@ def _quotient(node: Node, scale: Expr) -> Expr:
 
 def _dequantize(ctx: Context, node: Node) -> None:
     """(x - zero point) * scale; a float type's x and zero point converted to float. Constant 4-bit values (int4
-    or uint4 weights, widened to 8 bits on import) are stored two per byte and unpacked by the maps (nibbles.py),
+    or uint4 weights, widened to 8 bits on import) are stored two per byte and unpacked by the maps (instr/nibbles.py),
     where every piece of the map keeps pairs whole: the last dim even, blocks along it of an even size."""
     source, data = ctx.dtype(node.inputs[0]), ctx.const(node.inputs[0])
     block, rank = node.attr("block_size", 0), len(ctx.shape(node.inputs[0]))

@@ -1,0 +1,172 @@
+"""QDQ models whose Conv, MatMul and Gemm weights are 4-bit (a per-channel DequantizeLinear of an int4 or uint4
+initializer) and whose activations are int8: they fold into the integer kernels, their weights two per byte in
+the C file's constant data (instr/nibbles.py unpack_nibbles), against onnxruntime, on the host and under QEMU
+on the Cortex-M4 and M55."""
+from __future__ import annotations
+
+import numpy as np
+from onnx import TensorProto as T, helper as h, numpy_helper
+from onnx.reference import ReferenceEvaluator
+import pytest
+
+import cglow
+from cglow.options import Options
+from cglow.tools import cross
+
+from tests.qdq import folded_ops
+from tests.util import checked_model, need_target
+
+ort = pytest.importorskip("onnxruntime")
+
+Y_SCALE = 0.2
+# (weight type, its zero point: None for none; the weights' range)
+TYPES = {"int4": (T.INT4, None, (-8, 7)), "uint4_zero8": (T.UINT4, 8, (0, 15)), "uint4_zero3": (T.UINT4, 3, (0, 15)),
+         "int8": (T.INT8, None, (-128, 127))}
+
+
+SHAPES = {  # the weights' shape, the input's, the weights' axis of output channels
+    "conv": ((16, 6, 3, 3), [1, 6, 7, 7], 0), "conv_odd": ((7, 9, 3, 3), [1, 9, 6, 6], 0),
+    "conv_tall": ((16, 6, 3, 3), [1, 6, 40, 40], 0), "conv_few": ((4, 3, 3, 3), [1, 3, 6, 6], 0),
+    "matmul": ((40, 24), [5, 40], 1), "gemm": ((24, 40), [5, 40], 0), "conv_inner": ((12, 16, 3, 3), None, 0)}
+
+
+def _layer(nodes: list, inits: list, rng, kind: str, weights: str, x: str, i: int) -> str:
+    """A quantized layer of `kind` on the quantized value x: dequantized, by DequantizeLinear(weights, a scale per
+    output channel), quantized to int8 (at Y_SCALE, zero point -2); its output's name."""
+    w_type, w_zero, (lo, hi) = TYPES[weights]
+    shape, _, axis = SHAPES[kind]
+    channels = shape[axis]
+    inits += [h.make_tensor(f"w{i}", w_type, shape, rng.integers(lo, hi + 1, shape).reshape(-1).tolist()),
+              numpy_helper.from_array(rng.uniform(0.01, 0.03, channels).astype(np.float32), f"w_scale{i}")]
+    if kind != "matmul":
+        inits.append(numpy_helper.from_array(rng.uniform(-1, 1, channels).astype(np.float32), f"bias{i}"))
+    w_inputs = [f"w{i}", f"w_scale{i}"]
+    if w_zero is not None:
+        inits.append(h.make_tensor(f"w_zero{i}", w_type, [channels], [w_zero] * channels))
+        w_inputs.append(f"w_zero{i}")
+    scale, zero = ("x_scale", "x_zero") if i == 0 else ("y_scale", "y_zero")
+    xd, wd, y = f"xd{i}", f"wd{i}", f"y{i}"
+    op = {"conv": h.make_node("Conv", [xd, wd, f"bias{i}"], [y], pads=[1, 1, 1, 1]),
+          "matmul": h.make_node("MatMul", [xd, wd], [y]),
+          "gemm": h.make_node("Gemm", [xd, wd, f"bias{i}"], [y], transB=1)}[kind.split("_")[0]]
+    nodes += [h.make_node("DequantizeLinear", [x, scale, zero], [xd]),
+              h.make_node("DequantizeLinear", w_inputs, [wd], axis=axis), op,
+              h.make_node("QuantizeLinear", [y, "y_scale", "y_zero"], [f"q{i}"])]
+    return f"q{i}"
+
+
+def _model(kind: str, weights: str, seed: int = 0, layers: int = 1):
+    """x (float) -> QuantizeLinear int8 -> `layers` layers (_layer; two convolutions: the second reads the first's
+    channels-last output, as a network's inner layers do) -> DequantizeLinear; and an input."""
+    rng = np.random.default_rng(seed)
+    x_shape = SHAPES[kind][1]
+    inits = [numpy_helper.from_array(np.array(0.05, np.float32), "x_scale"),
+             numpy_helper.from_array(np.array(3, np.int8), "x_zero"),
+             numpy_helper.from_array(np.array(Y_SCALE, np.float32), "y_scale"),
+             numpy_helper.from_array(np.array(-2, np.int8), "y_zero")]
+    nodes = [h.make_node("QuantizeLinear", ["x", "x_scale", "x_zero"], ["xq"])]
+    q = "xq"
+    for i in range(layers):
+        q = _layer(nodes, inits, rng, kind if i == 0 else "conv_inner", weights, q, i)
+    nodes.append(h.make_node("DequantizeLinear", [q, "y_scale", "y_zero"], ["out"]))
+    graph = h.make_graph(nodes, "int4_weights", [h.make_tensor_value_info("x", T.FLOAT, x_shape)],
+                         [h.make_tensor_value_info("out", T.FLOAT, None)], inits)
+    return checked_model(graph, 21), rng.uniform(-4, 4, x_shape).astype(np.float32)
+
+
+def _want(model, x):
+    return ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+
+
+@pytest.mark.parametrize("weights", ["int4", "uint4_zero8", "uint4_zero3"])
+@pytest.mark.parametrize("kind", ["conv", "matmul", "gemm"])
+def test_int4_weights_two_per_byte(kind, weights):
+    model, x = _model(kind, weights)
+    compiled = cglow.compile_model(model, options=Options(float_io=True))
+    assert ("IntConv" if kind == "conv" else "IntGemm") in folded_ops(model)
+    assert "two per byte" in compiled.c_source
+    got = cglow.build(compiled)(x)[0]
+    assert np.abs(got - _want(model, x)).max() <= Y_SCALE * 1.001  # within one quantization step
+
+
+@pytest.mark.parametrize("kind", ["conv", "matmul"])
+def test_int4_weights_take_half_the_flash(kind):
+    """The same layer with int8 weights (values beyond 4 bits) against int4 ones: the weight bytes about halve."""
+    count = 16 * 6 * 9 if kind == "conv" else 40 * 24
+    sizes = {w: cglow.compile_model(_model(kind, w)[0]).weights_bytes for w in ("int8", "int4")}
+    assert sizes["int8"] - sizes["int4"] >= count // 2 - 16
+    assert sizes["int4"] < 0.6 * sizes["int8"]
+
+
+def test_int8_weights_stay_as_they_are():
+    compiled = cglow.compile_model(_model("conv", "int8")[0])
+    assert "two per byte" not in compiled.c_source
+
+
+@pytest.mark.parametrize("target_name", ["cortex-m4", "cortex-m55"])
+@pytest.mark.parametrize("kind, weights", [("conv", "int4"), ("matmul", "uint4_zero3"), ("gemm", "int4")])
+def test_int4_weights_on_cortex_m(target_name, kind, weights):
+    """The image under QEMU gives the host build's integers, and those are onnxruntime's within a step."""
+    target = need_target(target_name)
+    model, x = _model(kind, weights, seed=4)
+    compiled = cglow.compile_model(model, options=Options(target=target.tiles))
+    xq = np.clip(np.rint(x / 0.05) + 3, -128, 127).astype(np.int8).reshape(compiled.inputs[0].shape)
+    run = cross.run_image(cross.build_image(compiled, [xq], target), compiled, target, count=False)
+    host = cglow.build(compiled)(xq)[0]
+    assert np.array_equal(run.outputs[0], host)
+    assert np.abs((host.astype(np.float32) + 2) * Y_SCALE - _want(model, x)).max() <= Y_SCALE * 1.001
+
+
+# the layers whose weights stay int8: uint4 of a zero point other than 8 need a value per output channel, which
+# the vector dot products' blocked layouts and a channel of an odd count of weights do not give (instr/nibbles.py)
+UNPACKED = {("conv", "x86-avx2", "uint4_zero3"): 1, ("conv", "aarch64", "uint4_zero3"): 1,
+            **{("conv_odd", target, "uint4_zero3"): 1 for target in ("generic", "x86-avx2", "cortex-m4", "aarch64")}}
+
+
+@pytest.mark.parametrize("weights", ["int4", "uint4_zero3"])
+@pytest.mark.parametrize("target", ["generic", "x86-avx2", "cortex-m4", "aarch64"])
+@pytest.mark.parametrize("kind, layers", [("conv", 2), ("conv_odd", 1), ("matmul", 1), ("gemm", 1)])
+def test_int4_weights_in_every_kernel_layout(kind, layers, target, weights):
+    """Each target's kernels lay their weights out their own way (channels innermost, output channels innermost or
+    outermost, in channel pairs, widened to int32): the nibbles are packed after that, their results the same."""
+    model, x = _model(kind, weights, seed=2, layers=layers)
+    compiled = cglow.compile_model(model, options=Options(float_io=True, target=target))
+    assert compiled.c_source.count("two per byte") == layers - UNPACKED.get((kind, target, weights), 0)
+    got = cglow.build(compiled)(x)[0]
+    assert np.abs(got - _want(model, x)).max() <= Y_SCALE * 1.001
+
+
+def test_int4_weights_in_a_patched_span():
+    """Two convolutions run row by row (the planner's patches, instr/patches.py): their weights are unpacked before
+    the first tile, once."""
+    model, x = _model("conv_tall", "int4", layers=2)
+    compiled = cglow.compile_model(model, options=Options(float_io=True))
+    assert compiled.patches is not None and compiled.c_source.count("two per byte") == 2
+    assert compiled.c_source.count(" unpacked */") == 4  # two maps a layer
+    got = cglow.build(compiled)(x)[0]
+    assert np.abs(got - _want(model, x)).max() <= Y_SCALE * 1.001
+
+
+def test_a_few_int4_weights_stay_int8():
+    """A layer of fewer weights than the unpacking maps' code would take in flash (nibbles.MIN_WEIGHTS)."""
+    model, x = _model("conv_few", "int4")
+    compiled = cglow.compile_model(model, options=Options(float_io=True))
+    assert "two per byte" not in compiled.c_source
+    assert np.abs(cglow.build(compiled)(x)[0] - _want(model, x)).max() <= Y_SCALE * 1.001
+
+
+def test_weight_only_int4_of_a_float_model_is_folded_to_float32():
+    """A float MatMul by per-column int4 weights (no quantized activations): the weights become float32 constants
+    at compile time (README: 4 bytes of flash a weight rather than 4 of RAM), within float32 rounding of onnx's
+    reference evaluator (onnxruntime dequantizes such int4 weights otherwise: tests/tools/test_cross_types.py)."""
+    rng = np.random.default_rng(5)
+    inits = [h.make_tensor("w", T.INT4, [64, 32], rng.integers(-8, 8, 64 * 32).tolist()),
+             numpy_helper.from_array(rng.uniform(0.01, 0.1, 32).astype(np.float32), "scale")]
+    nodes = [h.make_node("DequantizeLinear", ["w", "scale"], ["wf"], axis=1), h.make_node("MatMul", ["x", "wf"], ["y"])]
+    graph = h.make_graph(nodes, "weight_only", [h.make_tensor_value_info("x", T.FLOAT, [2, 64])],
+                         [h.make_tensor_value_info("y", T.FLOAT, None)], inits)
+    model, x = checked_model(graph, 21), rng.standard_normal((2, 64)).astype(np.float32)
+    compiled = cglow.compile_model(model)
+    assert "two per byte" not in compiled.c_source and compiled.weights_bytes >= 4 * 64 * 32
+    (want,) = ReferenceEvaluator(model).run(None, {"x": x})
+    assert np.abs(cglow.build(compiled)(x)[0] - want).max() <= 1e-5 * np.abs(want).max()
