@@ -205,6 +205,9 @@ def add_model_arguments(parser: argparse.ArgumentParser, target: str = "generic"
     parser.add_argument("--ram-budget", type=argument_type(parse_bytes), default=None, metavar="BYTES",
                         help="the fastest plan whose arena fits in this many bytes (K, M, G suffixes), running the first "
                              "layers in patches if it must; an error names the smallest arena reachable if none fits")
+    parser.add_argument("--nibble-weights", action="store_true",
+                        help="integer kernels' weights that fit 4 bits (int4 models) stored two a byte: half their "
+                             "flash, for arena room to unpack the largest layer's and an unpacking pass each run")
 
 
 def add_memory_arguments(parser: argparse.ArgumentParser) -> None:
@@ -223,7 +226,8 @@ def options_of(args: argparse.Namespace) -> Options:
     layout = dict(align=args.align, caller_arena=args.caller_arena,
                   io_in_arena=args.io_in_arena) if hasattr(args, "align") else {}
     return Options(target=args.target, max_memory=args.max_memory, float_io=args.float_io,
-                   max_recompute=args.max_recompute, ram_budget=args.ram_budget, **layout)
+                   max_recompute=args.max_recompute, ram_budget=args.ram_budget, nibble_weights=args.nibble_weights,
+                   **layout)
 
 
 def cmd_example(args: argparse.Namespace) -> None:

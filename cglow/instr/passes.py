@@ -521,12 +521,13 @@ def run_in_patches(prog: Program, plan: PatchPlan) -> Program:
 
 
 def after_fusing(dot_products: bool = False, panel_rows: int = 0, patches: PatchPlan | None = None,
-                 vector_rows: int = 0, signed_dots: bool = False, wide_weights: bool = False) -> tuple:
+                 vector_rows: int = 0, signed_dots: bool = False, wide_weights: bool = False,
+                 nibbles: bool = False) -> tuple:
     """The passes after FUSING, in order; `dot_products` as pack_weights takes it, and with it `panel_rows` (a
     register tile's rows) as widen_inputs does; `patches`, a span to run in tiles; `vector_rows`, on a target with
     Tiles.vector_dot, its tile's rows, and `signed_dots` (Tiles.signed_dots): rebase_inputs, pack_weights'
-    `vector_dot`, gather_windows, and with `wide_weights` (Tiles.wide_weights) widen_weights; last, unpack_nibbles
-    (instr/nibbles.py)."""
+    `vector_dot`, gather_windows, and with `wide_weights` (Tiles.wide_weights) widen_weights; last, with `nibbles`
+    (--nibble-weights), unpack_nibbles (instr/nibbles.py)."""
     widen = (partial(widen_inputs, rows=panel_rows),) if dot_products and panel_rows else ()
     tiled = (partial(run_in_patches, plan=patches),) if patches else ()
     vector = bool(vector_rows)
@@ -535,7 +536,8 @@ def after_fusing(dot_products: bool = False, panel_rows: int = 0, patches: Patch
         partial(pack_weights, dot_products=dot_products, vector_dot=vector, signed=signed_dots),
         copy_run_time_operands) + widen + ((partial(gather_windows, rows=vector_rows, signed=signed_dots),)
                                            if vector else ()) + (
-        (partial(widen_weights, signed=signed_dots),) if vector and wide_weights else ()) + (unpack_nibbles,)
+        (partial(widen_weights, signed=signed_dots),) if vector and wide_weights else ()) + (
+        (unpack_nibbles,) if nibbles else ())
 
 
 def pipeline(dot_products: bool = False, panel_rows: int = 0, patches: PatchPlan | None = None,

@@ -82,7 +82,7 @@ def _want(model, x):
 @pytest.mark.parametrize("kind", ["conv", "matmul", "gemm"])
 def test_int4_weights_two_per_byte(kind, weights):
     model, x = _model(kind, weights)
-    compiled = cglow.compile_model(model, options=Options(float_io=True))
+    compiled = cglow.compile_model(model, options=Options(float_io=True, nibble_weights=True))
     assert ("IntConv" if kind == "conv" else "IntGemm") in folded_ops(model)
     assert "two per byte" in compiled.c_source
     got = cglow.build(compiled)(x)[0]
@@ -93,13 +93,22 @@ def test_int4_weights_two_per_byte(kind, weights):
 def test_int4_weights_take_half_the_flash(kind):
     """The same layer with int8 weights (values beyond 4 bits) against int4 ones: the weight bytes about halve."""
     count = 16 * 6 * 9 if kind == "conv" else 40 * 24
-    sizes = {w: cglow.compile_model(_model(kind, w)[0]).weights_bytes for w in ("int8", "int4")}
+    packed = Options(nibble_weights=True)
+    sizes = {w: cglow.compile_model(_model(kind, w)[0], options=packed).weights_bytes for w in ("int8", "int4")}
     assert sizes["int8"] - sizes["int4"] >= count // 2 - 16
     assert sizes["int4"] < 0.6 * sizes["int8"]
 
 
+def test_int4_weights_stay_a_byte_each_by_default():
+    """Packing costs arena and an unpacking pass each run: only --nibble-weights asks for it."""
+    model = _model("conv", "int4")[0]
+    plain, packed = (cglow.compile_model(model, options=Options(nibble_weights=n)) for n in (False, True))
+    assert "two per byte" not in plain.c_source and "two per byte" in packed.c_source
+    assert plain.arena_bytes < packed.arena_bytes and plain.weights_bytes > packed.weights_bytes
+
+
 def test_int8_weights_stay_as_they_are():
-    compiled = cglow.compile_model(_model("conv", "int8")[0])
+    compiled = cglow.compile_model(_model("conv", "int8")[0], options=Options(nibble_weights=True))
     assert "two per byte" not in compiled.c_source
 
 
@@ -109,7 +118,7 @@ def test_int4_weights_on_cortex_m(target_name, kind, weights):
     """The image under QEMU gives the host build's integers, and those are onnxruntime's within a step."""
     target = need_target(target_name)
     model, x = _model(kind, weights, seed=4)
-    compiled = cglow.compile_model(model, options=Options(target=target.tiles))
+    compiled = cglow.compile_model(model, options=Options(target=target.tiles, nibble_weights=True))
     xq = np.clip(np.rint(x / 0.05) + 3, -128, 127).astype(np.int8).reshape(compiled.inputs[0].shape)
     run = cross.run_image(cross.build_image(compiled, [xq], target), compiled, target, count=False)
     host = cglow.build(compiled)(xq)[0]
@@ -130,7 +139,7 @@ def test_int4_weights_in_every_kernel_layout(kind, layers, target, weights):
     """Each target's kernels lay their weights out their own way (channels innermost, output channels innermost or
     outermost, in channel pairs, widened to int32): the nibbles are packed after that, their results the same."""
     model, x = _model(kind, weights, seed=2, layers=layers)
-    compiled = cglow.compile_model(model, options=Options(float_io=True, target=target))
+    compiled = cglow.compile_model(model, options=Options(float_io=True, target=target, nibble_weights=True))
     assert compiled.c_source.count("two per byte") == layers - UNPACKED.get((kind, target, weights), 0)
     got = cglow.build(compiled)(x)[0]
     assert np.abs(got - _want(model, x)).max() <= Y_SCALE * 1.001
@@ -140,7 +149,7 @@ def test_int4_weights_in_a_patched_span():
     """Two convolutions run row by row (the planner's patches, instr/patches.py): their weights are unpacked before
     the first tile, once."""
     model, x = _model("conv_tall", "int4", layers=2)
-    compiled = cglow.compile_model(model, options=Options(float_io=True))
+    compiled = cglow.compile_model(model, options=Options(float_io=True, nibble_weights=True))
     assert compiled.patches is not None and compiled.c_source.count("two per byte") == 2
     assert compiled.c_source.count(" unpacked */") == 4  # two maps a layer
     got = cglow.build(compiled)(x)[0]
@@ -150,7 +159,7 @@ def test_int4_weights_in_a_patched_span():
 def test_a_few_int4_weights_stay_int8():
     """A layer of fewer weights than the unpacking maps' code would take in flash (nibbles.MIN_WEIGHTS)."""
     model, x = _model("conv_few", "int4")
-    compiled = cglow.compile_model(model, options=Options(float_io=True))
+    compiled = cglow.compile_model(model, options=Options(float_io=True, nibble_weights=True))
     assert "two per byte" not in compiled.c_source
     assert np.abs(cglow.build(compiled)(x)[0] - _want(model, x)).max() <= Y_SCALE * 1.001
 
