@@ -13,7 +13,7 @@ import numpy as np
 from ..alloc.arena import Plan
 from ..c_text import c_array_lines, c_float, c_literal, c_type
 from ..instr.expr import helpers
-from ..instr.ir import Buffer, Program, View
+from ..instr.ir import Buffer, Program, Repeat, View
 from ..kernels.kernel import comment
 from ..kernels.render import render
 from ..options import Options
@@ -157,22 +157,38 @@ def emit(prog: Program, plan: Plan, prefix: str, source: str, opset: int,
     dtypes = {b.id: b.dtype for b in prog.buffers}
     kernels, calls, used, functions = [], [], set(), []
     first: dict[str, str] = {}  # a kernel's body and signature without its name -> the function written for it
-    for n, instr in enumerate(prog.instrs):
-        fn = f"{prefix}_{n}_{instr.primitive}"
+
+    def call(fn: str, instr, moving: View | None = None, shift: str = "") -> str:
+        """The call of instr's kernel (written as `fn` unless an earlier one has its loops); the parameter in
+        `moving`'s buffer at `shift` elements further."""
         kernel = render(fn, instr, dtypes, tiles_for(options.target))
         node, text = kernel.text.strip().split("\n", 1)  # the node's comment, then the function
-        args = ", ".join(base(v) for v in kernel.params)
+        args = ", ".join(base(v) + (shift if moving is not None and v.buf == moving.buf else "") for v in kernel.params)
+        assert moving is None or sum(v.buf == moving.buf for v in kernel.params) == 1, instr
+        used.update(v.buf for v in kernel.params)
         same = first.setdefault(text.replace(fn, "KERNEL"), fn)
-        functions.append(same)
         if same == fn:
             kernels.append(f"{node}\n{text}")
-            calls.append(f"{fn}({args});")
-        else:  # the same loops as an earlier kernel: called again, on its own buffers
-            calls.append(f"{same}({args}); {node}")
+            return f"{fn}({args});"
+        return f"{same}({args}); {node}"  # the same loops as an earlier kernel: called again, on its own buffers
+
+    def loop(fn: str, r: Repeat, depth: int) -> str:
+        """A Repeat as a for loop in C over its iterations' kernels, a loop nested in it indented further."""
+        it, pad = f"it{depth}", "    " * (depth + 2)  # net_run's body starts 4 columns in
+        lines = [f"for (int32_t {it} = 0; {it} < {r.trips}; ++{it}) {{ /* {comment(r.node)} */",
+                 f"{base(r.out)}[0] = {it};"]
+        for k, (instr, moving, step) in enumerate(r.copies()):
+            shift = f" + {it} * {step}" if step >= 0 else f" - {it} * {-step}"
+            lines.append(loop(f"{fn}_{k}", instr, depth + 1) if isinstance(instr, Repeat) else
+                         call(f"{fn}_{k}_{instr.primitive}", instr, moving, shift))
+        return f"\n{pad}".join(lines) + f"\n{pad[4:]}}}"
+    for n, instr in enumerate(prog.instrs):
+        fn = f"{prefix}_{n}_{instr.primitive}"
+        calls.append(loop(fn, instr, 0) if isinstance(instr, Repeat) else call(fn, instr))
+        functions.append(fn if isinstance(instr, Repeat) else calls[-1].split("(", 1)[0])
         if trace and instr.value:
             buf = prog.buffer(instr.value.view.buf)
             calls.append(f"{prefix}_trace({n}, {base(View.of(buf.id, (buf.size,)))}, {buf.nbytes});")
-        used.update(v.buf for v in kernel.params)
     params = [f"const {t.ctype} *input_{i}" for i, t in enumerate(inputs)] + \
         [f"{c_type(prog.buffer(b).dtype)} *{io_names[b]}" for b in prog.outputs]
     unused = [f"(void){io_names[b]};" for b in prog.inputs + prog.outputs if b not in used]

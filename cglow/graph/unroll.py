@@ -19,7 +19,7 @@ from .topology import describe, node_label
 SHAPE_INPUTS = {"Loop": (0, 1)}  # a Loop's trip count and condition: how many copies of its body
 
 
-def _body(proto: onnx.NodeProto, described: str, inputs: int, outputs: int) -> onnx.GraphProto:
+def node_body(proto: onnx.NodeProto, described: str, inputs: int, outputs: int) -> onnx.GraphProto:
     """The node's body, once it has the numbers of inputs and outputs that the node's say it must."""
     body = next(a.g for a in proto.attribute if a.name == "body")
     if (len(body.input), len(body.output)) != (inputs, outputs):
@@ -28,7 +28,7 @@ def _body(proto: onnx.NodeProto, described: str, inputs: int, outputs: int) -> o
     return body
 
 
-def _ints(proto: onnx.NodeProto, name: str, count: int, described: str) -> list[int]:
+def int_list(proto: onnx.NodeProto, name: str, count: int, described: str) -> list[int]:
     """An ints attribute of `count` values (zeros when the node leaves it out)."""
     given = next((list(a.ints) for a in proto.attribute if a.name == name), [0] * count)
     if len(given) != count:
@@ -66,7 +66,7 @@ class _Loop:
     def __init__(self, proto: onnx.NodeProto, i: int, consts: dict, budget: Budget):
         self.label, self.described = node_label(proto, i), describe(proto, i)
         self.proto, self.budget = proto, budget
-        self.body = _body(proto, self.described, len(proto.input), len(proto.output) + 1)
+        self.body = node_body(proto, self.described, len(proto.input), len(proto.output) + 1)
         given = [proto.input[k] if len(proto.input) > k and proto.input[k] else None for k in (0, 1)]
         for name, what in zip(given, ("trip count", "condition")):
             if name is not None and name not in consts:
@@ -144,11 +144,11 @@ def scan_step(proto: onnx.NodeProto, i: int, consts: dict, types: dict[str, Tens
     count = next(a.i for a in proto.attribute if a.name == "num_scan_inputs")
     if not 0 < count <= len(proto.input):
         raise CglowError(f"{described}: num_scan_inputs is {count}, of {len(proto.input)} inputs")
-    body = _body(proto, described, len(proto.input), len(proto.output))
+    body = node_body(proto, described, len(proto.input), len(proto.output))
     n_states = len(proto.input) - count
     scanned = list(proto.input[n_states:])
     n_outputs = len(body.output) - n_states
-    in_axes, in_reverse, out_axes, out_reverse = (_ints(proto, name, n, described) for name, n in (
+    in_axes, in_reverse, out_axes, out_reverse = (int_list(proto, name, n, described) for name, n in (
         ("scan_input_axes", count), ("scan_input_directions", count), ("scan_output_axes", n_outputs),
         ("scan_output_directions", n_outputs)))
     shapes = [types[x].shape for x in scanned]

@@ -152,10 +152,12 @@ def test_a_condition_known_only_at_run_time_is_refused():
 
 
 def test_unrolling_beyond_the_bound_is_refused():
-    m = counting_loop("m", "", [("m", np.array(UNROLL_LIMIT, np.int64))])
-    with pytest.raises(CglowError, match=rf"Loop node .*: unrolled, {UNROLL_LIMIT} iterations of 2 nodes would take "
-                                         rf"the model's copied loop bodies beyond {UNROLL_LIMIT} nodes; cglow compiles "
-                                         r"Loop and Scan by unrolling them, and a loop in C is not implemented yet"):
+    """A Loop without a trip count, whose condition stays true: unrolled until the bound (graph/c_loop.py runs a
+    loop in C only of a constant trip count)."""
+    m = counting_loop("", "c", [("c", np.array(True))])
+    with pytest.raises(CglowError, match=rf"Loop node .*: unrolled, iteration {UNROLL_LIMIT // 2} of 2 nodes would "
+                                         rf"take the model's copied loop bodies beyond {UNROLL_LIMIT} nodes; beyond "
+                                         r"that bound a Loop runs as a loop in C only with a constant trip count"):
         cglow.compile_model(m)
 
 
