@@ -18,7 +18,7 @@ from ..errors import CglowError
 from .ir import Graph, Node, TensorType
 from .subgraphs import Budget
 from .topology import describe, node_label
-from .unroll import int_list, node_body
+from .unroll import node_body, scan_form
 
 REPEAT = "Repeat"  # the op of the node; not an ONNX op, so that no model can name it
 TRIPS = 2 ** 31 - 1  # the most iterations: the C loop counts in int32_t
@@ -80,22 +80,10 @@ def c_loop(proto: onnx.NodeProto, i: int, consts: dict, types: dict[str, TensorT
         given = [(body.input[0].name, TensorType(np.dtype(np.int64), ()))]
         initial = {body.input[1].name: np.array(True)}
     else:
-        count = next(a.i for a in proto.attribute if a.name == "num_scan_inputs")
-        if not 0 < count <= len(proto.input):
-            raise CglowError(f"{described}: num_scan_inputs is {count}, of {len(proto.input)} inputs")
-        body = node_body(proto, described, len(proto.input), len(proto.output))
-        n_states = len(proto.input) - count
-        states, scanned = list(proto.input[:n_states]), list(proto.input[n_states:])
-        n_out = len(proto.output) - n_states
-        in_axes, in_back, out_axes, out_back = (int_list(proto, name, n, described) for name, n in (
-            ("scan_input_axes", count), ("scan_input_directions", count), ("scan_output_axes", n_out),
-            ("scan_output_directions", n_out)))
-        shapes = [types[x].shape for x in scanned]
-        axes = [a + len(s) if a < 0 else a for a, s in zip(in_axes, shapes)]
-        if any(not 0 <= a < len(s) for a, s in zip(axes, shapes)) or len({s[a] for a, s in zip(axes, shapes)}) != 1:
-            return None  # the unrolling names the problem
-        trips = shapes[0][axes[0]]
-        ins, outs = list(zip(axes, in_back)), list(zip(out_axes, out_back))
+        form = scan_form(proto, described, types)
+        body, n_states, scanned, trips = form.body, form.n_states, form.scanned, form.steps
+        states = list(proto.input[:n_states])
+        ins, outs = list(zip(form.axes, form.in_reverse)), list(zip(form.out_axes, form.out_reverse))
         given, initial = [], {}
     if budget.fits(trips * len(body.node)):
         return None

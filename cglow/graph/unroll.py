@@ -6,6 +6,8 @@ copy leaves must fold to a constant before the next copy is made. The copies cou
 (subgraphs.py). SHAPE_INPUTS names the inputs that must be constants (the backend pins them, tools/backend.py)."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import onnx
 from onnx import helper
@@ -137,10 +139,23 @@ def loop_step(proto: onnx.NodeProto, i: int, consts: dict, types: dict[str, Tens
     return _Loop(proto, i, consts, budget)(consts, types)
 
 
-def scan_step(proto: onnx.NodeProto, i: int, consts: dict, types: dict[str, TensorType], budget: Budget) -> Step:
-    """A Scan (the i-th node of its graph) unrolled: every copy of its body, each reading its inputs' slices at
-    its position, then (once typed) the scan outputs stacked."""
-    label, described = node_label(proto, i), describe(proto, i)
+@dataclass(frozen=True)
+class ScanForm:
+    """A Scan node's body and attributes, checked: its loop-carried values' count, its scanned inputs, each one's
+    axis (counted from the start) and direction (1: backward), each scan output's axis (as given: a negative one
+    counts from the end of the stacked rank) and direction, and the iterations (the scanned axes' length)."""
+    body: onnx.GraphProto
+    n_states: int
+    scanned: list[str]
+    axes: list[int]
+    in_reverse: list[int]
+    out_axes: list[int]
+    out_reverse: list[int]
+    steps: int
+
+
+def scan_form(proto: onnx.NodeProto, described: str, types: dict[str, TensorType]) -> ScanForm:
+    """The Scan node's ScanForm, or its problem named."""
     count = next(a.i for a in proto.attribute if a.name == "num_scan_inputs")
     if not 0 < count <= len(proto.input):
         raise CglowError(f"{described}: num_scan_inputs is {count}, of {len(proto.input)} inputs")
@@ -161,6 +176,18 @@ def scan_step(proto: onnx.NodeProto, i: int, consts: dict, types: dict[str, Tens
     steps = lengths.pop()
     if not steps and any(proto.output[n_states:]):
         raise CglowError(f"{described}: its scan inputs are empty along their axes, and so would be its scan outputs")
+    return ScanForm(body, n_states, scanned, axes, in_reverse, out_axes, out_reverse, steps)
+
+
+def scan_step(proto: onnx.NodeProto, i: int, consts: dict, types: dict[str, TensorType], budget: Budget) -> Step:
+    """A Scan (the i-th node of its graph) unrolled: every copy of its body, each reading its inputs' slices at
+    its position, then (once typed) the scan outputs stacked."""
+    label, described = node_label(proto, i), describe(proto, i)
+    form = scan_form(proto, described, types)
+    body, n_states, scanned, axes, in_reverse, steps = (form.body, form.n_states, form.scanned, form.axes,
+                                                        form.in_reverse, form.steps)
+    out_axes, out_reverse, n_outputs = form.out_axes, form.out_reverse, len(form.out_axes)
+    shapes = [types[x].shape for x in scanned]
     budget.unroll(steps * len(body.node), described, f"{steps} iterations of {len(body.node)} nodes")
     values = {f"{label}/axis{a}": np.array([a], np.int64) for a in set(axes)}
     values.update({f"{label}/in{j}/shape": np.array(s[:a] + s[a + 1:], np.int64)

@@ -5,25 +5,16 @@ under the strict flags with clang too, and the refusals by name."""
 from __future__ import annotations
 
 import numpy as np
-from onnx import TensorProto as T, helper as h, numpy_helper
+from onnx import TensorProto as T, helper as h
 import pytest
 
 import cglow
 from cglow.errors import CglowError
 from cglow.graph import subgraphs
 from cglow.tools.host import check_warnings, sources
-from tests.util import need_tool, ort_run
+from tests.util import graph_model as model, need_tool, ort_run, value_info as value
 
 RNG = np.random.default_rng(11)
-
-
-def value(name: str, shape, elem=T.FLOAT):
-    return h.make_tensor_value_info(name, elem, shape)
-
-
-def model(nodes, inputs, outputs, inits=(), opset=17):
-    graph = h.make_graph(nodes, "g", inputs, outputs, [numpy_helper.from_array(v, n) for n, v in inits])
-    return h.make_model(graph, opset_imports=[h.make_opsetid("", opset)])
 
 
 def feeds(m) -> dict[str, np.ndarray]:

@@ -4,24 +4,15 @@ iteration, control flow nested in a body, Scan-8's batch axis, and the refusals 
 from __future__ import annotations
 
 import numpy as np
-from onnx import TensorProto as T, helper as h, numpy_helper
+from onnx import TensorProto as T, helper as h
 import pytest
 
 import cglow
 from cglow.errors import CglowError
 from cglow.graph.subgraphs import UNROLL_LIMIT
-from tests.util import cglow_run, ort_run
+from tests.util import cglow_run, graph_model as model, ort_run, value_info as value
 
 RNG = np.random.default_rng(7)
-
-
-def value(name: str, shape, elem=T.FLOAT):
-    return h.make_tensor_value_info(name, elem, shape)
-
-
-def model(nodes, inputs, outputs, inits=(), opset=17):
-    graph = h.make_graph(nodes, "g", inputs, outputs, [numpy_helper.from_array(v, n) for n, v in inits])
-    return h.make_model(graph, opset_imports=[h.make_opsetid("", opset)])
 
 
 def run(m, *arrays) -> list[np.ndarray]:
