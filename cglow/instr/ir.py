@@ -9,6 +9,7 @@ kernel's name, its operands' roles, its expressions, its multiply-accumulates an
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields, replace
+from functools import cached_property
 import math
 from typing import ClassVar
 
@@ -413,8 +414,9 @@ class Repeat(Primitive):
         kept = [(Map(state, (slot,), Input(0), f"{self.node} loop-carried"), None, 0) for slot, state in self.carried]
         return tuple(ins + [(i, None, 0) for i in self.body] + outs + kept)
 
-    @property
+    @cached_property  # the passes ask often; a frozen instance's never changes
     def touched(self) -> tuple[View, ...]:
+        """A view of every buffer its kernels touch, the first of each."""
         found: dict[int, View] = {}
         for instr, _, _ in self.copies():
             for v in (instr.out,) + reads(instr):
