@@ -15,11 +15,11 @@ from ..c_text import c_array_lines, c_float, c_literal, c_type
 from ..instr.expr import helpers
 from ..instr.ir import Buffer, Program, Repeat, View
 from ..kernels.kernel import comment
-from ..kernels.render import render
 from ..options import Options
 from ..runtime_files import RUNTIME_C
 from ..tiles import tiles_for
 from ..version import __version__
+from .calls import Calls
 
 ENV = jinja2.Environment(loader=jinja2.PackageLoader("cglow", "emit_c"), trim_blocks=True, lstrip_blocks=True,
                          undefined=jinja2.StrictUndefined, autoescape=False, keep_trailing_newline=True)
@@ -154,37 +154,11 @@ def emit(prog: Program, plan: Plan, prefix: str, source: str, opset: int,
         name = io_names.get(buf.id) or weight_names[buf.id]
         return f"{name} + {view.offset}" if view.offset else name
 
-    dtypes = {b.id: b.dtype for b in prog.buffers}
-    kernels, calls, used, functions = [], [], set(), []
-    first: dict[str, str] = {}  # a kernel's body and signature without its name -> the function written for it
-
-    def call(fn: str, instr, moving: View | None = None, shift: str = "") -> str:
-        """The call of instr's kernel (written as `fn` unless an earlier one has its loops); the parameter in
-        `moving`'s buffer at `shift` elements further."""
-        kernel = render(fn, instr, dtypes, tiles_for(options.target))
-        node, text = kernel.text.strip().split("\n", 1)  # the node's comment, then the function
-        args = ", ".join(base(v) + (shift if moving is not None and v.buf == moving.buf else "") for v in kernel.params)
-        assert moving is None or sum(v.buf == moving.buf for v in kernel.params) == 1, instr
-        used.update(v.buf for v in kernel.params)
-        same = first.setdefault(text.replace(fn, "KERNEL"), fn)
-        if same == fn:
-            kernels.append(f"{node}\n{text}")
-            return f"{fn}({args});"
-        return f"{same}({args}); {node}"  # the same loops as an earlier kernel: called again, on its own buffers
-
-    def loop(fn: str, r: Repeat, depth: int) -> str:
-        """A Repeat as a for loop in C over its iterations' kernels, a loop nested in it indented further."""
-        it, pad = f"it{depth}", "    " * (depth + 2)  # net_run's body starts 4 columns in
-        lines = [f"for (int32_t {it} = 0; {it} < {r.trips}; ++{it}) {{ /* {comment(r.node)} */",
-                 f"{base(r.out)}[0] = {it};"]
-        for k, (instr, moving, step) in enumerate(r.copies()):
-            shift = f" + {it} * {step}" if step >= 0 else f" - {it} * {-step}"
-            lines.append(loop(f"{fn}_{k}", instr, depth + 1) if isinstance(instr, Repeat) else
-                         call(f"{fn}_{k}_{instr.primitive}", instr, moving, shift))
-        return f"\n{pad}".join(lines) + f"\n{pad[4:]}}}"
+    writer = Calls({b.id: b.dtype for b in prog.buffers}, base, tiles_for(options.target))
+    kernels, used, calls, functions = writer.kernels, writer.used, [], []
     for n, instr in enumerate(prog.instrs):
         fn = f"{prefix}_{n}_{instr.primitive}"
-        calls.append(loop(fn, instr, 0) if isinstance(instr, Repeat) else call(fn, instr))
+        calls.append(writer.loop(fn, instr, 0) if isinstance(instr, Repeat) else writer.call(fn, instr))
         functions.append(fn if isinstance(instr, Repeat) else calls[-1].split("(", 1)[0])
         if trace and instr.value:
             buf = prog.buffer(instr.value.view.buf)
