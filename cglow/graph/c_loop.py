@@ -104,6 +104,10 @@ def c_loop(proto: onnx.NodeProto, i: int, consts: dict, types: dict[str, TensorT
         if cond and (cond_out not in graph.consts or not graph.consts[cond_out].reshape(-1)[0]):
             return None  # it may stop early: unrolled while its condition folds, else refused
         graph = graph.with_nodes(graph.nodes, outputs=graph.outputs[1:])
+    varying = [out for out in graph.outputs if graph.types[out].counted is not None]
+    if varying:
+        raise CglowError(f"{described}: {what}: its body's output '{varying[0]}' has a run-time length; a loop in C "
+                         f"stacks slices of one length")
     for k, (s, out) in enumerate(zip(states, graph.outputs)):
         if graph.types[out] != types[s]:
             raise CglowError(f"{described}: {what}: its loop-carried value {k} ('{s}') enters as {types[s]} and "

@@ -202,3 +202,13 @@ def test_a_shape_that_depends_on_the_iteration_is_refused(no_unrolling):
     with pytest.raises(CglowError, match=r"Loop node .*: 4 iterations of 4 nodes, beyond the unrolling bound, its body "
                                          r"is compiled once as a loop in C: "):
         cglow.compile_model(m)
+
+
+def test_a_scan_output_of_run_time_length_is_refused(no_unrolling):
+    body = h.make_graph([h.make_node("NonZero", ["x_t"], ["where"]), h.make_node("Identity", ["s"], ["s2"])],
+                        "body", [value("s", [2]), value("x_t", [2])], [value("s2", [2]), value("where", None, T.INT64)])
+    m = model([h.make_node("Scan", ["s0", "x"], ["s", "ys"], body=body, num_scan_inputs=1)],
+              [value("s0", [2]), value("x", [5, 2])], [value("s", None), value("ys", None, T.INT64)])
+    with pytest.raises(CglowError, match=r"Scan node .*: 5 iterations of 2 nodes, beyond the unrolling bound: its "
+                                         r"body's output 'where' has a run-time length; a loop in C stacks slices"):
+        cglow.compile_model(m)
