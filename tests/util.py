@@ -132,6 +132,18 @@ def checked_model(graph: onnx.GraphProto, opset: int = 13, ir_version: int | Non
     return model
 
 
+def value_info(name: str, shape, elem: int = TensorProto.FLOAT) -> onnx.ValueInfoProto:
+    """A graph's or a subgraph's input or output (shape None: unknown)."""
+    return helper.make_tensor_value_info(name, elem, shape)
+
+
+def graph_model(nodes, inputs, outputs, inits=(), opset: int = 17) -> onnx.ModelProto:
+    """The nodes as a model of the default domain at `opset`, unchecked (a subgraph's outputs may be untyped), the
+    (name, array) pairs `inits` its initializers."""
+    graph = helper.make_graph(nodes, "g", inputs, outputs, [onnx.numpy_helper.from_array(v, n) for n, v in inits])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
 def assert_shapes_agree_with_onnx(model: onnx.ModelProto) -> None:
     """cglow's own shape rules against ONNX shape inference, for every value both know statically."""
     from cglow.graph.onnx_import import import_model

@@ -13,13 +13,13 @@ import numpy as np
 from ..alloc.arena import Plan
 from ..c_text import c_array_lines, c_float, c_literal, c_type
 from ..instr.expr import helpers
-from ..instr.ir import Buffer, Program, View
+from ..instr.ir import Buffer, Program, Repeat, View
 from ..kernels.kernel import comment
-from ..kernels.render import render
 from ..options import Options
 from ..runtime_files import RUNTIME_C
 from ..tiles import tiles_for
 from ..version import __version__
+from .calls import Calls
 
 ENV = jinja2.Environment(loader=jinja2.PackageLoader("cglow", "emit_c"), trim_blocks=True, lstrip_blocks=True,
                          undefined=jinja2.StrictUndefined, autoescape=False, keep_trailing_newline=True)
@@ -154,25 +154,15 @@ def emit(prog: Program, plan: Plan, prefix: str, source: str, opset: int,
         name = io_names.get(buf.id) or weight_names[buf.id]
         return f"{name} + {view.offset}" if view.offset else name
 
-    dtypes = {b.id: b.dtype for b in prog.buffers}
-    kernels, calls, used, functions = [], [], set(), []
-    first: dict[str, str] = {}  # a kernel's body and signature without its name -> the function written for it
+    writer = Calls({b.id: b.dtype for b in prog.buffers}, base, tiles_for(options.target))
+    kernels, used, calls, functions = writer.kernels, writer.used, [], []
     for n, instr in enumerate(prog.instrs):
         fn = f"{prefix}_{n}_{instr.primitive}"
-        kernel = render(fn, instr, dtypes, tiles_for(options.target))
-        node, text = kernel.text.strip().split("\n", 1)  # the node's comment, then the function
-        args = ", ".join(base(v) for v in kernel.params)
-        same = first.setdefault(text.replace(fn, "KERNEL"), fn)
-        functions.append(same)
-        if same == fn:
-            kernels.append(f"{node}\n{text}")
-            calls.append(f"{fn}({args});")
-        else:  # the same loops as an earlier kernel: called again, on its own buffers
-            calls.append(f"{same}({args}); {node}")
+        calls.append(writer.loop(fn, instr, 0) if isinstance(instr, Repeat) else writer.call(fn, instr))
+        functions.append(fn if isinstance(instr, Repeat) else calls[-1].split("(", 1)[0])
         if trace and instr.value:
             buf = prog.buffer(instr.value.view.buf)
             calls.append(f"{prefix}_trace({n}, {base(View.of(buf.id, (buf.size,)))}, {buf.nbytes});")
-        used.update(v.buf for v in kernel.params)
     params = [f"const {t.ctype} *input_{i}" for i, t in enumerate(inputs)] + \
         [f"{c_type(prog.buffer(b).dtype)} *{io_names[b]}" for b in prog.outputs]
     unused = [f"(void){io_names[b]};" for b in prog.inputs + prog.outputs if b not in used]

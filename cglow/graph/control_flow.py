@@ -1,8 +1,8 @@
 """Control flow at import (graph/onnx_import.py): an If, a Loop or a Scan becomes copies of its subgraphs in its
 place, which compile like the rest of the graph. An If whose condition is a constant is the branch it takes; an
 If whose condition is known only at run time is both branches, each output selected by a Where on the
-condition (the branches must give the same shapes). Loop and Scan are unrolled (graph/unroll.py). LIMITS says
-what each refuses, for docs/ops.md."""
+condition (the branches must give the same shapes). Loop and Scan are unrolled (graph/unroll.py), or beyond the
+unrolling bound run as a loop in C (graph/c_loop.py). LIMITS says what each refuses, for docs/ops.md."""
 from __future__ import annotations
 
 import numpy as np
@@ -53,14 +53,16 @@ def if_step(proto: onnx.NodeProto, i: int, consts: dict, types: dict[str, Tensor
 
 
 CONTROL_FLOW = {"If": if_step, "Loop": loop_step, "Scan": scan_step}
-UNROLLED = f"unrolled, up to {UNROLL_LIMIT} copied nodes in a model (a loop in C is not implemented yet)"
+UNROLLED = (f"unrolled, up to {UNROLL_LIMIT} copied nodes in a model; beyond, one body run as a loop in C, whose "
+            f"shapes and constants must not depend on the iteration (graph/c_loop.py)")
 STORED = ("its subgraphs' nodes do not take the stored types (float16, bfloat16, float8, float64, 4- and 2-bit "
           "integers; graph/stored_types.py rewrites the main graph's)")
 LIMITS = {
     "If": ["a condition known only at run time computes both branches, which must give the same types and shapes",
            STORED],
     "Loop": [UNROLLED, STORED, "its trip count and condition must be constants, and the condition that each iteration leaves "
-             "(when the Loop has a condition input) must fold to a constant", "a Loop that runs no iteration has no "
-             "scan outputs"],
+             "(when the Loop has a condition input) must fold to a constant", "as a loop in C, its trip count must be "
+             "a constant, its condition true, and its loop-carried values must keep their types",
+             "a Loop that runs no iteration has no scan outputs"],
     "Scan": [UNROLLED, STORED, "Scan-8 (opset 8) without sequence_lens"],
 }

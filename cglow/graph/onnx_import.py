@@ -18,6 +18,7 @@ from .evaluate_node import evaluate_node, outer_names
 from .external_data import load_external_data
 from .decompose import decompose
 from .functions import expand_functions
+from .c_loop import c_loop
 from .control_flow import CONTROL_FLOW
 from .subgraphs import Budget, Step
 from .unroll import scans_per_batch
@@ -375,6 +376,16 @@ def _typed_nodes(g: onnx.GraphProto, order: list[int], inputs: list, consts: dic
                                                                          for n in node.inputs])
             if problem:
                 problems.append(problem)
+                continue
+            try:
+                looped = c_loop(proto, i, consts, types, budget, opset,
+                                lambda body: import_model(body, None, node.name, max_memory))
+            except CglowError as exc:
+                problems.append(str(exc))
+                continue
+            if looped is not None:  # beyond the unrolling bound: a loop in C
+                nodes.append(looped[0])
+                types.update(looped[1])
                 continue
             _push(lambda: CONTROL_FLOW[node.op](proto, i, consts, types, budget), i, pending, consts, types, known,
                   problems)

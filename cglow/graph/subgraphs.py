@@ -37,13 +37,17 @@ class Budget:
         self.ensure(nodes, described, what)
         self.unrolled += nodes
 
+    def fits(self, nodes: int) -> bool:
+        """Whether `nodes` more copied nodes stay within UNROLL_LIMIT."""
+        return self.unrolled + nodes <= UNROLL_LIMIT
+
     def ensure(self, nodes: int, described: str, what: str) -> None:
         """Refuse `described` when `nodes` more copied nodes (`what`: how many iterations of how many nodes) would
         go beyond UNROLL_LIMIT."""
         if self.unrolled + nodes > UNROLL_LIMIT:
             raise CglowError(f"{described}: unrolled, {what} would take the model's copied loop bodies beyond "
-                             f"{UNROLL_LIMIT} nodes; cglow compiles Loop and Scan by unrolling them, and a loop in C "
-                             f"is not implemented yet")
+                             f"{UNROLL_LIMIT} nodes; beyond that bound a Loop runs as a loop in C only with a "
+                             f"constant trip count and, when it has a condition input, a condition that stays true")
 
 
 def copied(graph: onnx.GraphProto, prefix: str, bound: dict[str, str],

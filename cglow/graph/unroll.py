@@ -6,6 +6,8 @@ copy leaves must fold to a constant before the next copy is made. The copies cou
 (subgraphs.py). SHAPE_INPUTS names the inputs that must be constants (the backend pins them, tools/backend.py)."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import onnx
 from onnx import helper
@@ -19,7 +21,7 @@ from .topology import describe, node_label
 SHAPE_INPUTS = {"Loop": (0, 1)}  # a Loop's trip count and condition: how many copies of its body
 
 
-def _body(proto: onnx.NodeProto, described: str, inputs: int, outputs: int) -> onnx.GraphProto:
+def node_body(proto: onnx.NodeProto, described: str, inputs: int, outputs: int) -> onnx.GraphProto:
     """The node's body, once it has the numbers of inputs and outputs that the node's say it must."""
     body = next(a.g for a in proto.attribute if a.name == "body")
     if (len(body.input), len(body.output)) != (inputs, outputs):
@@ -28,7 +30,7 @@ def _body(proto: onnx.NodeProto, described: str, inputs: int, outputs: int) -> o
     return body
 
 
-def _ints(proto: onnx.NodeProto, name: str, count: int, described: str) -> list[int]:
+def int_list(proto: onnx.NodeProto, name: str, count: int, described: str) -> list[int]:
     """An ints attribute of `count` values (zeros when the node leaves it out)."""
     given = next((list(a.ints) for a in proto.attribute if a.name == name), [0] * count)
     if len(given) != count:
@@ -66,7 +68,7 @@ class _Loop:
     def __init__(self, proto: onnx.NodeProto, i: int, consts: dict, budget: Budget):
         self.label, self.described = node_label(proto, i), describe(proto, i)
         self.proto, self.budget = proto, budget
-        self.body = _body(proto, self.described, len(proto.input), len(proto.output) + 1)
+        self.body = node_body(proto, self.described, len(proto.input), len(proto.output) + 1)
         given = [proto.input[k] if len(proto.input) > k and proto.input[k] else None for k in (0, 1)]
         for name, what in zip(given, ("trip count", "condition")):
             if name is not None and name not in consts:
@@ -137,18 +139,31 @@ def loop_step(proto: onnx.NodeProto, i: int, consts: dict, types: dict[str, Tens
     return _Loop(proto, i, consts, budget)(consts, types)
 
 
-def scan_step(proto: onnx.NodeProto, i: int, consts: dict, types: dict[str, TensorType], budget: Budget) -> Step:
-    """A Scan (the i-th node of its graph) unrolled: every copy of its body, each reading its inputs' slices at
-    its position, then (once typed) the scan outputs stacked."""
-    label, described = node_label(proto, i), describe(proto, i)
+@dataclass(frozen=True)
+class ScanForm:
+    """A Scan node's body and attributes, checked: its loop-carried values' count, its scanned inputs, each one's
+    axis (counted from the start) and direction (1: backward), each scan output's axis (as given: a negative one
+    counts from the end of the stacked rank) and direction, and the iterations (the scanned axes' length)."""
+    body: onnx.GraphProto
+    n_states: int
+    scanned: list[str]
+    axes: list[int]
+    in_reverse: list[int]
+    out_axes: list[int]
+    out_reverse: list[int]
+    steps: int
+
+
+def scan_form(proto: onnx.NodeProto, described: str, types: dict[str, TensorType]) -> ScanForm:
+    """The Scan node's ScanForm, or its problem named."""
     count = next(a.i for a in proto.attribute if a.name == "num_scan_inputs")
     if not 0 < count <= len(proto.input):
         raise CglowError(f"{described}: num_scan_inputs is {count}, of {len(proto.input)} inputs")
-    body = _body(proto, described, len(proto.input), len(proto.output))
+    body = node_body(proto, described, len(proto.input), len(proto.output))
     n_states = len(proto.input) - count
     scanned = list(proto.input[n_states:])
     n_outputs = len(body.output) - n_states
-    in_axes, in_reverse, out_axes, out_reverse = (_ints(proto, name, n, described) for name, n in (
+    in_axes, in_reverse, out_axes, out_reverse = (int_list(proto, name, n, described) for name, n in (
         ("scan_input_axes", count), ("scan_input_directions", count), ("scan_output_axes", n_outputs),
         ("scan_output_directions", n_outputs)))
     shapes = [types[x].shape for x in scanned]
@@ -161,6 +176,18 @@ def scan_step(proto: onnx.NodeProto, i: int, consts: dict, types: dict[str, Tens
     steps = lengths.pop()
     if not steps and any(proto.output[n_states:]):
         raise CglowError(f"{described}: its scan inputs are empty along their axes, and so would be its scan outputs")
+    return ScanForm(body, n_states, scanned, axes, in_reverse, out_axes, out_reverse, steps)
+
+
+def scan_step(proto: onnx.NodeProto, i: int, consts: dict, types: dict[str, TensorType], budget: Budget) -> Step:
+    """A Scan (the i-th node of its graph) unrolled: every copy of its body, each reading its inputs' slices at
+    its position, then (once typed) the scan outputs stacked."""
+    label, described = node_label(proto, i), describe(proto, i)
+    form = scan_form(proto, described, types)
+    body, n_states, scanned, axes, in_reverse, steps = (form.body, form.n_states, form.scanned, form.axes,
+                                                        form.in_reverse, form.steps)
+    out_axes, out_reverse, n_outputs = form.out_axes, form.out_reverse, len(form.out_axes)
+    shapes = [types[x].shape for x in scanned]
     budget.unroll(steps * len(body.node), described, f"{steps} iterations of {len(body.node)} nodes")
     values = {f"{label}/axis{a}": np.array([a], np.int64) for a in set(axes)}
     values.update({f"{label}/in{j}/shape": np.array(s[:a] + s[a + 1:], np.int64)

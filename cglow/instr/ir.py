@@ -8,7 +8,8 @@ kernel's name, its operands' roles, its expressions, its multiply-accumulates an
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
+from functools import cached_property
 import math
 from typing import ClassVar
 
@@ -383,7 +384,84 @@ class Compact(Primitive):
         return math.prod(self.keep.shape) * (self.out.shape[-1] if self.conflict else 1)
 
 
-Instr = Map | Reduce | Conv | Gemm | Pool | Gather | Scatter | Compact
+@dataclass(frozen=True)
+class Repeat(Primitive):
+    """A loop body run `trips` times (a Loop or a Scan beyond the unrolling bound: lower/repeat.py). Each iteration
+    writes its number (int64) to `out`, copies each `slides_in` (outer, slot) from the outer view to the slot, runs
+    `body` (instructions already through their passes), copies each `slides_out` (slot, outer) from the slot to the
+    outer view, and each `carried` (slot, state) from the body's new state to its state slot. A slide's outer view is
+    the one of iteration 0; iteration `it` moves it by `it * step` elements (its `steps` entry, in slides_in then
+    slides_out order). To the passes around it, it is one instruction that writes its counter and touches every
+    buffer that these name (`touched`, role "scratch": written and read), whole."""
+    primitive = "repeat"
+    roles = (("out", "out"), ("touched", "scratch"))
+    out: View
+    body: tuple
+    trips: int
+    slides_in: tuple[tuple[View, View], ...]
+    slides_out: tuple[tuple[View, View], ...]
+    steps: tuple[int, ...]
+    carried: tuple[tuple[View, View], ...]
+    node: str
+    value: Value | None = None
+
+    def copies(self) -> tuple[tuple[Map, View | None, int], ...]:
+        """Each iteration's kernels in order, with the outer view that moves (None: none) and its step."""
+        ins = [(Map(slot, (outer,), Input(0), f"{self.node} scan input"), outer, step)
+               for (outer, slot), step in zip(self.slides_in, self.steps)]
+        outs = [(Map(outer, (slot,), Input(0), f"{self.node} scan output"), outer, step)
+                for (slot, outer), step in zip(self.slides_out, self.steps[len(self.slides_in):])]
+        kept = [(Map(state, (slot,), Input(0), f"{self.node} loop-carried"), None, 0) for slot, state in self.carried]
+        return tuple(ins + [(i, None, 0) for i in self.body] + outs + kept)
+
+    @cached_property  # the passes ask often; a frozen instance's never changes
+    def touched(self) -> tuple[View, ...]:
+        """A view of every buffer its kernels touch, the first of each."""
+        found: dict[int, View] = {}
+        for instr, _, _ in self.copies():
+            for v in (instr.out,) + reads(instr):
+                found.setdefault(v.buf, v)
+        return tuple(found.values())
+
+    def expressions(self) -> tuple[Expr, ...]:
+        return tuple(e for instr, _, _ in self.copies() for e in instr.expressions())
+
+    def macs(self) -> int:
+        return self.trips * sum(i.macs() for i in self.body)
+
+    def work(self) -> int:
+        return self.trips * sum(i.work() for i, _, _ in self.copies())
+
+
+Instr = Map | Reduce | Conv | Gemm | Pool | Gather | Scatter | Compact | Repeat
+
+
+def kernels(instrs) -> list:
+    """The instructions that become kernels: a Repeat's own, in the order each iteration runs them."""
+    found = []
+    for instr in instrs:
+        found += kernels(i for i, _, _ in instr.copies()) if isinstance(instr, Repeat) else [instr]
+    return found
+
+
+def map_views(instr: Instr, move) -> Instr:
+    """instr with every view v it holds (a Repeat's too, its body's included) replaced by move(v)."""
+    if isinstance(instr, Repeat):
+        pairs = {f: tuple((move(a), move(b)) for a, b in getattr(instr, f))
+                 for f in ("slides_in", "slides_out", "carried")}
+        return replace(instr, out=move(instr.out), body=tuple(map_views(i, move) for i in instr.body), **pairs)
+    changes = {}
+    for f in fields(instr):
+        value = getattr(instr, f.name)
+        if isinstance(value, View):
+            changes[f.name] = move(value)
+        elif isinstance(value, tuple) and value and isinstance(value[0], View):
+            changes[f.name] = tuple(move(v) for v in value)
+        elif isinstance(value, Epilogue):
+            changes[f.name] = replace(value, ins=tuple(move(v) for v in value.ins))
+        elif isinstance(value, Value):
+            changes[f.name] = Value(value.name, move(value.view))
+    return replace(instr, **changes)
 
 
 def channels_innermost(c: Conv) -> bool:
@@ -432,7 +510,7 @@ class Program:
     def weights(self) -> list[Buffer]:
         """The constant buffers its instructions read, in order of first use (what the C file stores)."""
         found: dict[int, Buffer] = {}
-        for instr in self.instrs:
+        for instr in kernels(self.instrs):
             for v in (instr.out,) + reads(instr):
                 if self.buffers[v.buf].kind == "const":
                     found.setdefault(v.buf, self.buffers[v.buf])

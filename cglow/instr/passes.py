@@ -7,7 +7,7 @@ epilogue's, in place of B's input) and drop T.
 """
 from __future__ import annotations
 
-from dataclasses import fields, replace
+from dataclasses import replace
 from functools import partial
 
 import numpy as np
@@ -20,7 +20,7 @@ from .expr import Expr, Input, cast, cost, substitute, uses
 from .constants import laid_out, values
 from .nibbles import unpack_nibbles
 from .ir import (Buffer, Conv, Epilogue, Gemm, Instr, Map, Program, Value, View, channels_innermost, dot_operands,
-                 extent, reads)
+                 extent, map_views, reads)
 from .vector_dots import gather_windows, rebase_inputs, sums_as_vector_dots, widen_weights
 
 # The most nodes of an expression that is computed twice where a fused map reads it twice: a clamp to two
@@ -193,16 +193,7 @@ def _rename(instr: Instr, old: int, dest: View) -> Instr:
     """instr with every view of buffer `old` moved into the contiguous region that starts at dest."""
     def move(v: View) -> View:
         return replace(v, buf=dest.buf, offset=dest.offset + v.offset) if v.buf == old else v
-    changes = {f.name: move(getattr(instr, f.name)) for f in fields(instr) if isinstance(getattr(instr, f.name), View)}
-    for f in fields(instr):
-        value = getattr(instr, f.name)
-        if isinstance(value, tuple) and value and isinstance(value[0], View):
-            changes[f.name] = tuple(move(v) for v in value)
-        elif isinstance(value, Epilogue):
-            changes[f.name] = replace(value, ins=tuple(move(v) for v in value.ins))
-        elif isinstance(value, Value):
-            changes[f.name] = Value(value.name, move(value.view))
-    return replace(instr, **changes)
+    return map_views(instr, move)
 
 
 def forward_copies(prog: Program) -> Program:

@@ -31,7 +31,7 @@ from functools import reduce
 from operator import or_
 
 from .expr import Input
-from .ir import Map, Program, extent, reads
+from .ir import Map, Program, extent, operands, reads
 from .liveness import floor, lifetimes
 
 ALIGN = 16
@@ -43,7 +43,7 @@ def dependencies(prog: Program) -> list[int]:
     """For each instruction, the bit mask of the earlier instructions it must stay after."""
     accesses: dict[int, list[tuple[int, int, int, bool]]] = {}  # buffer -> (instr, low, high, writes)
     for i, instr in enumerate(prog.instrs):
-        for v, writes in [(instr.out, True)] + [(v, False) for v in reads(instr)]:
+        for v, writes in [(instr.out, True)] + [(v, role == "scratch") for role, v in operands(instr)[1:]]:
             if v.size:
                 accesses.setdefault(v.buf, []).append((i, *extent(v, instr), writes))
     preds = [0] * len(prog.instrs)

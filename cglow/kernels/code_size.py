@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from ..instr.ir import Program
+from ..instr.ir import Program, kernels
 from ..tiles import Tiles
 from .render import render
 
@@ -31,7 +31,7 @@ def statements(body: str, unrolled: bool) -> int:
 def kernel_bytes(prog: Program, tiles: Tiles) -> int:
     """The estimated machine code of the program's kernels, each distinct body once (as emit_c writes them)."""
     dtypes = {b.id: b.dtype for b in prog.buffers}
-    bodies = {render("KERNEL", instr, dtypes, tiles).text.strip().split("\n", 1)[1] for instr in prog.instrs}
+    bodies = {render("KERNEL", instr, dtypes, tiles).text.strip().split("\n", 1)[1] for instr in kernels(prog.instrs)}
     return sum(statements(body, tiles.scalar) for body in bodies) * BYTES_PER_STATEMENT[tiles.scalar]
 
 

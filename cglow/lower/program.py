@@ -7,12 +7,14 @@ from dataclasses import replace
 import numpy as np
 
 from ..errors import CglowError
+from ..graph.c_loop import REPEAT
 from ..graph.ir import Graph
 from ..graph.registry import OPS
 from ..instr.expr import Input
 from ..instr.ir import Instr, Map, Program, Value, View
 from . import ops  # noqa: F401  (declares every op)
 from .context import Context
+from .repeat import lower_repeat
 
 
 def lower(graph: Graph) -> Program:
@@ -21,7 +23,10 @@ def lower(graph: Graph) -> Program:
     ctx = Context(graph)
     used = set(graph.consumers()) | set(graph.outputs)
     for node in graph.nodes:
-        OPS[node.op].lower(ctx, node)
+        if node.op == REPEAT:
+            lower_repeat(ctx, node, lower)
+        else:
+            OPS[node.op].lower(ctx, node)
         for i, name in enumerate(node.outputs):
             if name in used and name not in ctx.views:
                 raise CglowError(f"{node.describe()}: output {i} ('{name}') is not supported (inference only)")

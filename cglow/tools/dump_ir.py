@@ -18,7 +18,7 @@ from ..alloc.patch_plan import Patched
 from ..errors import one_line
 from ..graph.ir import Graph, shape_text
 from ..instr.expr import Expr
-from ..instr.ir import Buffer, Epilogue, Program, Value, View
+from ..instr.ir import Buffer, Epilogue, Instr, Program, Repeat, Value, View
 from ..stages import Observer
 
 
@@ -90,9 +90,21 @@ def program_text(prog: Program) -> str:
     lines = [f"program {quoted(prog.name)}: {len(prog.buffers)} buffers, {len(prog.instrs)} instructions",
              "buffers:", *(f"  {buffer_text(b)}" for b in prog.buffers), "instructions:"]
     for i, instr in enumerate(prog.instrs):
-        parts = [f"{f.name}={field_text(getattr(instr, f.name))}" for f in fields(instr) if f.name != "node"]
-        lines.append(f"  {i} {instr.primitive} {quoted(instr.node)}: {' '.join(parts)}")
+        lines += instr_lines(i, instr, "  ")
     return "\n".join(lines) + "\n"
+
+
+def instr_lines(i: int, instr: Instr, indent: str) -> list[str]:
+    """The i-th instruction's line; a Repeat's, then each kernel of its iterations below it, indented further
+    (with the view that moves each iteration, and by how many elements)."""
+    if isinstance(instr, Repeat):
+        lines = [f"{indent}{i} repeat {quoted(instr.node)}: trips={instr.trips} out={field_text(instr.out)}"]
+        for k, (inner, moving, step) in enumerate(instr.copies()):
+            more = instr_lines(k, inner, indent + "    ")
+            lines += [more[0] + (f" moving={field_text(moving)} by {step}/iteration" if moving else "")] + more[1:]
+        return lines
+    parts = [f"{f.name}={field_text(getattr(instr, f.name))}" for f in fields(instr) if f.name != "node"]
+    return [f"{indent}{i} {instr.primitive} {quoted(instr.node)}: {' '.join(parts)}"]
 
 
 def field_text(value: Any) -> str:

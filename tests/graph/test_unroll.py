@@ -4,24 +4,15 @@ iteration, control flow nested in a body, Scan-8's batch axis, and the refusals 
 from __future__ import annotations
 
 import numpy as np
-from onnx import TensorProto as T, helper as h, numpy_helper
+from onnx import TensorProto as T, helper as h
 import pytest
 
 import cglow
 from cglow.errors import CglowError
 from cglow.graph.subgraphs import UNROLL_LIMIT
-from tests.util import cglow_run, ort_run
+from tests.util import cglow_run, graph_model as model, ort_run, value_info as value
 
 RNG = np.random.default_rng(7)
-
-
-def value(name: str, shape, elem=T.FLOAT):
-    return h.make_tensor_value_info(name, elem, shape)
-
-
-def model(nodes, inputs, outputs, inits=(), opset=17):
-    graph = h.make_graph(nodes, "g", inputs, outputs, [numpy_helper.from_array(v, n) for n, v in inits])
-    return h.make_model(graph, opset_imports=[h.make_opsetid("", opset)])
 
 
 def run(m, *arrays) -> list[np.ndarray]:
@@ -152,10 +143,12 @@ def test_a_condition_known_only_at_run_time_is_refused():
 
 
 def test_unrolling_beyond_the_bound_is_refused():
-    m = counting_loop("m", "", [("m", np.array(UNROLL_LIMIT, np.int64))])
-    with pytest.raises(CglowError, match=rf"Loop node .*: unrolled, {UNROLL_LIMIT} iterations of 2 nodes would take "
-                                         rf"the model's copied loop bodies beyond {UNROLL_LIMIT} nodes; cglow compiles "
-                                         r"Loop and Scan by unrolling them, and a loop in C is not implemented yet"):
+    """A Loop without a trip count, whose condition stays true: unrolled until the bound (graph/c_loop.py runs a
+    loop in C only of a constant trip count)."""
+    m = counting_loop("", "c", [("c", np.array(True))])
+    with pytest.raises(CglowError, match=rf"Loop node .*: unrolled, iteration {UNROLL_LIMIT // 2} of 2 nodes would "
+                                         rf"take the model's copied loop bodies beyond {UNROLL_LIMIT} nodes; beyond "
+                                         r"that bound a Loop runs as a loop in C only with a constant trip count"):
         cglow.compile_model(m)
 
 
