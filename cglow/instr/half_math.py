@@ -1,0 +1,86 @@
+"""float16 arithmetic in the target's half type (`--half-math native`): the last pass over the instruction list.
+
+Every op on a float16 tensor reads it through cglow_half_to_float and rounds its result back with cglow_float_to_half
+(graph/stored_types.py), so a fused chain of them is a float expression between those conversions. Here each
+conversion becomes runtime_c/half_load.c's cglow_half_load and half_store.c's cglow_half_store, over cglow_half:
+_Float16 where the compiler says the target computes in it (__ARM_FEATURE_FP16_SCALAR_ARITHMETIC: the conversions
+are register moves, and + - * / and the comparisons single instructions), float elsewhere (the software conversions
+and the float32 arithmetic of the default). A half value then stays one through C's arithmetic operators, negation,
+comparisons and selects, with the float literals it meets rounded to float16 (their bits through cglow_half_load);
+a rounding back and forth between two ops vanishes, as it is the half arithmetic's own. Any other use of it (a math
+function, a helper, a cast, an operand that is not a half or a float literal, an expression's value: a reduction's
+accumulator, a kernel's epilogue) takes it converted to float, as the default computes there. A single op's result
+is the same as the default's: the float32 result of + - * / or a square root of float16 operands, rounded to
+float16, is the correctly rounded float16 one; an op lowered into several (HardSigmoid's multiply-add and clamp)
+rounds after each, as a half kernel does."""
+from __future__ import annotations
+
+from dataclasses import fields, replace
+
+import numpy as np
+
+from .expr import ARITHMETIC, COMPARISONS, F32, Binary, Call, Const, Expr, Select, Unary, _bottom_up, call, cast, nodes
+from .ir import Epilogue, Instr, Program
+
+# what a rewritten node is: a cglow_half, a float literal, a half value's float16 bits, anything else
+HALF, LITERAL, STORED, OTHER = "half", "literal", "stored", "other"
+Kind = tuple[Expr, str]
+
+
+def native_half(prog: Program) -> Program:
+    """The program with every expression's float16 conversions and the arithmetic between them in cglow_half."""
+    return replace(prog, instrs=tuple(_rewritten(i) for i in prog.instrs))
+
+
+def _rewritten(instr: Instr) -> Instr:
+    changes = {}
+    for f in fields(instr):
+        value = getattr(instr, f.name)
+        if isinstance(value, Expr):
+            changes[f.name] = in_half(value)
+        elif isinstance(value, Epilogue):
+            changes[f.name] = replace(value, expr=in_half(value.expr))
+    return replace(instr, **changes)
+
+
+def in_half(e: Expr) -> Expr:
+    """e with its float16 conversions and the arithmetic between them in cglow_half; its value of the same type."""
+    if not any(isinstance(n, Call) and n.fn in ("cglow_half_to_float", "cglow_float_to_half") for n in nodes(e)):
+        return e
+    return _as_float(_bottom_up(e, _visit))
+
+
+def _visit(node: Expr, operands: list[Kind]) -> Kind:
+    if not operands:
+        return node, LITERAL if isinstance(node, Const) and node.dtype == F32 else OTHER
+    kinds = [k for _, k in operands]
+    if isinstance(node, Call) and node.fn == "cglow_half_to_float":
+        (x, kind), = operands
+        if kind == STORED:  # a rounding to float16 of a half value: none
+            return x.args[0], HALF
+        return call("cglow_half_load", x), HALF
+    if isinstance(node, Call) and node.fn == "cglow_float_to_half":
+        y, kind = operands[0]  # a float one converted as cglow_half_store's argument
+        return call("cglow_half_store", y), STORED if kind == HALF else OTHER
+    if isinstance(node, Unary) and node.op == "-" and kinds == [HALF]:
+        return node.with_operands([operands[0][0]]), HALF
+    halves = (isinstance(node, Binary) and (node.op in ARITHMETIC[:4] or node.op in COMPARISONS)
+              or isinstance(node, Select)) and HALF in kinds
+    values = operands[1:] if isinstance(node, Select) else operands
+    if halves and all(k in (HALF, LITERAL) for _, k in values):
+        new = [_half_literal(x) if k == LITERAL else x for x, k in values]
+        if isinstance(node, Select):
+            new = [_as_float(operands[0])] + new
+        return node.with_operands(new), OTHER if isinstance(node, Binary) and node.op in COMPARISONS else HALF
+    return node.with_operands([_as_float(o) for o in operands]), OTHER
+
+
+def _as_float(operand: Kind) -> Expr:
+    """A rewritten node where the default's float stands: a half value converted."""
+    x, kind = operand
+    return cast(F32, x) if kind == HALF else x
+
+
+def _half_literal(c: Const) -> Expr:
+    """A float literal as a cglow_half: its float16 bits (rounded to nearest) through cglow_half_load."""
+    return call("cglow_half_load", Const(int(np.float16(c.value).view(np.uint16)), np.dtype(np.uint16)))
