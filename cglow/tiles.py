@@ -117,8 +117,7 @@ ARM_DSP = Tiles(6, 4, Tiles(8, 2), scalar=True, integer=DSP_INT8)
 # 4 x 5 better takes it (kernels/kernel.py oriented: vww 3.34 -> 3.33, resnet8 2.74 -> 2.71).
 CORTEX_M4 = Tiles(5, 4, Tiles(8, 2), scalar=True, integer=DSP_INT8, float_mac="mul_add")
 # Armv8.1-M's floating-point extension has half-precision arithmetic (the Cortex-M55's FPU and MVE): instr/half_math.py.
-# Instructions a run of the float16 network of tests/tools/test_half_math.py under QEMU, float32 arithmetic ->
-# half: see that test's module docstring.
+# The instructions of float16 networks under QEMU with and without it: tests/tools/test_half_math.py.
 CORTEX_M55 = replace(ARM_DSP, native_half=True)
 TILES = {"generic": VECTOR, "x86-avx2": Tiles(6, 16, vector_dot=VECTOR_DOT, wide_weights=True),
          "x86-avx512": Tiles(8, 32, vector_dot=VECTOR_DOT, wide_weights=True), "aarch64": AARCH64,

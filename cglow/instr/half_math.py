@@ -1,30 +1,32 @@
 """float16 arithmetic in the target's half type (`--half-math native`): the last pass over the instruction list.
 
 Every op on a float16 tensor reads it through cglow_half_to_float and rounds its result back with cglow_float_to_half
-(graph/stored_types.py), so a fused chain of them is a float expression between those conversions. Here each
-conversion becomes runtime_c/half_load.c's cglow_half_load and half_store.c's cglow_half_store, over cglow_half:
-_Float16 where the compiler says the target computes in it (__ARM_FEATURE_FP16_SCALAR_ARITHMETIC: the conversions
-are register moves, and + - * / and the comparisons single instructions), float elsewhere (the software conversions
-and the float32 arithmetic of the default). A half value then stays one through C's arithmetic operators, negation,
-comparisons and selects, with the float literals it meets rounded to float16 (their bits through cglow_half_load);
-a rounding back and forth between two ops vanishes, as it is the half arithmetic's own. Any other use of it (a math
-function, a helper, a cast, an operand that is not a half or a float literal, an expression's value: a reduction's
-accumulator, a kernel's epilogue) takes it converted to float, as the default computes there. A single op's result
-is the same as the default's: the float32 result of + - * / or a square root of float16 operands, rounded to
-float16, is the correctly rounded float16 one; an op lowered into several (HardSigmoid's multiply-add and clamp)
-rounds after each, as a half kernel does."""
+(graph/stored_types.py), so a fused chain of them is a float expression between those conversions. Here they become
+runtime_c's cglow_half_load and cglow_half_store, over cglow_half: _Float16 where the compiler says the target
+computes in it (__ARM_FEATURE_FP16_SCALAR_ARITHMETIC: the conversions are register moves or one instruction, where
+the float path calls the software ones), float elsewhere (those software conversions: the default's results, bit for
+bit). A half value stays one through C's + - * /, negation, comparisons and selects, with the float literals it meets
+as cglow_half_of's (rounded to float16 in a half type); a rounding to float16 between two ops is cglow_half_round
+(nothing in a half type, whose every operation rounds). Any other use of it (a math function, a helper, a cast, an
+operand that is not a half or a float literal, an expression's value: a reduction's float32 accumulator, a kernel's
+epilogue, a float buffer) takes it converted to float, as the default computes there. An op's result is the
+default's: the float32 result of + - * / of float16 operands, rounded to float16, is the correctly rounded float16
+one; an op lowered into several (HardSigmoid's multiply-add and clamp) rounds after each, as a half kernel does. The
+maps' float buffers between ops hold float16 values (each op's rounding), read as floats: arithmetic over them stays
+float32, which gives the same results."""
 from __future__ import annotations
 
 from dataclasses import fields, replace
 
 import numpy as np
 
-from .expr import ARITHMETIC, COMPARISONS, F32, Binary, Call, Const, Expr, Select, Unary, _bottom_up, call, cast, nodes
+from .expr import ARITHMETIC, COMPARISONS, F32, Binary, Call, Cast, Const, Expr, Select, Unary, _bottom_up, call, cast, nodes
 from .ir import Epilogue, Instr, Program
 
 # what a rewritten node is: a cglow_half, a float literal, a half value's float16 bits, anything else
 HALF, LITERAL, STORED, OTHER = "half", "literal", "stored", "other"
 Kind = tuple[Expr, str]
+HALF_BITS = np.dtype(np.float16)  # the element type of float16 values, whose C type is their bits' (uint16_t)
 
 
 def native_half(prog: Program) -> Program:
@@ -56,12 +58,14 @@ def _visit(node: Expr, operands: list[Kind]) -> Kind:
     kinds = [k for _, k in operands]
     if isinstance(node, Call) and node.fn == "cglow_half_to_float":
         (x, kind), = operands
-        if kind == STORED:  # a rounding to float16 of a half value: none
-            return x.args[0], HALF
+        if kind == STORED:  # a half value rounded to float16: nothing to do in half arithmetic
+            return call("cglow_half_round", x.args[0]), HALF
         return call("cglow_half_load", x), HALF
     if isinstance(node, Call) and node.fn == "cglow_float_to_half":
         y, kind = operands[0]  # a float one converted as cglow_half_store's argument
         return call("cglow_half_store", y), STORED if kind == HALF else OTHER
+    if isinstance(node, Cast) and (node.dtype, kinds) in ((HALF_BITS, [STORED]), (F32, [HALF])):
+        return operands[0]  # a fused map's stored result; a half value as a float (exact), converted where used
     if isinstance(node, Unary) and node.op == "-" and kinds == [HALF]:
         return node.with_operands([operands[0][0]]), HALF
     halves = (isinstance(node, Binary) and (node.op in ARITHMETIC[:4] or node.op in COMPARISONS)
@@ -82,5 +86,5 @@ def _as_float(operand: Kind) -> Expr:
 
 
 def _half_literal(c: Const) -> Expr:
-    """A float literal as a cglow_half: its float16 bits (rounded to nearest) through cglow_half_load."""
-    return call("cglow_half_load", Const(int(np.float16(c.value).view(np.uint16)), np.dtype(np.uint16)))
+    """A float literal as a cglow_half (rounded to float16 where that is a half type)."""
+    return call("cglow_half_of", c)
