@@ -5,26 +5,26 @@ Every op on a float16 tensor reads it through cglow_half_to_float and rounds its
 runtime_c's cglow_half_load and cglow_half_store, over cglow_half: _Float16 where the compiler says the target
 computes in it (__ARM_FEATURE_FP16_SCALAR_ARITHMETIC: the conversions are register moves or one instruction, where
 the float path calls the software ones), float elsewhere (those software conversions: the default's results, bit for
-bit). A half value stays one through C's + - * /, negation, comparisons and selects, with the float literals it meets
-as cglow_half_of's (rounded to float16 in a half type); a rounding to float16 between two ops is cglow_half_round
-(nothing in a half type, whose every operation rounds). Any other use of it (a math function, a helper, a cast, an
-operand that is not a half or a float literal, an expression's value: a reduction's float32 accumulator, a kernel's
-epilogue, a float buffer) takes it converted to float, as the default computes there. An op's result is the
-default's: the float32 result of + - * / of float16 operands, rounded to float16, is the correctly rounded float16
-one; an op lowered into several (HardSigmoid's multiply-add and clamp) rounds after each, as a half kernel does. The
-maps' float buffers between ops hold float16 values (each op's rounding), read as floats: arithmetic over them stays
-float32, which gives the same results."""
+bit). A half value stays one through C's + - * /, negation, comparisons and selects, with the float literals it
+meets that float16 holds (cglow_half_of; with another, the arithmetic stays float32); a rounding to float16 between
+two ops is cglow_half_round (nothing in a half type, whose every operation rounds). Any other use of it (a math
+function, a helper, a cast, an operand that is neither, an expression's value: a reduction's float32 accumulator, a
+kernel's epilogue, a float buffer) takes it converted to float, as the default computes there. An op's result is
+the default's: + - * / of float16 operands in float32, rounded to float16, is the correctly rounded float16 result;
+an op lowered into several rounds after each, as a half kernel does. The float buffers between the maps hold float16
+values (each op's rounding), read as floats: arithmetic over them stays float32, with the same results."""
 from __future__ import annotations
 
 from dataclasses import fields, replace
 
 import numpy as np
 
-from .expr import ARITHMETIC, COMPARISONS, F32, Binary, Call, Cast, Const, Expr, Select, Unary, _bottom_up, call, cast, nodes
+from .expr import COMPARISONS, F32, Binary, Call, Cast, Const, Expr, Select, Unary, _bottom_up, call, cast, nodes
 from .ir import Epilogue, Instr, Program
 
-# what a rewritten node is: a cglow_half, a float literal, a half value's float16 bits, anything else
+# what a rewritten node is: a cglow_half, a float literal that float16 holds, a half value's float16 bits, else
 HALF, LITERAL, STORED, OTHER = "half", "literal", "stored", "other"
+HALF_OPS = ("+", "-", "*", "/", *COMPARISONS)  # the binary operators that a half type computes
 Kind = tuple[Expr, str]
 HALF_BITS = np.dtype(np.float16)  # the element type of float16 values, whose C type is their bits' (uint16_t)
 
@@ -54,7 +54,7 @@ def in_half(e: Expr) -> Expr:
 
 def _visit(node: Expr, operands: list[Kind]) -> Kind:
     if not operands:
-        return node, LITERAL if isinstance(node, Const) and node.dtype == F32 else OTHER
+        return node, LITERAL if isinstance(node, Const) and node.dtype == F32 and _in_half(node.value) else OTHER
     kinds = [k for _, k in operands]
     if isinstance(node, Call) and node.fn == "cglow_half_to_float":
         (x, kind), = operands
@@ -68,10 +68,9 @@ def _visit(node: Expr, operands: list[Kind]) -> Kind:
         return operands[0]  # a fused map's stored result; a half value as a float (exact), converted where used
     if isinstance(node, Unary) and node.op == "-" and kinds == [HALF]:
         return node.with_operands([operands[0][0]]), HALF
-    halves = (isinstance(node, Binary) and (node.op in ARITHMETIC[:4] or node.op in COMPARISONS)
-              or isinstance(node, Select)) and HALF in kinds
     values = operands[1:] if isinstance(node, Select) else operands
-    if halves and all(k in (HALF, LITERAL) for _, k in values):
+    if (isinstance(node, Select) or isinstance(node, Binary) and node.op in HALF_OPS) and \
+            HALF in [k for _, k in values] and all(k in (HALF, LITERAL) for _, k in values):
         new = [_half_literal(x) if k == LITERAL else x for x, k in values]
         if isinstance(node, Select):
             new = [_as_float(operands[0])] + new
@@ -85,6 +84,12 @@ def _as_float(operand: Kind) -> Expr:
     return cast(F32, x) if kind == HALF else x
 
 
+def _in_half(value: float) -> bool:
+    """Whether float16 holds a float32 value exactly (a model's float16 constant, Relu's 0): arithmetic with any
+    other stays in float32, whose result the default rounds once."""
+    return bool(np.isnan(value)) or float(np.float16(value)) == value
+
+
 def _half_literal(c: Const) -> Expr:
-    """A float literal as a cglow_half (rounded to float16 where that is a half type)."""
+    """A float literal that float16 holds as a cglow_half."""
     return call("cglow_half_of", c)

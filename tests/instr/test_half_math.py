@@ -18,9 +18,14 @@ def rounded(x):
 def test_a_chain_computes_in_half():
     """Its roundings to float16 are cglow_half_round's (nothing in a half type), its literals cglow_half_of's."""
     s = half(rounded(half(X) + half(Y)))
-    assert to_c(in_half(rounded(select(lt(s, 0.0), 0.0, s) * 0.1))) == \
+    assert to_c(in_half(rounded(select(lt(s, 0.0), 0.0, s) * 0.25))) == \
         "cglow_half_store((cglow_half_round(cglow_half_load({0}) + cglow_half_load({1})) < cglow_half_of(0.0f) ? " \
-        "cglow_half_of(0.0f) : cglow_half_round(cglow_half_load({0}) + cglow_half_load({1}))) * cglow_half_of(0.1f))"
+        "cglow_half_of(0.0f) : cglow_half_round(cglow_half_load({0}) + cglow_half_load({1}))) * cglow_half_of(0.25f))"
+
+
+def test_a_literal_that_float16_does_not_hold_keeps_float32():
+    assert to_c(in_half(rounded(half(X) * 0.1))) == "cglow_half_store((float)cglow_half_load({0}) * 0.1f)"
+    assert to_c(in_half(lt(half(X), 1e-5))) == "(float)cglow_half_load({0}) < 1e-05f"
 
 
 def test_other_uses_take_a_float():
