@@ -195,6 +195,10 @@ def add_model_arguments(parser: argparse.ArgumentParser, target: str = "generic"
     parser.add_argument("--float-io", action="store_true",
                         help="a quantized model keeps float inputs and outputs, (de)quantized inside net_run (default: "
                              "the 8-bit integers, with NET_INPUT_i_SCALE and _ZERO_POINT in the header)")
+    parser.add_argument("--half-math", choices=("float", "native"), default="float",
+                        help="float16 arithmetic: in float32, each op's result rounded to float16 (float), or in the "
+                             "target's half type where --target has one (native: cortex-m55, aarch64 built with +fp16; "
+                             "the same file computes in float32 elsewhere) (default: float)")
     parser.add_argument("--max-memory", type=argument_type(parse_bytes), default=MAX_MEMORY, metavar="BYTES",
                         help="refuse a model with a tensor, or weights + arena + inputs and outputs, above this many "
                              "bytes; K, M and G suffixes (default: 1G)")
@@ -226,8 +230,8 @@ def options_of(args: argparse.Namespace) -> Options:
     layout = dict(align=args.align, caller_arena=args.caller_arena,
                   io_in_arena=args.io_in_arena) if hasattr(args, "align") else {}
     return Options(target=args.target, max_memory=args.max_memory, float_io=args.float_io,
-                   max_recompute=args.max_recompute, ram_budget=args.ram_budget, nibble_weights=args.nibble_weights,
-                   **layout)
+                   half_math=args.half_math, max_recompute=args.max_recompute, ram_budget=args.ram_budget,
+                   nibble_weights=args.nibble_weights, **layout)
 
 
 def cmd_example(args: argparse.Namespace) -> None:

@@ -16,6 +16,7 @@ from .graph.onnx_import import import_model, load
 from .graph.quant.io import float_io, integer_io, quantized_io
 from .graph.tflite.importer import import_tflite
 from .instr import passes as instr_passes
+from .instr.half_math import native_half
 from .instr.ir import Program
 from .instr.patches import PatchPlan
 from .lower.program import lower
@@ -69,6 +70,8 @@ def compile_program(prog: Program, name: str, inputs, outputs, source: str = "",
     patched = stages.run("patch-plan", choose, prog, finish, options.max_recompute, options.ram_budget,
                          options.align, tiles)
     prog, plan = finish(patched and patched.plan, stages)
+    if options.half_math == "native":
+        prog = stages.run("instr-native-half", native_half, prog)
     check_memory(prog, plan, options)
     prefix = c_identifier(name)
     out = stages.run("emit", emit, prog, plan, prefix, source, opset, list(inputs), list(outputs), options, header)

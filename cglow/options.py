@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .errors import CglowError
-from .tiles import TARGETS
+from .tiles import TARGETS, tiles_for
 
 MAX_MEMORY = 1 << 30  # bytes: the default --max-memory
 
@@ -21,6 +21,7 @@ class Options:
     max_recompute: float = 0.0      # percent of the MACs a patched span may add recomputing its halos (alloc/patch_plan.py)
     ram_budget: int | None = None   # bytes: the fastest plan whose arena fits, else an error
     nibble_weights: bool = False    # integer kernels' 4-bit weights two a byte in flash, unpacked into the arena
+    half_math: str = "float"        # float16 arithmetic in float32, or "native": the target's (instr/half_math.py)
 
     def __post_init__(self):
         if self.target not in TARGETS:
@@ -31,5 +32,11 @@ class Options:
             raise CglowError(f"--max-recompute {self.max_recompute:g}: must be a percentage from 0 to 1000")
         if self.ram_budget is not None and self.ram_budget < 1:
             raise CglowError(f"--ram-budget {self.ram_budget}: must be a positive number of bytes")
+        if self.half_math not in ("float", "native"):
+            raise CglowError(f"--half-math {self.half_math}: unknown; one of float, native")
+        if self.half_math == "native" and not tiles_for(self.target).native_half:
+            having = ", ".join(t for t in TARGETS if t != "host" and tiles_for(t).native_half)
+            raise CglowError(f"--half-math native: --target {self.target} has no half-precision arithmetic "
+                             f"(targets that have it: {having})")
         if self.max_memory < 1:
             raise CglowError(f"--max-memory {self.max_memory}: must be a positive number of bytes")

@@ -39,6 +39,7 @@ class Tiles:
     vector_dot: Tiles | None = None  # the tile of 8-bit kernels summed as dot products in C (VECTOR_DOT)
     signed_dots: bool = False       # those dot products read int8 inputs (Arm's sdot), not uint8 (x86's vpdpbusd)
     wide_weights: bool = False      # the other 8-bit kernels' weights stored as int32 (vector_dots.py widen_weights)
+    native_half: bool = False       # float16 arithmetic in hardware, which `--half-math native` computes in
 
     @property
     def for_depthwise(self) -> Tiles:
@@ -102,7 +103,7 @@ VECTOR_DOT = Tiles(4, 16)
 # 8-bit kernels keep int8 weights (no wide_weights, instr/vector_dots.py widen_weights). Whole models, instructions per
 # MAC, generic tiles -> these: int8 kws 0.649 -> 0.402, vww 0.904 -> 0.605, resnet8 0.652 -> 0.649 (its padded
 # convolutions' zero point, -128 after a ReLU, is not the signed one: they keep the tiles over output channels).
-AARCH64 = Tiles(4, 16, vector_dot=Tiles(6, 16), signed_dots=True)
+AARCH64 = Tiles(4, 16, vector_dot=Tiles(6, 16), signed_dots=True, native_half=True)  # half arithmetic with +fp16
 VECTOR, SCALAR = Tiles(4, 16), Tiles(6, 4, Tiles(8, 2), scalar=True, integer=SCALAR_INT8)
 ARM_DSP = Tiles(6, 4, Tiles(8, 2), scalar=True, integer=DSP_INT8)
 # The Cortex-M4F's fused (VFMA) and chained (VMLA) multiply-accumulates take 3 cycles, a multiply and an add 1 each
@@ -115,10 +116,13 @@ ARM_DSP = Tiles(6, 4, Tiles(8, 2), scalar=True, integer=DSP_INT8)
 # of kernels/arm_steps.py: 4 x 5 3.25 / 3.42 / 2.75 / 3.50, 5 x 4 3.24 / 3.41 / 2.75 / 3.50; a layer whose shape suits
 # 4 x 5 better takes it (kernels/kernel.py oriented: vww 3.34 -> 3.33, resnet8 2.74 -> 2.71).
 CORTEX_M4 = Tiles(5, 4, Tiles(8, 2), scalar=True, integer=DSP_INT8, float_mac="mul_add")
+# Armv8.1-M's floating-point extension has half-precision arithmetic (the Cortex-M55's FPU and MVE): instr/half_math.py.
+# The instructions of float16 networks under QEMU with and without it: tests/tools/test_half_math.py.
+CORTEX_M55 = replace(ARM_DSP, native_half=True)
 TILES = {"generic": VECTOR, "x86-avx2": Tiles(6, 16, vector_dot=VECTOR_DOT, wide_weights=True),
          "x86-avx512": Tiles(8, 32, vector_dot=VECTOR_DOT, wide_weights=True), "aarch64": AARCH64,
          "aarch64-linux": AARCH64, "rv64gcv": VECTOR, "cortex-m3": SCALAR, "cortex-m4": CORTEX_M4,
-         "cortex-m7": ARM_DSP, "cortex-m33": ARM_DSP, "cortex-m55": ARM_DSP, "riscv32": SCALAR, "riscv64": SCALAR,
+         "cortex-m7": ARM_DSP, "cortex-m33": ARM_DSP, "cortex-m55": CORTEX_M55, "riscv32": SCALAR, "riscv64": SCALAR,
          "riscv64-linux": SCALAR}
 TARGETS = ("host", *TILES)
 

@@ -25,6 +25,7 @@ from ..c_text import c_literal, c_type
 # runtime_c helpers that an expression may call, with their arity
 HELPERS = {
     "cglow_bfloat_to_float": 1, "cglow_float_to_bfloat": 1, "cglow_float_to_half": 1, "cglow_half_to_float": 1,
+    "cglow_half_load": 1, "cglow_half_of": 1, "cglow_half_round": 1, "cglow_half_store": 1,
     "cglow_float8_to_float": 2, "cglow_float_to_float8": 3, "cglow_float4_to_float": 1, "cglow_float_to_float4": 1,
     "cglow_e8m0_to_float": 1, "cglow_float_to_e8m0": 3, "cglow_float_bits": 1, "cglow_bits_float": 1,
     "cglow_double_bits": 1, "cglow_bits_double": 1,
@@ -243,7 +244,7 @@ def clamp(x, lo, hi) -> Call:
     return call("cglow_clamp", x, lo, hi)
 
 
-def _bottom_up(e: Expr, visit: Callable[[Expr, list], T], settled: Callable[[Expr], bool] = lambda node: False) -> T:
+def bottom_up(e: Expr, visit: Callable[[Expr, list], T], settled: Callable[[Expr], bool] = lambda node: False) -> T:
     """visit(node, the results at its operands) at every node of e, operands first, except that a node
     `settled` is its own result; the result at e. No recursion: a fused chain of elementwise ops can be a
     thousand levels deep."""
@@ -283,7 +284,7 @@ def substitute(e: Expr, values: Mapping[int, Expr] | Sequence[Expr] = (), acc: E
         if isinstance(node, (Input, Acc)):  # a leaf not left alone (hashing a deep tree would recur)
             return given[node]
         return node if all(new is old for new, old in zip(operands, node.operands())) else node.with_operands(operands)
-    return _bottom_up(e, visit, settled=lambda node: node.leaves.isdisjoint(given))
+    return bottom_up(e, visit, settled=lambda node: node.leaves.isdisjoint(given))
 
 
 def uses(e: Expr, index: int) -> int:
@@ -312,7 +313,7 @@ def to_c(e: Expr, values: Sequence[str] | None = None, acc: str = "{acc}", opera
     """e as C: Input(i) spelled values[i] (default {i}), Acc spelled acc, each a primary expression (a name,
     an array element). `operand_of`: e is pasted as an operand of that binary operator (parenthesized unless
     it binds tighter); by default e stands where an assignment's value does."""
-    return _wrap(_bottom_up(e, _printer(values, acc)), ASSIGN if operand_of is None else BINARY[operand_of] + 1)
+    return _wrap(bottom_up(e, _printer(values, acc)), ASSIGN if operand_of is None else BINARY[operand_of] + 1)
 
 
 Printed = tuple[str, int]  # a node's text and the precedence of its outermost operator
@@ -345,7 +346,7 @@ def _printer(values: Sequence[str] | None, acc: str) -> Callable[[Expr, list[Pri
         if isinstance(e, Select):
             bounds = _clamp(e)
             if bounds:
-                return f"CGLOW_CLIP({', '.join(_wrap(_bottom_up(b, visit), ASSIGN) for b in bounds)})", PRIMARY
+                return f"CGLOW_CLIP({', '.join(_wrap(bottom_up(b, visit), ASSIGN) for b in bounds)})", PRIMARY
             cond, then, other = operands
             return f"{_wrap(cond, PRIMARY if _arithmetic(e.cond) else TERNARY + 1)} ? {_wrap(then, TERNARY + 1)} : " \
                    f"{_wrap(other, TERNARY)}", TERNARY

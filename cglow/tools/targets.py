@@ -152,5 +152,6 @@ TARGETS = {t.name: t for t in (
                False),
     linux_user("riscv64", ("-march=rv64gc", "-mabi=lp64d")),
     rv64gcv(),
-    linux_user("aarch64", ("-march=armv8.2-a+dotprod",)),  # QEMU's default cpu, max, has it: its sdot (tiles.py)
+    # QEMU's default cpu, max, has sdot (tiles.py) and half-precision arithmetic (--half-math native)
+    linux_user("aarch64", ("-march=armv8.2-a+dotprod+fp16",)),
 )}

@@ -14,21 +14,10 @@ import cglow
 from cglow.options import Options
 from cglow.tools import cross
 
+from tests.half_network import half_network
 from tests.util import checked_model, need_target, rel_error
 
 RNG = np.random.default_rng(11)
-
-
-def _half_network():
-    """Conv 3x3 -> Relu -> global average pool -> Gemm, all float16."""
-    w = numpy_helper.from_array((RNG.standard_normal((8, 3, 3, 3)) * 0.3).astype(np.float16), "w")
-    fc = numpy_helper.from_array((RNG.standard_normal((8, 5)) * 0.3).astype(np.float16), "fc")
-    nodes = [h.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]), h.make_node("Relu", ["c"], ["r"]),
-             h.make_node("GlobalAveragePool", ["r"], ["p"]), h.make_node("Flatten", ["p"], ["f"]),
-             h.make_node("MatMul", ["f", "fc"], ["y"])]
-    graph = h.make_graph(nodes, "half", [h.make_tensor_value_info("x", T.FLOAT16, [1, 3, 8, 8])],
-                         [h.make_tensor_value_info("y", T.FLOAT16, [1, 5])], [w, fc])
-    return checked_model(graph, 17), {"x": RNG.standard_normal((1, 3, 8, 8)).astype(np.float16)}
 
 
 def _int4_network():
@@ -42,7 +31,7 @@ def _int4_network():
     return checked_model(graph, 21), {"x": RNG.standard_normal((4, 16)).astype(np.float32)}
 
 
-@pytest.mark.parametrize("network", [_half_network, _int4_network], ids=["float16", "int4"])
+@pytest.mark.parametrize("network", [half_network, _int4_network], ids=["float16", "int4"])
 def test_stored_types_on_cortex_m55(network):
     target = need_target("cortex-m55")
     model, feeds = network()
