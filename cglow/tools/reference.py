@@ -7,6 +7,7 @@ from dataclasses import dataclass, replace
 import math
 from typing import TYPE_CHECKING
 
+import ml_dtypes
 import numpy as np
 
 from ..errors import CglowError, reason
@@ -203,10 +204,14 @@ class Difference:
     relative: float             # that over the reference's scale (rel_error)
     scale: float                # the reference's scale (scale_of)
     steps: float | None = None  # a quantized tensor: the absolute difference in quantization steps
+    precision: float = 0.0      # a tensor of a float type narrower than float32: its step at 1 (float16's 2^-10)
 
     def ok(self, tolerance: float = TOLERANCE, max_steps: float = MAX_STEPS) -> bool:
-        """Within max_steps for a quantized tensor, within `tolerance` of the scale for any other."""
-        return self.steps <= max_steps if self.steps is not None else self.relative <= tolerance
+        """Within max_steps for a quantized tensor, within `tolerance` of the scale (or one step of a narrower
+        float type at the scale, where that is more) for any other."""
+        if self.steps is not None:
+            return self.steps <= max_steps
+        return self.relative <= max(tolerance, self.precision)
 
     def text(self) -> str:
         """The absolute error, the scale and their ratio (and the quantization steps)."""
@@ -223,7 +228,10 @@ def float_difference(got: np.ndarray, want: np.ndarray) -> Difference:
     if math.isinf(rel) or not want.size:
         return Difference(rel, rel, scale)
     finite = np.isfinite(want)
-    return Difference(float(np.max(np.abs(got[finite].astype(np.float64) - want[finite]), initial=0.0)), rel, scale)
+    narrow = want.dtype.kind == "V" or want.dtype.kind == "f" and want.dtype.itemsize < 4  # ml_dtypes' floats: "V"
+    precision = float(ml_dtypes.finfo(want.dtype).eps) if narrow else 0.0
+    return Difference(float(np.max(np.abs(got[finite].astype(np.float64) - want[finite]), initial=0.0)), rel, scale,
+                      precision=precision)
 
 
 def difference(model: onnx.ModelProto, info: TensorInfo, got: np.ndarray, want: np.ndarray) -> Difference:

@@ -63,6 +63,21 @@ def test_passes_and_prints_every_output(tmp_path, capsys):
     assert out.splitlines()[-1].startswith("check: passed")
 
 
+def test_a_float16_output_within_one_of_its_steps(tmp_path, capsys):
+    """cglow rounds each op's float32 result to float16 where onnxruntime may compute a chain in float16: a float16
+    output is ok within one float16 step at its scale (2^-10), beyond the default tolerance of 1e-4."""
+    need_tool("cc")
+    tensor = helper.make_tensor_value_info
+    nodes = [helper.make_node("Mul", ["a", "b"], ["m"]), helper.make_node("Add", ["m", "c"], ["y"])]
+    graph = helper.make_graph(nodes, "g", [tensor(n, TensorProto.FLOAT16, [64]) for n in "abc"],
+                              [tensor("y", TensorProto.FLOAT16, [64])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    status, out, err = run(capsys, save(model, tmp_path / "m.onnx"))
+    assert status == 0 and not err, out
+    ((_, dtype, _, _, _, relative, verdict),) = ERRORS.findall(out)
+    assert dtype == "float16" and verdict == "ok" and float(relative) <= 2 ** -10
+
+
 def miscompiled(monkeypatch, right: str, wrong: str) -> None:
     """cglow check builds C in which the one place that says `right` says `wrong`."""
     compile_model = check.compile_model
