@@ -11,6 +11,7 @@ from onnx import helper
 
 from ..errors import CglowError
 from .ir import TensorType
+from .stored_types import COMPUTED_AS
 from .subgraphs import UNROLL_LIMIT, Budget, Step, copied
 from .topology import describe, node_label
 from .unroll import loop_step, scan_step
@@ -46,23 +47,32 @@ def if_step(proto: onnx.NodeProto, i: int, consts: dict, types: dict[str, Tensor
                 raise CglowError(f"{describe(proto, i)}: its condition is known only at run time, and its branches "
                                  f"give output {k} ('{out}') as {types[a]} and {types[b]}; cglow computes both "
                                  f"branches and selects, which needs the same type and shape")
-        return Step([helper.make_node("Where", [scalar, a, b], [out], f"{label}/{out}") for a, b, out in pairs])
+        return Step([node for a, b, out in pairs for node in _selected(scalar, a, b, out, types[a], f"{label}/{out}")])
     reshape = helper.make_node("Reshape", [cond, no_dims], [scalar], scalar)
     return Step(then_nodes + else_nodes + [reshape],
                 {**then_values, **else_values, no_dims: np.zeros(0, np.int64)}, select)
 
 
+def _selected(cond: str, a: str, b: str, out: str, t: TensorType, name: str) -> list[onnx.NodeProto]:
+    """out = Where(cond, a, b); a stored type's values (graph/stored_types.py) selected in their computing type,
+    which holds them exactly, and cast back."""
+    stored = helper.np_dtype_to_tensor_dtype(t.dtype)
+    if stored not in COMPUTED_AS:
+        return [helper.make_node("Where", [cond, a, b], [out], name)]
+    widened = [helper.make_node("Cast", [v], [f"{name}/{k}"], f"{name}/{k}", to=COMPUTED_AS[stored])
+               for k, v in (("then", a), ("else", b))]
+    return widened + [helper.make_node("Where", [cond, f"{name}/then", f"{name}/else"], [f"{name}/selected"], name),
+                      helper.make_node("Cast", [f"{name}/selected"], [out], f"{name}/stored", to=stored)]
+
+
 CONTROL_FLOW = {"If": if_step, "Loop": loop_step, "Scan": scan_step}
 UNROLLED = (f"unrolled, up to {UNROLL_LIMIT} copied nodes in a model; beyond, one body run as a loop in C, whose "
             f"shapes and constants must not depend on the iteration (graph/c_loop.py)")
-STORED = ("its subgraphs' nodes do not take the stored types (float16, bfloat16, float8, float64, 4- and 2-bit "
-          "integers; graph/stored_types.py rewrites the main graph's)")
 LIMITS = {
-    "If": ["a condition known only at run time computes both branches, which must give the same types and shapes",
-           STORED],
-    "Loop": [UNROLLED, STORED, "its trip count and condition must be constants, and the condition that each iteration leaves "
+    "If": ["a condition known only at run time computes both branches, which must give the same types and shapes"],
+    "Loop": [UNROLLED, "its trip count and condition must be constants, and the condition that each iteration leaves "
              "(when the Loop has a condition input) must fold to a constant", "as a loop in C, its trip count must be "
              "a constant, its condition true, and its loop-carried values must keep their types",
              "a Loop that runs no iteration has no scan outputs"],
-    "Scan": [UNROLLED, STORED, "Scan-8 (opset 8) without sequence_lens"],
+    "Scan": [UNROLLED, "Scan-8 (opset 8) without sequence_lens"],
 }

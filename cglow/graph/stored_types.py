@@ -2,7 +2,8 @@
 the float8 types, E8M0 too, float4 E2M1, float64), computed in float32, cglow's one float arithmetic (a double in a
 Cortex-M4 loop is a library call per operation); and the 4- and 2-bit integers, computed in int8 or uint8. Each is
 stored as such: their bits in C (uint16_t or uint8_t; a float4's or a 4- or 2-bit integer's in its byte's low bits,
-as NumPy's ml_dtypes keeps them); float64 as double. Before import, every node that reads or writes one, other
+as NumPy's ml_dtypes keeps them); float64 as double. Before import, every node that reads or writes one (inside
+If, Loop and Scan bodies too; a run-time If selects such values in their computing type, graph/control_flow.py), other
 than a cast or a bit cast, reads it through a Cast to its computing type and writes that type, which a Cast rounds
 (or wraps) back; a QuantizeLinear to float8 or float4 and a DequantizeLinear from them convert their quantized
 values and zero points in their own map. Each op's result is rounded,
@@ -16,7 +17,7 @@ import warnings
 
 import numpy as np
 import onnx
-from onnx import TensorProto, helper, numpy_helper
+from onnx import TensorProto, helper, numpy_helper, shape_inference
 
 from ..errors import Notice
 from .inferred import value_types
@@ -36,26 +37,49 @@ QUANTIZED_FLOATS = {T.FLOAT8E4M3FN, T.FLOAT8E4M3FNUZ, T.FLOAT8E5M2, T.FLOAT8E5M2
 
 def compute_stored(model: onnx.ModelProto) -> onnx.ModelProto:
     """The model with its stored values read through Casts to their computing types and written through Casts from
-    them around every node but the casts and the ops whose attributes give their output type (KEPT)."""
+    them around every node but the casts and the ops whose attributes give their output type (KEPT); the nodes of
+    If, Loop and Scan bodies too, each body reading through Casts of its own."""
     if not _mentions_stored_types(model.graph):
         return model  # no shape inference for a model without them
     types = {name: t.tensor_type.elem_type for name, t in value_types(model).items() if t.HasField("tensor_type")}
+    types = {**_bodies_types(model), **types}
     if T.DOUBLE in types.values():
         warnings.warn(Notice("float64 values are computed in float32 (cglow's float arithmetic), stored as "
                              "float64 where the model's inputs, outputs and casts have them"), stacklevel=3)
+    converted = onnx.ModelProto()
+    converted.CopyFrom(model)
+    del converted.graph.node[:]
+    converted.graph.node.extend(_computed(model.graph, types, ""))
+    return converted
+
+
+def _computed(graph: onnx.GraphProto, types: dict[str, int], scope: str) -> list[onnx.NodeProto]:
+    """A graph's nodes rewritten as compute_stored says; `scope` tells a body's reading Casts apart from those of
+    the graphs around it (a body may read a value they read too)."""
+    types = {**types, **_declared(graph)}
     nodes, as_computed = [], {}
 
     def read(name: str) -> str:
         if types.get(name) not in COMPUTED_AS:
             return name
         if name not in as_computed:
-            as_computed[name] = f"{name}__read"
-            nodes.append(helper.make_node("Cast", [name], [as_computed[name]], f"{name} read",
+            as_computed[name] = f"{name}__read{scope}"
+            nodes.append(helper.make_node("Cast", [name], [as_computed[name]], f"{name} read{scope}",
                                           to=COMPUTED_AS[types[name]]))
         return as_computed[name]
-    for node in model.graph.node:
-        if node.op_type in KEPT or node.domain not in ("", "ai.onnx") or \
-                any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in node.attribute):
+    for i, node in enumerate(graph.node):
+        bodies = [a for a in node.attribute if a.type == onnx.AttributeProto.GRAPH]
+        if bodies:  # control flow takes and gives stored values as they are; its bodies compute them
+            copy = onnx.NodeProto()
+            copy.CopyFrom(node)
+            for a in copy.attribute:
+                if a.type == onnx.AttributeProto.GRAPH:
+                    rewritten = _computed(a.g, types, f"{scope}.{i}.{a.name}")
+                    del a.g.node[:]
+                    a.g.node.extend(rewritten)
+            nodes.append(copy)
+            continue
+        if node.op_type in KEPT or node.domain not in ("", "ai.onnx"):
             nodes.append(node)
             continue
         as_stored = _quantized_floats(node, types)
@@ -76,11 +100,34 @@ def compute_stored(model: onnx.ModelProto) -> onnx.ModelProto:
                           helper.make_node("Clip", [value, lo.name, hi.name], [f"{name}__clipped"])]
                 value = f"{name}__clipped"
             nodes.append(helper.make_node("Cast", [value], [name], f"{name} rounded", to=types[name]))
-    converted = onnx.ModelProto()
-    converted.CopyFrom(model)
-    del converted.graph.node[:]
-    converted.graph.node.extend(nodes)
-    return converted
+    return nodes
+
+
+def _bodies_types(model: onnx.ModelProto) -> dict[str, int]:
+    """The element types of the values inside the model's bodies, as ONNX's inference finds them (none where it
+    fails: the bodies' declared ones then)."""
+    try:
+        graph = shape_inference.infer_shapes(model).graph
+    except Exception:  # noqa: BLE001
+        return {}
+
+    def inside(g: onnx.GraphProto) -> dict[str, int]:
+        found: dict[str, int] = {}
+        for node in g.node:
+            for a in node.attribute:
+                if a.type == onnx.AttributeProto.GRAPH:
+                    found.update({**_declared(a.g), **inside(a.g)})
+        return found
+    return inside(graph)
+
+
+def _declared(graph: onnx.GraphProto) -> dict[str, int]:
+    """The element types a body declares or ONNX's inference wrote into it (inputs, outputs, value_info,
+    initializers)."""
+    found = {v.name: v.type.tensor_type.elem_type for v in list(graph.input) + list(graph.value_info) +
+             list(graph.output) if v.type.HasField("tensor_type") and v.type.tensor_type.elem_type}
+    found.update({t.name: t.data_type for t in graph.initializer})
+    return found
 
 
 def _quantized_floats(node: onnx.NodeProto, types: dict[str, int]) -> set[str]:

@@ -67,3 +67,43 @@ def test_run_time_branches_of_different_shapes_are_refused():
     with pytest.raises(CglowError, match=r"If node 'choice': its condition is known only at run time, and its "
                                          r"branches give output 0 \('y'\) as float32\[1,1\] and float32\[2,3\]"):
         cglow.compile_model(h.make_model(graph, opset_imports=[h.make_opsetid("", 17)]))
+
+
+def half_scan_and_if():
+    """A Scan whose body computes in float16 (s += 1.5 x_t), then an If on the sum's sign whose branches do too."""
+    scan_body = h.make_graph(
+        [h.make_node("Mul", ["x_t", "k"], ["m"]), h.make_node("Add", ["s", "m"], ["s2"]),
+         h.make_node("Identity", ["s2"], ["y_t"])], "body",
+        [h.make_tensor_value_info("s", T.FLOAT16, [3]), h.make_tensor_value_info("x_t", T.FLOAT16, [3])],
+        [h.make_tensor_value_info("s2", T.FLOAT16, [3]), h.make_tensor_value_info("y_t", T.FLOAT16, [3])],
+        [numpy_helper.from_array(np.array(1.5, np.float16), "k")])
+    then = h.make_graph([h.make_node("Mul", ["s_end", "s_end"], ["t"])], "then", [],
+                        [h.make_tensor_value_info("t", T.FLOAT16, [3])])
+    other = h.make_graph([h.make_node("Neg", ["s_end"], ["e"])], "else", [],
+                         [h.make_tensor_value_info("e", T.FLOAT16, [3])])
+    nodes = [h.make_node("Scan", ["s0", "x"], ["s_end", "ys"], body=scan_body, num_scan_inputs=1),
+             h.make_node("ReduceSum", ["s_end"], ["r"], keepdims=0), h.make_node("Greater", ["r", "zero"], ["c"]),
+             h.make_node("If", ["c"], ["z"], then_branch=then, else_branch=other)]
+    graph = h.make_graph(nodes, "g", [h.make_tensor_value_info("s0", T.FLOAT16, [3]),
+                                      h.make_tensor_value_info("x", T.FLOAT16, [5, 3])],
+                         [h.make_tensor_value_info(n, T.FLOAT16, s) for n, s in
+                          (("s_end", [3]), ("ys", [5, 3]), ("z", [3]))],
+                         [numpy_helper.from_array(np.array(0, np.float16), "zero")])
+    return h.make_model(graph, opset_imports=[h.make_opsetid("", 17)])
+
+
+@pytest.mark.parametrize("as_c_loop", [False, True])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_stored_types_inside_bodies(monkeypatch, as_c_loop, seed):
+    """float16 arithmetic inside a Scan's body and an If's branches (both computed, a run-time condition) computes
+    in float32 and rounds each op's result, as the main graph does; unrolled or as a loop in C."""
+    from cglow.graph import subgraphs
+    if as_c_loop:
+        monkeypatch.setattr(subgraphs, "UNROLL_LIMIT", 0)
+    model = half_scan_and_if()
+    rng = np.random.default_rng(seed)
+    s0, x = rng.standard_normal(3).astype(np.float16), rng.standard_normal((5, 3)).astype(np.float16)
+    want = ReferenceEvaluator(model).run(None, {"s0": s0, "x": x})
+    for got, expected in zip(backend.prepare(model).run([s0, x]), want, strict=True):
+        assert got.dtype == np.float16
+        np.testing.assert_array_equal(got, expected)
