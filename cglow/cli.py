@@ -189,7 +189,8 @@ def add_model_arguments(parser: argparse.ArgumentParser, target: str = "generic"
                         help="static shape of an input with symbolic dimensions (repeatable)")
     parser.add_argument("--target", default=target, metavar="NAME",
                         help=f"register tile sizes for this target: generic, host (the machine cglow runs on), "
-                             f"x86-avx2, x86-avx512, aarch64, rv64gcv (vector units); cortex-m3, cortex-m4, cortex-m7, "
+                             f"x86-avx2, x86-avx512, x86-avx512-vnni, aarch64, rv64gcv (vector units); cortex-m3, "
+                             f"cortex-m4, cortex-m7, "
                              f"cortex-m33, cortex-m55, riscv32, riscv64 (scalar); the C stays portable C99 for "
                              f"every target (default: {target}){target_note}")
     parser.add_argument("--float-io", action="store_true",

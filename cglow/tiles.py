@@ -39,6 +39,7 @@ class Tiles:
     vector_dot: Tiles | None = None  # the tile of 8-bit kernels summed as dot products in C (VECTOR_DOT)
     signed_dots: bool = False       # those dot products read int8 inputs (Arm's sdot), not uint8 (x86's vpdpbusd)
     wide_weights: bool = False      # the other 8-bit kernels' weights stored as int32 (vector_dots.py widen_weights)
+    column_blocks: Tiles | None = None  # the tile of 8-bit matrix products as outer products (COLUMN_BLOCKS)
     native_half: bool = False       # float16 arithmetic in hardware, which `--half-math native` computes in
 
     @property
@@ -90,6 +91,13 @@ DSP_INT8 = Tiles(2, 2, Tiles(3, 4), scalar=True, dual_mac=True, panel=Tiles(3, 2
 # 55, 55 / 54, 59 / 91; vww 393 / 164 -> 278 / 188, 240 / 167, 241 / 208; resnet8 568 / 370 -> 351 / 300, 302 / 316,
 # 338 / 332 (whole tensors; single runs, +-10%).
 VECTOR_DOT = Tiles(4, 16)
+X86_AVX512 = Tiles(8, 32, vector_dot=VECTOR_DOT, wide_weights=True)
+# With AVX-512 VNNI (x86-avx512-vnni: Cascade Lake, Ice Lake, Sapphire Rapids, Zen 4 and later), those that are
+# matrix products sum as outer products instead (instr/vector_dots.py block_weights), in its intrinsics
+# (runtime_c/vnni.c): 4 rows by 4 blocks of 16 columns, 16 accumulator vectors. Built without VNNI (Skylake-SP), their
+# C loops take longer than x86-avx512's dot products (int8 kws, gcc 12 -O3 -mavx512f -mavx512bw -mavx512vl: 230 us
+# where x86-avx512's take 133); with it, 44 where those take 76 (-march=native, Zen 4).
+COLUMN_BLOCKS = Tiles(4, 64)
 # On AArch64 those dot products are signed (signed_dots: int8 inputs by int8 weights; an uint8 input read as int8 with
 # its top bit flipped, 128 less), which gcc 12 -O3 -march=armv8.2-a+dotprod turns into sdot (-O2 too; clang 14 into
 # 16-bit smlal, 4 lanes a step: no sdot). Not timed here; from gcc's code: in the loop over a long run (a 64 x 1152 x
@@ -120,7 +128,8 @@ CORTEX_M4 = Tiles(5, 4, Tiles(8, 2), scalar=True, integer=DSP_INT8, float_mac="m
 # The instructions of float16 networks under QEMU with and without it: tests/tools/test_half_math.py.
 CORTEX_M55 = replace(ARM_DSP, native_half=True)
 TILES = {"generic": VECTOR, "x86-avx2": Tiles(6, 16, vector_dot=VECTOR_DOT, wide_weights=True),
-         "x86-avx512": Tiles(8, 32, vector_dot=VECTOR_DOT, wide_weights=True), "aarch64": AARCH64,
+         "x86-avx512": X86_AVX512, "x86-avx512-vnni": replace(X86_AVX512, column_blocks=COLUMN_BLOCKS),
+         "aarch64": AARCH64,
          "aarch64-linux": AARCH64, "rv64gcv": VECTOR, "cortex-m3": SCALAR, "cortex-m4": CORTEX_M4,
          "cortex-m7": ARM_DSP, "cortex-m33": ARM_DSP, "cortex-m55": CORTEX_M55, "riscv32": SCALAR, "riscv64": SCALAR,
          "riscv64-linux": SCALAR}
@@ -135,6 +144,8 @@ def host_target(machine: str | None = None, cpuinfo: str | None = None) -> str:
         cpuinfo = path.read_text(errors="replace") if path.is_file() else ""
     words = set(cpuinfo.split())
     if machine in ("x86_64", "amd64"):
+        if {"avx512f", "avx512bw", "avx512_vnni"} <= words:
+            return "x86-avx512-vnni"
         return "x86-avx512" if "avx512f" in words else "x86-avx2" if {"avx2", "fma"} <= words else "generic"
     if machine in ("aarch64", "arm64"):
         return "aarch64"

@@ -1,5 +1,5 @@
 """The SHA-256 of the C that cglow emits for every zoo model, float and int8 (cglow's own quantizer, seeded
-calibration), for a plain host, a Cortex-M4 and AVX-512 (`--target`): the fixture that shows a refactoring
+calibration), for a plain host, a Cortex-M4, AVX-512 and AVX-512 VNNI (`--target`): the fixture that shows a refactoring
 leaves the emitted C byte for byte as it was (tests/emit_c/test_emitted_identity.py). Where a change to the C is
 meant, regenerate the fixture and say why in the commit:
 
@@ -19,7 +19,7 @@ from cglow.options import Options
 from cglow.quantize import quantize_model
 
 FIXTURE = Path(__file__).parent / "data" / "emitted_hashes.json"
-TARGETS = ("generic", "cortex-m4", "x86-avx512")
+TARGETS = ("generic", "cortex-m4", "x86-avx512", "x86-avx512-vnni")
 
 
 def int8(model):

@@ -34,6 +34,8 @@ from onnx import TensorProto, helper, numpy_helper
 
 import cglow
 from cglow.options import Options
+from cglow.tiles import host_target
+from cglow.tools.host import HOST_FLAGS
 from cglow.graph import passes as graph_passes
 from cglow.graph.onnx_import import import_model
 from cglow.graph.quant.params import float32_multipliers, multipliers
@@ -302,11 +304,19 @@ def conv_chain(rng, layers, x_shape, x_dtype=INT8, x_zero=5):
     return g.model([name]), reference
 
 
-def check_outputs(model, reference, shapes_dtypes, rng, count: int = 2, target: str = "generic") -> str:
+# The C built both ways on x86-64 (runtime_c/vnni.c): its loops (the default flags) and, where this machine has AVX-512
+# VNNI, its intrinsics (-march=native); None where it has not: no machine runs them otherwise (QEMU does not emulate
+# AVX-512).
+BUILDS = {"C loops": HOST_FLAGS,
+          "VNNI intrinsics": ("-march=native", *HOST_FLAGS) if host_target() == "x86-avx512-vnni" else None}
+
+
+def check_outputs(model, reference, shapes_dtypes, rng, count: int = 2, target: str = "generic",
+                  cflags=HOST_FLAGS) -> str:
     """The model's outputs against the reference on `count` random input sets and one of extremes, compiled for
-    `target`'s tiles; its C."""
+    `target`'s tiles and built with `cflags`; its C."""
     compiled = cglow.compile_model(model, name="net", options=Options(target=target))
-    net = cglow.build(compiled)
+    net = cglow.build(compiled, cflags=cflags)
     for inputs in input_sets(rng, shapes_dtypes, count):
         got = net(*inputs)
         want = reference(*inputs)

@@ -98,8 +98,8 @@ def weights_blob(weights: list[Buffer], align: int) -> Blob:
     return Blob(data + hashlib.sha256(data + layout).digest()[:TAG_BYTES], offsets, align)
 
 
-MACROS = r"\bCGLOW_(TILE_LOOP|KERNEL|DSP|DSP_ASM|FP_ASM|ROW_LOOP|CLIP|HALF)\b"
-KERNEL_FUNCTIONS = "fma|mul_add|dot2|dot4|mac2|widen4"  # what the kernel templates call (kernels/*.j2, *.py)
+MACROS = r"\bCGLOW_(TILE_LOOP|KERNEL|DSP|DSP_ASM|FP_ASM|ROW_LOOP|CLIP|HALF|VNNI)\b"
+KERNEL_FUNCTIONS = "fma|mul_add|dot2|dot4|mac2|widen4|vnni_sum16"  # what the kernel templates call (kernels/*.j2, *.py)
 
 
 def _used(text: str, functions: str = r"\w+") -> set[str]:

@@ -319,7 +319,8 @@ class Gemm(Primitive):
     """Batched matrix product: a [*B,M,K], b [*B,K,N], out [*B,M,N]; epilogue inputs broadcast to out.
     Integer products subtract zero points from a's and b's values. With a `panel` (scratch, int32 words), a
     tile's rows of a are widened there to 16-bit pairs first (runtime_c/widen4.c), and b is in channel pairs
-    (instr/passes.py pair_weights)."""
+    (instr/passes.py pair_weights). With `blocks`, b's buffer holds it in blocks of that many columns, each
+    block's k in groups of four (instr/vector_dots.py block_weights), its view's strides those of [K, N]."""
     primitive = "gemm"
     roles = (("out", "out"), ("a", "in"), ("b", "in"), ("epi", "in"), ("panel", "scratch"))
     out: View
@@ -329,6 +330,7 @@ class Gemm(Primitive):
     node: str
     zeros: tuple[int, int] = (0, 0)
     panel: View | None = None
+    blocks: int = 0
     value: Value | None = None
 
     def expressions(self) -> tuple[Expr, ...]:

@@ -2,8 +2,9 @@
 int8 weights on x86-64 (gcc's VNNI vpdpbusd) or of int8 inputs by int8 weights where Tiles.signed_dots (AArch64,
 gcc's sdot): which kernels do (sums_as_vector_dots), their input zero points made the one under which the input,
 less it, is the byte the target's dot products read, with the difference folded into their biases (rebase_inputs),
-a convolution's windows gathered into a byte panel (gather_windows), and, on x86-64 (Tiles.wide_weights), the
-others' weights widened (widen_weights). kernels/dot.j2 reduce is the loop."""
+a convolution's windows gathered into a byte panel (gather_windows), on x86-64 with AVX-512 (Tiles.column_blocks)
+the matrix products' weights laid out for outer products (block_weights), and, on x86-64 (Tiles.wide_weights), the
+others' weights widened (widen_weights). kernels/dot.j2 reduce and block_dot are the loops."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -192,4 +193,32 @@ def widen_weights(prog: Program, signed: bool) -> Program:
         wide = laid_out(buffers, stored, ("widened", old.id),
                         lambda old=old: (old.data.astype(WIDE_WEIGHTS), f"{old.label} widened"))
         instrs[j] = replace(g, **{field: replace(w, buf=wide)})
+    return replace(prog, buffers=tuple(buffers), instrs=tuple(instrs))
+
+
+# AVX-512 VNNI's vpdpbusd sums four byte products into each of a vector's 16 int32 lanes.
+BLOCK_COLUMNS = 16
+
+
+def block_weights(prog: Program) -> Program:
+    """On x86-64 with Tiles.column_blocks, the 8-bit matrix products that sum as plain dot products of unsigned
+    inputs (sums_as_vector_dots) take their weights in blocks of BLOCK_COLUMNS columns, [N / 16][K / 4][16][4]
+    (both rounded up, zeros in the padding; Gemm.blocks): a tile's sums are then outer products, one vpdpbusd
+    multiplying four of a row's inputs, broadcast, by a block's 16 columns, each output summed in a lane of its own
+    (kernels/dot.j2 block_dot), where dot products end each output's sum in a reduction of its vector's lanes."""
+    instrs, buffers, stored = list(prog.instrs), list(prog.buffers), {}
+    for j, g in enumerate(instrs):
+        if not isinstance(g, Gemm) or g.blocks or not sums_as_vector_dots(g, buffers, False):
+            continue
+        k, n = g.b.shape[-2:]
+        b = View(g.b.buf, g.b.offset, (k, n), g.b.strides[-2:])
+
+        def lay_out(b=b, k=k, n=n) -> tuple[np.ndarray, str]:
+            quads, blocks = -(-k // 4), -(-n // BLOCK_COLUMNS)
+            padded = np.zeros((quads * 4, blocks * BLOCK_COLUMNS), buffers[b.buf].dtype)
+            padded[:k, :n] = values(buffers[b.buf], b)
+            data = padded.reshape(quads, 4, blocks, BLOCK_COLUMNS).transpose(2, 0, 3, 1)
+            return np.ascontiguousarray(data), f"{buffers[b.buf].label} in blocks of {BLOCK_COLUMNS} columns"
+        blocked = laid_out(buffers, stored, ("blocks", b.buf, b.offset, b.shape, b.strides), lay_out)
+        instrs[j] = replace(g, b=View(blocked, 0, g.b.shape, g.b.strides), blocks=BLOCK_COLUMNS)
     return replace(prog, buffers=tuple(buffers), instrs=tuple(instrs))

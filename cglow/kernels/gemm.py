@@ -33,7 +33,7 @@ def gemm_kernel(fn: str, g: Gemm, dtypes, tiles: Tiles) -> Kernel:
     vector = bool(tiles.vector_dot) and gemm_dot_products(g, a_t, b_t) and \
         plain_dots(a_t, b_t, g.zeros[0], tiles.signed_dots)
     operands = dict(dot_macro_operands(a_t, b_t, g.zeros[0]), vector=vector, **vector_reads(a_t, tiles.signed_dots))
-    tiles = tiles.vector_dot if vector else _gemm_tiles(g, acc_t, tiles)
+    tiles = tiles.column_blocks if g.blocks else tiles.vector_dot if vector else _gemm_tiles(g, acc_t, tiles)
     where = _Where.of(g)
     panel, nests = _gemm_nests(g, tiles, dtypes[g.b.buf].itemsize, operands, where)
     names = ["y", "a", "b"] + [f"e{i}" for i in range(len(g.epi.ins))] + (["panel"] if g.panel else [])
@@ -103,9 +103,10 @@ def _gemm_nests(g: Gemm, tiles: Tiles, b_itemsize: int, operands: dict, where: _
 
     def column_runs(mr: int):
         """Tiles of mr rows and tiles.columns columns; with scalar accumulators, a tile of fewer rows (a
-        matrix-vector product) takes proportionally more columns, up to the tile's number of registers."""
+        matrix-vector product) takes proportionally more columns, up to the tile's number of registers. With b in
+        blocks of columns (Gemm.blocks), each tile begins at a block's first column."""
         nr = min(tile_n * max(1, tile_m // mr), -(-n // tile_n) * tile_n) if tiles.scalar else tile_n
-        return steps(n, nr) if tiles.scalar else _halved(steps(n, nr))
+        return steps(n, nr) if tiles.scalar or g.blocks else _halved(steps(n, nr))
 
     row_runs = steps(m, tile_m)
 
@@ -143,7 +144,8 @@ def _halved(runs: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
 def _gemm_sums(g: Gemm, dtypes, tiles: Tiles, acc_t: np.dtype, operands: dict, where: _Where) -> dict:
     """How a tile sums over k: a multiply-accumulate per row and column in C (the target's float_mac for
     floats); as 4-lane dot products (8-bit values by int8 weights on a dual-MAC target, instr/passes.py
-    gemm_dot_products); as dot products in C (operands["vector"], Tiles.vector_dot); or in
+    gemm_dot_products); as dot products in C (operands["vector"], Tiles.vector_dot); as outer products of b in
+    blocks of columns (`blocked`, Gemm.blocks: kernels/dot.j2 block_dot); or in
     the Cortex-M4F's hand-scheduled float loop (Tiles.float_mac "mul_add", beside the C)."""
     is_float = acc_t == np.float32
     a_step, b_step = g.a.strides[-2], g.b.strides[-1]
@@ -159,9 +161,14 @@ def _gemm_sums(g: Gemm, dtypes, tiles: Tiles, acc_t: np.dtype, operands: dict, w
         return dict(operands, length=g.a.shape[-1], left=where.a_rows(), right=where.b_columns(),
                     lefts=[(i, i * a_step) for i in range(mr)],
                     asm=dot_asm(operands, [(i, i * a_step) for i in range(mr)]))
+    def blocked(mr: int) -> dict:
+        k = g.a.shape[-1]
+        return dict(operands, left=where.a_rows(), lefts=[(i, i * a_step) for i in range(mr)], quads=k // 4,
+                    tail=k % 4, block=-(-k // 4) * 4 * g.blocks, right="b + " + linear([("n0", -(-k // 4) * 4)]))
     dot = operands["vector"] or tiles.dual_mac and gemm_dot_products(g, dtypes[g.a.buf], dtypes[g.b.buf])
     return dict(
         mac=mac, a_minus=minus(g.zeros[0]), a=lambda i: where.at(1, (_row(i), "k")), dot_products=dot and dot_products,
+        blocked=g.blocks and blocked,
         float_asm=tiles.float_mac == "mul_add" and is_float and not g.zeros[1] and g.a.strides[-1] == 1 and (
             lambda mr, nr: float_loop(mr, nr, [(i, i * a_step * 4) for i in range(mr)], g.a.shape[-1], 4,
                                       g.b.strides[-2] * 4, g.b.strides[-1] * 4)),
@@ -210,10 +217,11 @@ def vector_reads(left: np.dtype, signed: bool) -> dict:
     byte converted to int8, (int8_t)(lp[k] ^ 0x80), for an unsigned by signed product: under -march=armv8.2-a+dotprod
     it summed 16-bit products (smull, saddw), and with +i8mm it made usdot of the flipped bytes read as unsigned,
     which is wrong (a 64-value sum: -7200 where it is 23520, under qemu-aarch64)."""
+    vnni = None if signed else dict(flip=np.dtype(left) == np.int8)
     if np.dtype(left) == (np.int8 if signed else np.uint8):
-        return dict(read_t=c_type(left), read="lp[k%s]")
-    return dict(read_t="int8_t", read="(int8_t)(lp[k%s] ^ -128)") if signed else \
-        dict(read_t=c_type(left), read="(uint8_t)(lp[k%s] ^ 0x80)")
+        return dict(read_t=c_type(left), read="lp[k%s]", vnni=vnni)
+    return dict(read_t="int8_t", read="(int8_t)(lp[k%s] ^ -128)", vnni=vnni) if signed else \
+        dict(read_t=c_type(left), read="(uint8_t)(lp[k%s] ^ 0x80)", vnni=vnni)
 
 
 def _shifted(pairs: list[tuple[int, int]], at: int) -> list[tuple[int, int]]:

@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 
 import cglow
-from cglow.tools.host import STRICT_FLAGS
+from cglow.tools.host import HOST_FLAGS, STRICT_FLAGS
 from cglow.options import Options
-from tests.qdq import CHAIN, INT8, UINT8, QGraph, conv_chain, conv_layer, folded_ops, input_sets, rand_q
+from tests.qdq import BUILDS, CHAIN, INT8, UINT8, QGraph, conv_chain, conv_layer, folded_ops, input_sets, rand_q
 
 
 # --- convolution ------------------------------------------------------------------------------------
@@ -39,8 +39,9 @@ def conv_case(rng, *, x_shape, x_dtype=INT8, x_zero=0, channels_last=False, **kw
         lambda xq: reference(xq.transpose(0, 3, 1, 2)).transpose(0, 2, 3, 1)
 
 
-def check_conv(seed=0, expect="IntConv", target="generic", **kwargs) -> str:
-    """The case's integers against the reference on a few inputs, compiled for `target`'s tiles; its C."""
+def check_conv(seed=0, expect="IntConv", target="generic", cflags=HOST_FLAGS, **kwargs) -> str:
+    """The case's integers against the reference on a few inputs, compiled for `target`'s tiles and built with
+    `cflags`; its C."""
     rng = np.random.default_rng(seed)
     model, reference = conv_case(rng, **kwargs)
     assert expect in folded_ops(model) and "Conv" not in folded_ops(model), folded_ops(model)
@@ -48,7 +49,7 @@ def check_conv(seed=0, expect="IntConv", target="generic", **kwargs) -> str:
     if kwargs.get("channels_last"):
         x_shape = (x_shape[0], *x_shape[2:], x_shape[1])
     compiled = cglow.compile_model(model, name="net", options=Options(target=target))
-    net = cglow.build(compiled)
+    net = cglow.build(compiled, cflags=cflags)
     for (x,) in input_sets(rng, [(x_shape, kwargs.get("x_dtype", INT8))]):
         (got,) = net(x)
         want = reference(x)
@@ -145,11 +146,16 @@ VECTOR_DOT_CASES = {
 }
 
 
+@pytest.mark.parametrize("build", list(BUILDS))
 @pytest.mark.parametrize("case", list(VECTOR_DOT_CASES))
-def test_conv_as_vector_dot_products(case):
+def test_conv_as_vector_dot_products(case, build):
+    """In C and, where this machine has them, in VNNI intrinsics (kernels/dot.j2 vnni_reduce)."""
+    if BUILDS[build] is None:
+        pytest.skip("this machine has no AVX-512 VNNI")
     kwargs, dots = VECTOR_DOT_CASES[case]
-    source = check_conv(target="x86-avx512", channels_last=True, **kwargs)
+    source = check_conv(target="x86-avx512", channels_last=True, cflags=BUILDS[build], **kwargs)
     assert dots is None or ("int32_t s0_0 = 0;" in source) == dots
+    assert dots is None or ("cglow_vnni_sum16(sums)" in source) == dots
 
 
 def test_gathered_windows_are_padded_to_whole_vectors():

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from tests.qdq import (INT8, UINT8, QGraph, bias_q, check_outputs, clamp_range, folded_ops, rand_q, requantize,
-                       requantize_product, y_params)
+from tests.qdq import (BUILDS, INT8, UINT8, QGraph, bias_q, check_outputs, clamp_range, folded_ops, rand_q,
+                       requantize, requantize_product, y_params)
 
 
 # --- Gemm and MatMul --------------------------------------------------------------------------------
@@ -98,14 +98,45 @@ VECTOR_DOT_CASES = {
 }
 
 
+@pytest.mark.parametrize("build", list(BUILDS))
 @pytest.mark.parametrize("case", list(VECTOR_DOT_CASES))
-def test_gemm_as_vector_dot_products(case):
+def test_gemm_as_vector_dot_products(case, build):
+    """In C and, where this machine has them, in VNNI intrinsics (kernels/dot.j2 vnni_reduce)."""
+    if BUILDS[build] is None:
+        pytest.skip("this machine has no AVX-512 VNNI")
     kwargs, dots = VECTOR_DOT_CASES[case]
     rng = np.random.default_rng(2)
     model, reference = gemm_case(rng, **kwargs)
     shape = kwargs.get("batch", ()) + (kwargs["m"], kwargs["k"])
-    source = check_outputs(model, reference, [(shape, kwargs.get("a_dtype", INT8))], rng, target="x86-avx512")
+    source = check_outputs(model, reference, [(shape, kwargs.get("a_dtype", INT8))], rng, target="x86-avx512",
+                           cflags=BUILDS[build])
     assert dots is None or ("int32_t s0_0 = 0;" in source) == dots
+
+
+# x86-avx512-vnni's: those sum as outer products of the weights in blocks of 16 columns (instr/vector_dots.py
+# block_weights): k not a multiple of 4 (its last group read short), n not one of 16 (its last block read and written
+# through masks) and above the tile's 64, row tiles' edges, uint8 inputs, batches; in C and in VNNI intrinsics.
+BLOCK_CASES = {
+    "Gemm, zero point folded": dict(m=5, k=40, n=20, a_zero=4),
+    "Gemm transB, no bias, k 66, zero point -128": dict(m=6, k=66, n=33, trans_b=1, bias=False, a_zero=-128),
+    "MatMul uint8 batched A, k 33": dict(m=3, k=33, n=17, op="MatMul", bias=False, batch=(2,), a_dtype=UINT8,
+                                         a_zero=130, act="relu"),
+    "Gemm 9 x 35 x 150": dict(m=9, k=35, n=150, a_zero=-3),
+}
+
+
+@pytest.mark.parametrize("build", list(BUILDS))
+@pytest.mark.parametrize("case", list(BLOCK_CASES))
+def test_gemm_as_outer_products_of_column_blocks(case, build):
+    if BUILDS[build] is None:
+        pytest.skip("this machine has no AVX-512 VNNI")
+    kwargs = BLOCK_CASES[case]
+    rng = np.random.default_rng(3)
+    model, reference = gemm_case(rng, **kwargs)
+    shape = kwargs.get("batch", ()) + (kwargs["m"], kwargs["k"])
+    source = check_outputs(model, reference, [(shape, kwargs.get("a_dtype", INT8))], rng, target="x86-avx512-vnni",
+                           cflags=BUILDS[build])
+    assert "_mm512_dpbusd_epi32(s0_0, x0, w)" in source and "int32_t s0_0 = 0;" not in source
 
 
 # AArch64's tiles sum them as dot products of signed inputs (Tiles.signed_dots): no correction for a zero point of 0

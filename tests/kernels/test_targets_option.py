@@ -41,6 +41,7 @@ def test_target_sets_the_register_tiles_and_the_results_stay(target, tile):
 
 @pytest.mark.parametrize("machine, cpuinfo, target", [
     ("x86_64", "flags\t\t: fpu sse2 avx avx2 fma avx512f avx512dq\n", "x86-avx512"),
+    ("x86_64", "flags\t\t: fpu sse2 avx avx2 fma avx512f avx512bw avx512_vnni\n", "x86-avx512-vnni"),
     ("x86_64", "flags\t\t: fpu sse2 avx avx2 fma\n", "x86-avx2"),
     ("x86_64", "flags\t\t: fpu sse2\n", "generic"),
     ("AMD64", "", "generic"),

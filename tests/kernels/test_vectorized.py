@@ -174,3 +174,25 @@ def test_gcc_makes_sdot_of_the_aarch64_dot_products(case, tmp_path):
     subprocess.run([need_tool("aarch64-linux-gnu-gcc"), *STRICT_FLAGS, "-O3", "-march=armv8.2-a+dotprod", "-S",
                     str(source), "-o", str(out)], capture_output=True, text=True, check=True)
     assert "\tsdot\t" in _function_asm_gcc(out.read_text(), fn), f"{fn}: no sdot"
+
+
+# Built for AVX-512 VNNI (runtime_c/vnni.c), the 8-bit kernels take its intrinsics: a matrix product of x86-avx512-vnni
+# (outer products of weights in column blocks, kernels/dot.j2 block_dot) and x86-avx512's gathered convolution
+# (dot products whose vectors are summed together, vnni_reduce) must be 512-bit vpdpbusd under both compilers.
+VNNI_FLAGS = ("-std=c99", "-O3", "-mavx512f", "-mavx512bw", "-mavx512vnni", "-S")
+VNNI_CASES = {
+    "int8 gemm, column blocks": (lambda: gemm_case(np.random.default_rng(0), m=12, k=64, n=64)[0], "x86-avx512-vnni"),
+    "int8 conv 3x3": (CASES["int8 conv 3x3"][0], "x86-avx512"),
+}
+
+
+@pytest.mark.parametrize("cc", ["gcc", "clang"])
+@pytest.mark.parametrize("case", list(VNNI_CASES))
+def test_vnni_builds_take_the_intrinsics(case, cc, tmp_path):
+    build, target = VNNI_CASES[case]
+    source, _, fn = _emitted(build(), target, tmp_path)
+    out = tmp_path / "net.s"
+    subprocess.run([need_tool(cc), *STRICT_FLAGS, *VNNI_FLAGS, str(source), "-o", str(out)], capture_output=True,
+                   text=True, check=True)
+    body = (_function_asm_gcc if cc == "gcc" else _function_asm)(out.read_text(), fn)
+    assert re.search(r"vpdpbusd\s.*%zmm", body), f"{fn}: no 512-bit vpdpbusd"
