@@ -98,7 +98,7 @@ def weights_blob(weights: list[Buffer], align: int) -> Blob:
     return Blob(data + hashlib.sha256(data + layout).digest()[:TAG_BYTES], offsets, align)
 
 
-MACROS = r"\bCGLOW_(TILE_LOOP|KERNEL|DSP|DSP_ASM|FP_ASM|ROW_LOOP|CLIP|HALF|VNNI)\b"
+MACROS = r"\bCGLOW_(TILE_LOOP|TILE_UNROLL|KERNEL|DSP|DSP_ASM|FP_ASM|ROW_LOOP|CLIP|HALF|VNNI)\b"
 KERNEL_FUNCTIONS = "fma|mul_add|dot2|dot4|mac2|widen4|vnni_sum16"  # what the kernel templates call (kernels/*.j2, *.py)
 
 

@@ -24,7 +24,7 @@ def statements(body: str, unrolled: bool) -> int:
         if text.endswith("{"):
             trips = TRIP_COUNT.match(text) if tile_loop and unrolled else None
             weights.append(weights[-1] * (int(trips[1]) if trips else 1))
-        tile_loop = text == "CGLOW_TILE_LOOP"
+        tile_loop = text in ("CGLOW_TILE_LOOP", "CGLOW_TILE_UNROLL")
     return count
 
 

@@ -14,7 +14,7 @@ from ..instr.passes import gemm_dot_products
 from ..instr.vector_dots import plain_dots
 from ..tiles import Tiles
 from .arm_steps import dot_step, float_loop, pair_step
-from .kernel import (TILE_LOOP, Kernel, collapsed, from_template, index, join, linear, minus, oriented,
+from .kernel import (Kernel, collapsed, from_template, index, join, linear, minus, oriented, tile_loop,
                      starting, steps)
 
 
@@ -40,7 +40,8 @@ def gemm_kernel(fn: str, g: Gemm, dtypes, tiles: Tiles) -> Kernel:
     return from_template(
         "gemm.c.j2", fn, g, names, dtypes, scratch=1 if g.panel else 0, loops=where.loops, nests=nests,
         K=g.a.shape[-1], panel=panel, y_t=c_type(dtypes[g.out.buf]), acc_t=c_type(acc_t),
-        b_t=c_type(dtypes[g.b.buf]), tile_loop=TILE_LOOP, **_gemm_sums(g, dtypes, tiles, acc_t, operands, where),
+        b_t=c_type(dtypes[g.b.buf]), tile_loop=tile_loop(acc_t, g.epi), **_gemm_sums(g, dtypes, tiles, acc_t, operands,
+                                                                                    where),
         **_gemm_epilogue(g, tiles, acc_t, where))
 
 

@@ -16,7 +16,7 @@ import jinja2
 import numpy as np
 
 from ..c_text import c_literal, c_type
-from ..instr.expr import to_c
+from ..instr.expr import Call, Expr, to_c
 from ..instr.ir import Epilogue, Instr, View, reads
 from ..tiles import Tiles
 
@@ -149,6 +149,15 @@ def memory_order(view: View) -> tuple[int, ...]:
 
 
 TILE_LOOP = "CGLOW_TILE_LOOP"  # runtime_c/tile_loop.c: how gcc should treat a register tile's innermost loop
+TILE_UNROLL = "CGLOW_TILE_UNROLL"  # runtime_c/tile_unroll.c: the same, clang to unroll it (a plain epilogue)
+
+
+def tile_loop(acc_t: np.dtype, epi: Epilogue) -> str:
+    """How a register tile's innermost loops are marked: TILE_UNROLL in a float tile whose epilogue calls no function
+    but exp (unrolled, clang left GELU's erf and a recurrent cell's tanh scalar); else TILE_LOOP."""
+    def calls(e: Expr) -> bool:
+        return isinstance(e, Call) and e.fn != "cglow_exp" or any(calls(o) for o in e.operands())
+    return TILE_UNROLL if acc_t == np.float32 and not calls(epi.expr) else TILE_LOOP
 
 
 def steps(size: int, step: int) -> list[tuple[int, int, int]]:
