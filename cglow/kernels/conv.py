@@ -15,7 +15,7 @@ from ..instr.vector_dots import plain_dots
 from ..tiles import Tiles
 from .arm_steps import float_loop
 from .gemm import dot_asm, dot_macro_operands, panel_macros, vector_reads
-from .kernel import (Kernel, epilogue_at, from_template, index, join, linear, minus, oriented, tile_loop,
+from .kernel import (TILE_LOOP, Kernel, epilogue_at, from_template, index, join, linear, minus, oriented,
                      starting, steps)
 
 
@@ -148,7 +148,7 @@ def _conv_nhwc(fn: str, c: Conv, dtypes, tiles: Tiles) -> Kernel:
         "conv_nhwc.c.j2", fn, c, names, dtypes, scratch=len(scratch), N=n, OH=c.win.out[0], OW=c.win.out[1], M=m,
         CG=cg, KH=c.win.kernel[0], KW=c.win.kernel[1], H=h, ring=bool(c.ring), oc_tiles=oc_tiles, runs=runs,
         depthwise=depthwise, dot_products=dot, lanes=lanes, w_kw=c.w.strides[3], panel=panel, im2col=im2col,
-        reads_iw=c.x.strides[3] != 0, reads_x=reads_x, acc_t=c_type(acc_t), tile_loop=tile_loop(acc_t, c.epi),
+        reads_iw=c.x.strides[3] != 0, reads_x=reads_x, acc_t=c_type(acc_t), tile_loop=TILE_LOOP,
         x_t=c_type(dtypes[c.x.buf]), w_t=c_type(dtypes[c.w.buf]), y_t=c_type(dtypes[c.out.buf]),
         x_minus=minus(c.x_zero), **_nhwc_reads(c), **_nhwc_sums(c, tiles, is_float, dot),
         **_nhwc_outputs(c, dtypes, acc_t, epi))

@@ -153,8 +153,10 @@ TILE_UNROLL = "CGLOW_TILE_UNROLL"  # runtime_c/tile_unroll.c: the same, clang to
 
 
 def tile_loop(acc_t: np.dtype, epi: Epilogue) -> str:
-    """How a register tile's innermost loops are marked: TILE_UNROLL in a float tile whose epilogue calls no function
-    but exp (unrolled, clang left GELU's erf and a recurrent cell's tanh scalar); else TILE_LOOP."""
+    """How a matrix product's register tile's innermost loops are marked: TILE_UNROLL in a float tile whose epilogue
+    calls no function but exp (unrolled, clang left GELU's erf and a recurrent cell's tanh scalar); else TILE_LOOP.
+    Not in convolutions: clang took twice gcc's time to compile MobileNetV2 (-O2: 40 s where gcc takes 20) with their
+    tiles unrolled too, 25 s without, and ran it in the same time (7.4 and 7.8 ms, single runs)."""
     def calls(e: Expr) -> bool:
         return isinstance(e, Call) and e.fn != "cglow_exp" or any(calls(o) for o in e.operands())
     return TILE_UNROLL if acc_t == np.float32 and not calls(epi.expr) else TILE_LOOP
