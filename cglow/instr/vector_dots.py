@@ -200,6 +200,11 @@ def widen_weights(prog: Program, signed: bool) -> Program:
 BLOCK_COLUMNS = 16
 
 
+def column_bytes(k: int) -> int:
+    """The bytes of one column of weights in blocks (block_weights): its k values, rounded up to a group of four."""
+    return -(-k // 4) * 4
+
+
 def block_weights(prog: Program) -> Program:
     """On x86-64 with Tiles.column_blocks, the 8-bit matrix products that sum as plain dot products of unsigned
     inputs (sums_as_vector_dots) take their weights in blocks of BLOCK_COLUMNS columns, [N / 16][K / 4][16][4]
@@ -214,10 +219,10 @@ def block_weights(prog: Program) -> Program:
         b = View(g.b.buf, g.b.offset, (k, n), g.b.strides[-2:])
 
         def lay_out(b=b, k=k, n=n) -> tuple[np.ndarray, str]:
-            quads, blocks = -(-k // 4), -(-n // BLOCK_COLUMNS)
-            padded = np.zeros((quads * 4, blocks * BLOCK_COLUMNS), buffers[b.buf].dtype)
+            rows, blocks = column_bytes(k), -(-n // BLOCK_COLUMNS)
+            padded = np.zeros((rows, blocks * BLOCK_COLUMNS), buffers[b.buf].dtype)
             padded[:k, :n] = values(buffers[b.buf], b)
-            data = padded.reshape(quads, 4, blocks, BLOCK_COLUMNS).transpose(2, 0, 3, 1)
+            data = padded.reshape(rows // 4, 4, blocks, BLOCK_COLUMNS).transpose(2, 0, 3, 1)
             return np.ascontiguousarray(data), f"{buffers[b.buf].label} in blocks of {BLOCK_COLUMNS} columns"
         blocked = laid_out(buffers, stored, ("blocks", b.buf, b.offset, b.shape, b.strides), lay_out)
         instrs[j] = replace(g, b=View(blocked, 0, g.b.shape, g.b.strides), blocks=BLOCK_COLUMNS)

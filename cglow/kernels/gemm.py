@@ -11,7 +11,7 @@ from ..c_text import c_literal, c_type
 from ..instr.expr import to_c
 from ..instr.ir import Gemm, View, accumulator
 from ..instr.passes import gemm_dot_products
-from ..instr.vector_dots import plain_dots
+from ..instr.vector_dots import column_bytes, plain_dots
 from ..tiles import Tiles
 from .arm_steps import dot_step, float_loop, pair_step
 from .kernel import (Kernel, collapsed, from_template, index, join, linear, minus, oriented, tile_loop,
@@ -158,14 +158,17 @@ def _gemm_sums(g: Gemm, dtypes, tiles: Tiles, acc_t: np.dtype, operands: dict, w
         return f"acc[{i}][j] = cglow_{tiles.float_mac}(left, {right}, acc[{i}][j]);" if is_float else \
             f"acc[{i}][j] += left * {right};"
 
+    def lefts(mr: int) -> list[tuple[int, int]]:
+        return [(i, i * a_step) for i in range(mr)]
+
     def dot_products(mr: int) -> dict:
-        return dict(operands, length=g.a.shape[-1], left=where.a_rows(), right=where.b_columns(),
-                    lefts=[(i, i * a_step) for i in range(mr)],
-                    asm=dot_asm(operands, [(i, i * a_step) for i in range(mr)]))
+        return dict(operands, length=g.a.shape[-1], left=where.a_rows(), right=where.b_columns(), lefts=lefts(mr),
+                    asm=dot_asm(operands, lefts(mr)))
+
     def blocked(mr: int) -> dict:
-        k = g.a.shape[-1]
-        return dict(operands, left=where.a_rows(), lefts=[(i, i * a_step) for i in range(mr)], quads=k // 4,
-                    tail=k % 4, block=-(-k // 4) * 4 * g.blocks, right="b + " + linear([("n0", -(-k // 4) * 4)]))
+        k, column = g.a.shape[-1], column_bytes(g.a.shape[-1])
+        return dict(operands, left=where.a_rows(), lefts=lefts(mr), quads=k // 4, tail=k % 4,
+                    block=column * g.blocks, right="b + " + linear([("n0", column)]))
     dot = operands["vector"] or tiles.dual_mac and gemm_dot_products(g, dtypes[g.a.buf], dtypes[g.b.buf])
     return dict(
         mac=mac, a_minus=minus(g.zeros[0]), a=lambda i: where.at(1, (_row(i), "k")), dot_products=dot and dot_products,
@@ -218,11 +221,12 @@ def vector_reads(left: np.dtype, signed: bool) -> dict:
     byte converted to int8, (int8_t)(lp[k] ^ 0x80), for an unsigned by signed product: under -march=armv8.2-a+dotprod
     it summed 16-bit products (smull, saddw), and with +i8mm it made usdot of the flipped bytes read as unsigned,
     which is wrong (a 64-value sum: -7200 where it is 23520, under qemu-aarch64)."""
-    vnni = None if signed else dict(flip=np.dtype(left) == np.int8)
     if np.dtype(left) == (np.int8 if signed else np.uint8):
-        return dict(read_t=c_type(left), read="lp[k%s]", vnni=vnni)
-    return dict(read_t="int8_t", read="(int8_t)(lp[k%s] ^ -128)", vnni=vnni) if signed else \
-        dict(read_t=c_type(left), read="(uint8_t)(lp[k%s] ^ 0x80)", vnni=vnni)
+        reads = dict(read_t=c_type(left), read="lp[k%s]")
+    else:
+        reads = dict(read_t="int8_t", read="(int8_t)(lp[k%s] ^ -128)") if signed else \
+            dict(read_t=c_type(left), read="(uint8_t)(lp[k%s] ^ 0x80)")
+    return dict(reads, vnni=None if signed else dict(flip=np.dtype(left) == np.int8))
 
 
 def _shifted(pairs: list[tuple[int, int]], at: int) -> list[tuple[int, int]]:
