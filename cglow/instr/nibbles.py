@@ -1,4 +1,4 @@
-"""4-bit integer constants packed two per byte in flash, unpacked by maps.
+"""4-bit integer constants packed two per byte in flash, unpacked by the kernels that read them or by maps.
 
 A DequantizeLinear of constant int4 or uint4 values (which graph/stored_types.py widens to 8 bits) reads them so
 (lower/ops/quant.py): each pair of elements along the last dim in one byte, the first in its low nibble as ONNX
@@ -6,13 +6,20 @@ packs int4. The map becomes two maps over the same bytes, one writing the even e
 the odd elements from the high nibbles; every other view takes every other element of its last dim (a stride
 twice its own).
 
-The weights of the integer convolutions and matrix products that fit 4 bits (an int4 or uint4 DequantizeLinear's
-values less their zero points, folded into IntConv or IntGemm) are stored so too, by the last pass
-(unpack_nibbles): once every other pass has laid them out for their kernel, their buffer's values are packed,
-and the maps unpack them into an arena buffer of the same type and layout just before the first kernel that
-reads them, so that every kernel variant runs on them unchanged. Flash for half their bytes (an eighth of int32
-weights'), against RAM for the largest such layer's weights, alive from the maps to their last reader, and one
-pass over them a run."""
+The weights of the integer matrix products that fit signed nibbles (an int4 DequantizeLinear's values, or an uint4
+one's of zero point 8, folded into IntGemm) are stored so by default, eight values a word (nibble_gemms), once
+every other pass has laid them out for their kernel: the kernel unpacks them a chunk of Tiles.chunk_columns
+columns at a time into its own scratch (Gemm.unpacked, kernels/gemm.c.j2, runtime_c/nibbles8.c), every tile
+variant reading the chunk as it read the whole. Flash for half their bytes against RAM for one chunk, and one pass
+over the weights a run.
+
+With --nibble-weights, the other integer kernels' weights that fit 4 bits (the convolutions'; signed, or unsigned
+above each output channel's least value: uint4 of any zero points) are stored so too, by the last pass
+(unpack_nibbles): their
+buffer's values are packed, and maps unpack them into an arena buffer of the same type and layout just before the
+first kernel that reads them, so that every kernel variant runs on them unchanged. Flash for half their bytes (an
+eighth of int32 weights'), against RAM for the largest such layer's weights, alive from the maps to their last
+reader, and one pass over them a run."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -20,7 +27,8 @@ from dataclasses import replace
 import numpy as np
 
 from .expr import Expr, Input, binary, substitute
-from .ir import Buffer, Conv, Gemm, Map, Program, View
+from .ir import OCTET, Buffer, Chunks, Conv, Gemm, Map, Program, View
+from .vector_dots import BLOCK_COLUMNS, column_bytes
 
 X = Input(0)
 MIN_WEIGHTS = 256  # fewer would save less flash than the unpacking maps' code takes
@@ -39,6 +47,14 @@ def pack(data: np.ndarray) -> np.ndarray:
     """The pairs along the last dim, two per byte (uint8), the first element in the low nibble."""
     nibbles = data.astype(np.uint8) & 15
     return nibbles[..., 0::2] | (nibbles[..., 1::2] << 4)
+
+
+def pack_octets(data: np.ndarray) -> np.ndarray:
+    """Flat values in octets of four bytes (uint8; zeros pad the last): values 0-3 of each in the low nibbles of its
+    bytes, values 4-7 in their high nibbles, as runtime_c/nibbles8.c unpacks them."""
+    nibbles = np.append(data.reshape(-1), np.zeros(-data.size % OCTET, data.dtype)).astype(np.uint8) & 15
+    octets = nibbles.reshape(-1, OCTET)
+    return (octets[:, :4] | (octets[:, 4:] << 4)).reshape(-1)
 
 
 def unpacked_maps(x: View, out: View, ins: tuple[View, ...], expr: Expr, signed: bool, name: str) -> list[Map]:
@@ -68,6 +84,50 @@ def _every_other(view: View, first: int) -> View:
     stride = view.strides[-1]
     return View(view.buf, view.offset + first * stride, view.shape[:-1] + (view.shape[-1] // 2,),
                 view.strides[:-1] + (2 * stride,))
+
+
+def chunks_of(g: Gemm, old: Buffer, width: int) -> Chunks | None:
+    """How g's kernel reads its weights (old, their buffer) `width` columns at a time, where they are constants that
+    fit signed nibbles (MIN_WEIGHTS of them at least) and each chunk's runs start at whole octets (OCTET): in column
+    blocks (Gemm.blocks), k innermost (dot products, channel pairs), or columns innermost in rows whose stride is
+    octets. None otherwise."""
+    b, k = g.b, g.b.shape[-2]
+    if old.kind != "const" or old.data is None or old.dtype.kind != "i" or old.size < MIN_WEIGHTS or \
+            b.offset or any(b.strides[:-2]) or int(old.data.min()) < -8 or int(old.data.max()) > 7:
+        return None
+    if g.blocks:
+        return Chunks(width, 1, 0, column_bytes(k), BLOCK_COLUMNS, old.size, b)
+    if b.strides[-2] == 1:
+        return Chunks(width, 1, 0, b.strides[-1], 2, old.size, b)
+    if b.strides[-1] == 1 and b.strides[-2] % OCTET == 0:
+        return Chunks(width, k, b.strides[-2], 1, 2, old.size, b)
+    return None
+
+
+def nibble_gemms(prog: Program, columns: int) -> Program:
+    """The integer matrix products whose constant weights fit signed nibbles (chunks_of) read them two per byte
+    (pack_octets; one buffer however many read it), unpacked by the kernel `columns` columns at a time
+    (Gemm.chunks; all of them where there are fewer) into a scratch buffer of their type (Gemm.unpacked) that holds
+    one chunk's runs."""
+    instrs, buffers = list(prog.instrs), list(prog.buffers)
+    packed: dict[int, int] = {}  # weights buffer -> its packed copy
+    for j, g in enumerate(instrs):
+        chunks = isinstance(g, Gemm) and not g.chunks and \
+            chunks_of(g, buffers[g.b.buf], min(columns, g.b.shape[-1]))
+        if not chunks:
+            continue
+        old = buffers[g.b.buf]
+        if old.id not in packed:
+            data = pack_octets(old.data)
+            packed[old.id] = len(buffers)
+            buffers.append(Buffer(len(buffers), "const", data.size, f"{old.label} two per byte", data=data,
+                                  dtype=data.dtype))
+        scratch = Buffer(len(buffers), "arena", chunks.runs * chunks.length(0, chunks.width),
+                         f"{g.node} unpacked weights", dtype=old.dtype)
+        buffers.append(scratch)
+        instrs[j] = replace(g, b=View.of(packed[old.id], (buffers[packed[old.id]].size,)),
+                            unpacked=View.of(scratch.id, (scratch.size,)), chunks=chunks)
+    return replace(prog, buffers=tuple(buffers), instrs=tuple(instrs))
 
 
 def _weights(instr) -> tuple[str, int] | None:
@@ -109,13 +169,15 @@ def _packing(buf: Buffer, v: View, axis: int) -> tuple[np.ndarray, np.ndarray | 
 
 def unpack_nibbles(prog: Program) -> Program:
     """The constant weights of the convolutions and matrix products that fit 4 bits (_packing; MIN_WEIGHTS of them
-    at least) stored two per byte and unpacked into an arena buffer of their type and layout before the first kernel that reads them."""
+    at least) and that no kernel unpacks itself (nibble_gemms) stored two per byte and unpacked into an arena buffer
+    of their type and layout before the first kernel that reads them."""
     instrs, buffers = [], list(prog.buffers)
     unpacked: dict[int, int] = {}  # const buffer -> its arena copy
     for instr in prog.instrs:
         field = _weights(instr)
         v = field and getattr(instr, field[0])
-        if v is not None and buffers[v.buf].kind == "const" and v.buf not in unpacked:
+        if v is not None and buffers[v.buf].kind == "const" and v.buf not in unpacked and \
+                not (isinstance(instr, Gemm) and instr.chunks):
             old = buffers[v.buf]
             found = _packing(old, v, field[1])
             if found is not None:

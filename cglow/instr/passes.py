@@ -18,7 +18,7 @@ from .patches import PatchPlan, patch
 from .schedule import schedule
 from .expr import Expr, Input, cast, cost, substitute, uses
 from .constants import laid_out, values
-from .nibbles import unpack_nibbles
+from .nibbles import nibble_gemms, unpack_nibbles
 from .ir import (Buffer, Conv, Epilogue, Gemm, Instr, Map, Program, Value, View, channels_innermost, dot_operands,
                  extent, map_views, reads)
 from .vector_dots import block_weights, gather_windows, rebase_inputs, sums_as_vector_dots, widen_weights
@@ -513,13 +513,13 @@ def run_in_patches(prog: Program, plan: PatchPlan) -> Program:
 
 def after_fusing(dot_products: bool = False, panel_rows: int = 0, patches: PatchPlan | None = None,
                  vector_rows: int = 0, signed_dots: bool = False, wide_weights: bool = False,
-                 column_blocks: bool = False, nibbles: bool = False) -> tuple:
+                 column_blocks: bool = False, chunk_columns: int = 16, nibbles: bool = False) -> tuple:
     """The passes after FUSING, in order; `dot_products` as pack_weights takes it, and with it `panel_rows` (a
     register tile's rows) as widen_inputs does; `patches`, a span to run in tiles; `vector_rows`, on a target with
     Tiles.vector_dot, its tile's rows, and `signed_dots` (Tiles.signed_dots): rebase_inputs, pack_weights'
     `vector_dot`, gather_windows, with `column_blocks` (Tiles.column_blocks) block_weights, and with `wide_weights`
-    (Tiles.wide_weights) widen_weights; last, with `nibbles`
-    (--nibble-weights), unpack_nibbles (instr/nibbles.py)."""
+    (Tiles.wide_weights) widen_weights; then nibble_gemms, its kernels unpacking `chunk_columns` columns of weights
+    at a time (Tiles.chunk_columns); last, with `nibbles` (--nibble-weights), unpack_nibbles (instr/nibbles.py)."""
     widen = (partial(widen_inputs, rows=panel_rows),) if dot_products and panel_rows else ()
     tiled = (partial(run_in_patches, plan=patches),) if patches else ()
     vector = bool(vector_rows)
@@ -530,7 +530,7 @@ def after_fusing(dot_products: bool = False, panel_rows: int = 0, patches: Patch
                                            if vector else ()) + (
         (block_weights,) if vector and column_blocks else ()) + (
         (partial(widen_weights, signed=signed_dots),) if vector and wide_weights else ()) + (
-        (unpack_nibbles,) if nibbles else ())
+        partial(nibble_gemms, columns=chunk_columns),) + ((unpack_nibbles,) if nibbles else ())
 
 
 def pipeline(dot_products: bool = False, panel_rows: int = 0, patches: PatchPlan | None = None,

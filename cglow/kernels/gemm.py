@@ -3,13 +3,13 @@ and what its dot products share with the channels-last convolution's (conv.py): 
 and hand-scheduled steps, and the panel of widened inputs (dot.j2)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from ..c_text import c_literal, c_type
 from ..instr.expr import to_c
-from ..instr.ir import Gemm, View, accumulator
+from ..instr.ir import Chunks, Gemm, View, accumulator
 from ..instr.passes import gemm_dot_products
 from ..instr.vector_dots import column_bytes, plain_dots
 from ..tiles import Tiles
@@ -27,7 +27,9 @@ B_OUTERMOST_BYTES = 1 << 20
 
 def gemm_kernel(fn: str, g: Gemm, dtypes, tiles: Tiles) -> Kernel:
     """Register tiles of rows x columns of the output (the target's `tiles`, see _gemm_tiles), the columns
-    innermost so that they vectorize, over loops of the batch dims."""
+    innermost so that they vectorize, over loops of the batch dims. With b two values a byte (Gemm.unpacked), a
+    loop over its chunks of columns unpacks each into the scratch, and the tiles of its columns read it there."""
+    instr, g = g, replace(g, b=g.chunks.weights) if g.chunks else g  # the kernel's parameters; what its tiles read
     acc_t = accumulator(dtypes[g.a.buf], dtypes[g.out.buf])
     a_t, b_t = dtypes[g.a.buf], dtypes[g.b.buf]
     vector = bool(tiles.vector_dot) and gemm_dot_products(g, a_t, b_t) and \
@@ -35,13 +37,13 @@ def gemm_kernel(fn: str, g: Gemm, dtypes, tiles: Tiles) -> Kernel:
     operands = dict(dot_macro_operands(a_t, b_t, g.zeros[0]), vector=vector, **vector_reads(a_t, tiles.signed_dots))
     tiles = tiles.column_blocks if g.blocks else tiles.vector_dot if vector else _gemm_tiles(g, acc_t, tiles)
     where = _Where.of(g)
-    panel, nests = _gemm_nests(g, tiles, dtypes[g.b.buf].itemsize, operands, where)
-    names = ["y", "a", "b"] + [f"e{i}" for i in range(len(g.epi.ins))] + (["panel"] if g.panel else [])
+    panel, runs = _gemm_nests(g, tiles, b_t.itemsize, operands, where)
+    names = ["y", "a", "b"] + [f"e{i}" for i in range(len(g.epi.ins))] + (["panel"] if g.panel else []) + \
+        (["unpacked"] if g.unpacked else [])
     return from_template(
-        "gemm.c.j2", fn, g, names, dtypes, scratch=1 if g.panel else 0, loops=where.loops, nests=nests,
+        "gemm.c.j2", fn, instr, names, dtypes, scratch=bool(g.panel) + bool(g.unpacked), loops=where.loops, runs=runs,
         K=g.a.shape[-1], panel=panel, y_t=c_type(dtypes[g.out.buf]), acc_t=c_type(acc_t),
-        b_t=c_type(dtypes[g.b.buf]), tile_loop=tile_loop(acc_t, g.epi), **_gemm_sums(g, dtypes, tiles, acc_t, operands,
-                                                                                    where),
+        b_t=c_type(b_t), tile_loop=tile_loop(acc_t, g.epi), **_gemm_sums(g, a_t, b_t, tiles, acc_t, operands, where),
         **_gemm_epilogue(g, tiles, acc_t, where))
 
 
@@ -65,16 +67,24 @@ _COLUMN = "(n0 + j)"  # column j of a tile
 @dataclass(frozen=True)
 class _Where:
     """Where a tile reads and writes: the batch dims as loops t0, t1... (collapsed) and each view over them (out,
-    a, b, then the epilogue's inputs, in `views`), the matrices' last two dims on top."""
+    a, b, then the epilogue's inputs, in `views`), the matrices' last two dims on top. b is read from `b_name` from
+    its column `b_column`: with b two values a byte (Gemm.chunks), from the scratch its chunk is unpacked into, at
+    the column less the chunk's first, nc (a run per k there holding the chunk's columns)."""
     views: tuple[View, ...]
     loops: list[tuple[str, int]]
     batched: list[View]
+    b_name: str = "b"
+    b_column: str = "n0"
 
     @staticmethod
     def of(g: Gemm) -> _Where:
         views = (g.out, g.a, g.b) + g.epi.ins
         loops, batched = collapsed(views, g.out.shape, slice(0, len(g.out.shape) - 2), "t")
-        return _Where(views, loops, batched)
+        c = g.chunks
+        if c is None:
+            return _Where(views, loops, batched)
+        b = g.b if c.runs == 1 else replace(g.b, strides=g.b.strides[:-2] + (c.length(0, c.width), 1))
+        return _Where((g.out, g.a, b) + g.epi.ins, loops, batched, "unpacked", "(n0 - nc)")
 
     def batch(self, k: int) -> str:
         """The offset of view k's matrix in the batch."""
@@ -92,40 +102,62 @@ class _Where:
 
     def b_columns(self) -> str:
         """The first of b's tile columns."""
-        return f"b + {join(self.batch(2), linear([('n0', self.views[2].strides[-1])]))}"
+        return f"{self.b_name} + {join(self.batch(2), linear([(self.b_column, self.views[2].strides[-1])]))}"
 
 
 def _gemm_nests(g: Gemm, tiles: Tiles, b_itemsize: int, operands: dict, where: _Where):
-    """The panel of widened inputs (with g.panel; kernels/dot.j2's macros) and the loop nests over the output's
-    tiles, each loop over its whole tiles and then its edge: rows outermost, unless b's column panels are
-    (B_OUTERMOST_BYTES: b larger than a and than that, on a target with vector units and no panel)."""
+    """The panel of widened inputs (with g.panel; kernels/dot.j2's macros) and the runs of loop nests over the
+    output's tiles: one, or with b two values a byte (Gemm.chunks), one per width of its chunks of columns, each a
+    loop over those chunks (nc) that unpacks each (`unpack`) before the nests over its columns. Each loop runs over
+    its whole tiles and then its edge: rows outermost, unless b's column panels are (B_OUTERMOST_BYTES: b larger
+    than a and than that, on a target with vector units and no panel, not in chunks)."""
     m, n = g.out.shape[-2:]
     tile_m, tile_n = tiles.rows, tiles.columns
+    c = g.chunks
+    chunk_runs = [(0, n, n)] if c is None else steps(n, c.width)
 
-    def column_runs(mr: int):
-        """Tiles of mr rows and tiles.columns columns; with scalar accumulators, a tile of fewer rows (a
-        matrix-vector product) takes proportionally more columns, up to the tile's number of registers. With b in
-        blocks of columns (Gemm.blocks), each tile begins at a block's first column."""
-        nr = min(tile_n * max(1, tile_m // mr), -(-n // tile_n) * tile_n) if tiles.scalar else tile_n
-        return steps(n, nr) if tiles.scalar or g.blocks else _halved(steps(n, nr))
+    def column_runs(mr: int, width: int):
+        """Tiles of mr rows and tiles.columns columns over `width` columns; with scalar accumulators, a tile of fewer
+        rows (a matrix-vector product) takes proportionally more columns, up to the tile's number of registers.
+        With b in blocks of columns (Gemm.blocks), each tile begins at a block's first column."""
+        nr = min(tile_n * max(1, tile_m // mr), -(-width // tile_n) * tile_n) if tiles.scalar else tile_n
+        return steps(width, nr) if tiles.scalar or g.blocks else _halved(steps(width, nr))
 
     row_runs = steps(m, tile_m)
 
-    def loop(var: str, lo: int, hi: int, step: int, **more) -> dict:
+    def loop(var: str, lo, hi, step: int, **more) -> dict:
         return dict(var=var, lo=lo, hi=hi, step=step, **more)
-    column_tiles = [dict(nr=nr) for mr in {r[2] for r in row_runs} for _, _, nr in column_runs(mr)]
+    column_tiles = [dict(nr=nr) for _, _, width in chunk_runs for mr in {r[2] for r in row_runs}
+                    for _, _, nr in column_runs(mr, width)]
     panel = g.panel and panel_macros(operands, g.a.shape[-1], where.b_columns(), g.b.strides[-1], column_tiles,
                                      where.a_rows)
-    if not tiles.scalar and not panel and n > m and g.a.shape[-1] * n * b_itemsize > B_OUTERMOST_BYTES:
-        nests = [loop("n0", n_lo, n_hi, nr, inner=[loop("m0", lo, hi, mr, tile=dict(mr=mr, nr=nr))
-                                                for lo, hi, mr in row_runs], widen=None)
-                 for n_lo, n_hi, nr in column_runs(tile_m)]
-    else:
-        nests = [loop("m0", lo, hi, mr, inner=[loop("n0", n_lo, n_hi, nr, tile=dict(mr=mr, nr=nr))
-                                                for n_lo, n_hi, nr in column_runs(mr)],
-                      widen=panel and panel["widen"](mr))
-                 for lo, hi, mr in row_runs]
-    return panel, nests
+
+    def nests(width: int, first: str | None) -> list[dict]:
+        """The nests over `width` columns from the column `first` (None: the first)."""
+        def at(column: int):
+            return linear([(first, 1)], column) if first else column
+        if c is None and not tiles.scalar and not panel and n > m and \
+                g.a.shape[-1] * n * b_itemsize > B_OUTERMOST_BYTES:
+            return [loop("n0", n_lo, n_hi, nr, inner=[loop("m0", lo, hi, mr, tile=dict(mr=mr, nr=nr))
+                                                      for lo, hi, mr in row_runs], widen=None)
+                    for n_lo, n_hi, nr in column_runs(tile_m, width)]
+        return [loop("m0", lo, hi, mr, inner=[loop("n0", at(n_lo), at(n_hi), nr, tile=dict(mr=mr, nr=nr))
+                                              for n_lo, n_hi, nr in column_runs(mr, width)],
+                     widen=panel and panel["widen"](mr))
+                for lo, hi, mr in row_runs]
+    if c is None:
+        return panel, [dict(chunks=None, nests=nests(n, None))]
+    return panel, [dict(chunks=loop("nc", lo, hi, width), unpack=_unpack(c, lo, width), nests=nests(width, "nc"))
+                   for lo, hi, width in chunk_runs]
+
+
+def _unpack(c: Chunks, first: int, width: int) -> dict:
+    """What the unpack macro (gemm.c.j2) needs for the chunks of `width` columns from `first` on (the loop's nc):
+    each run's first byte (a C expression over nc), the bytes between runs and the elements between their copies
+    in the scratch, and the elements of a run."""
+    start = linear([("nc", c.column // 2)]) if c.column % 2 == 0 else linear([("nc / 2", c.column)])
+    return dict(runs=c.runs, start=start, run_bytes=c.run_step // 2, to_step=c.length(0, c.width),
+                length=c.length(first, width))
 
 
 def _halved(runs: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
@@ -142,7 +174,8 @@ def _halved(runs: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
     return out
 
 
-def _gemm_sums(g: Gemm, dtypes, tiles: Tiles, acc_t: np.dtype, operands: dict, where: _Where) -> dict:
+def _gemm_sums(g: Gemm, a_t: np.dtype, b_t: np.dtype, tiles: Tiles, acc_t: np.dtype, operands: dict,
+               where: _Where) -> dict:
     """How a tile sums over k: a multiply-accumulate per row and column in C (the target's float_mac for
     floats); as 4-lane dot products (8-bit values by int8 weights on a dual-MAC target, instr/passes.py
     gemm_dot_products); as dot products in C (operands["vector"], Tiles.vector_dot); as outer products of b in
@@ -168,15 +201,16 @@ def _gemm_sums(g: Gemm, dtypes, tiles: Tiles, acc_t: np.dtype, operands: dict, w
     def blocked(mr: int) -> dict:
         k, column = g.a.shape[-1], column_bytes(g.a.shape[-1])
         return dict(operands, left=where.a_rows(), lefts=lefts(mr), quads=k // 4, tail=k % 4,
-                    block=column * g.blocks, right="b + " + linear([("n0", column)]))
-    dot = operands["vector"] or tiles.dual_mac and gemm_dot_products(g, dtypes[g.a.buf], dtypes[g.b.buf])
+                    block=column * g.blocks, right=f"{where.b_name} + " + linear([(where.b_column, column)]))
+    dot = operands["vector"] or tiles.dual_mac and gemm_dot_products(g, a_t, b_t)
     return dict(
         mac=mac, a_minus=minus(g.zeros[0]), a=lambda i: where.at(1, (_row(i), "k")), dot_products=dot and dot_products,
         blocked=g.blocks and blocked,
         float_asm=tiles.float_mac == "mul_add" and is_float and not g.zeros[1] and g.a.strides[-1] == 1 and (
             lambda mr, nr: float_loop(mr, nr, [(i, i * a_step * 4) for i in range(mr)], g.a.shape[-1], 4,
                                       g.b.strides[-2] * 4, g.b.strides[-1] * 4)),
-        rights=lambda nr: [(j, j * b_step) for j in range(nr)], b_row=where.at(2, ("k", "n0")))
+        rights=lambda nr: [(j, j * b_step) for j in range(nr)],
+        b_row=f"{where.b_name} + {where.at(2, ('k', where.b_column))}")
 
 
 def _gemm_epilogue(g: Gemm, tiles: Tiles, acc_t: np.dtype, where: _Where) -> dict:

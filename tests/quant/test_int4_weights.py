@@ -1,7 +1,8 @@
 """QDQ models whose Conv, MatMul and Gemm weights are 4-bit (a per-channel DequantizeLinear of an int4 or uint4
 initializer) and whose activations are int8: they fold into the integer kernels, their weights two per byte in
-the C file's constant data (instr/nibbles.py unpack_nibbles), against onnxruntime, on the host and under QEMU
-on the Cortex-M4 and M55."""
+the C file's constant data, unpacked by the matrix products' kernels (instr/nibbles.py nibble_gemms) or, with
+--nibble-weights, by maps (unpack_nibbles), against onnxruntime, on the host and under QEMU on the Cortex-M4 and
+M55."""
 from __future__ import annotations
 
 import numpy as np
@@ -10,6 +11,7 @@ from onnx.reference import ReferenceEvaluator
 import pytest
 
 import cglow
+from cglow.instr import nibbles
 from cglow.options import Options
 from cglow.tools import cross
 
@@ -27,7 +29,11 @@ TYPES = {"int4": (T.INT4, None, (-8, 7)), "uint4_zero8": (T.UINT4, 8, (0, 15)), 
 SHAPES = {  # the weights' shape, the input's, the weights' axis of output channels
     "conv": ((16, 6, 3, 3), [1, 6, 7, 7], 0), "conv_odd": ((7, 9, 3, 3), [1, 9, 6, 6], 0),
     "conv_tall": ((16, 6, 3, 3), [1, 6, 40, 40], 0), "conv_few": ((4, 3, 3, 3), [1, 3, 6, 6], 0),
-    "matmul": ((40, 24), [5, 40], 1), "gemm": ((24, 40), [5, 40], 0), "conv_inner": ((12, 16, 3, 3), None, 0)}
+    "matmul": ((40, 24), [5, 40], 1), "gemm": ((24, 40), [5, 40], 0), "conv_inner": ((12, 16, 3, 3), None, 0),
+    # chunks of columns (Tiles.chunk_columns) and an edge one; odd k and n; a panel of widened inputs on the
+    # Cortex-M4 (48 rows); a batch of matrices by one
+    "matmul_wide": ((40, 72), [5, 40], 1), "matmul_odd": ((33, 37), [6, 33], 1), "matmul_tall": ((64, 24), [48, 64], 1),
+    "matmul_batch": ((40, 24), [2, 5, 40], 1)}
 
 
 def _layer(nodes: list, inits: list, rng, kind: str, weights: str, x: str, i: int) -> str:
@@ -99,12 +105,41 @@ def test_int4_weights_take_half_the_flash(kind):
     assert sizes["int4"] < 0.6 * sizes["int8"]
 
 
-def test_int4_weights_stay_a_byte_each_by_default():
-    """Packing costs arena and an unpacking pass each run: only --nibble-weights asks for it."""
+def test_int4_convolution_weights_stay_a_byte_each_by_default():
+    """Unpacking a convolution's weights costs arena for all of them and a pass each run: only --nibble-weights asks
+    for it."""
     model = _model("conv", "int4")[0]
     plain, packed = (cglow.compile_model(model, options=Options(nibble_weights=n)) for n in (False, True))
     assert "two per byte" not in plain.c_source and "two per byte" in packed.c_source
     assert plain.arena_bytes < packed.arena_bytes and plain.weights_bytes > packed.weights_bytes
+
+
+# (kind, target) whose weights stay a byte each: rows of 37 columns, not whole octets (instr/nibbles.py chunks_of)
+ROWS_OF_ODD_OCTETS = {("matmul_odd", "generic")}
+
+
+@pytest.mark.parametrize("target", ["generic", "x86-avx2", "x86-avx512", "x86-avx512-vnni", "cortex-m4", "aarch64"])
+@pytest.mark.parametrize("kind", ["matmul", "gemm", "matmul_wide", "matmul_odd", "matmul_tall", "matmul_batch"])
+def test_int4_matrix_products_unpack_in_the_kernel(kind, target, monkeypatch):
+    """By default, a matrix product's int4 weights stay two per byte and its kernel unpacks a chunk of columns at a
+    time into a scratch buffer (as every target lays them out: columns innermost, k innermost, channel pairs,
+    column blocks, int32): its output bit for bit the same as with them one per byte, within a step of
+    onnxruntime; flash for half the weights, the arena one chunk more."""
+    model, x = _model(kind, "int4", seed=3)
+    options = Options(float_io=True, target=target)
+    packed = cglow.compile_model(model, options=options)
+    monkeypatch.setattr(nibbles, "MIN_WEIGHTS", 1 << 30)
+    plain = cglow.compile_model(model, options=options)
+    got = cglow.build(packed)(x)[0]
+    assert np.array_equal(got, cglow.build(plain)(x)[0])
+    assert np.abs(got - _want(model, x)).max() <= Y_SCALE * 1.001
+    if (kind, target) in ROWS_OF_ODD_OCTETS:
+        assert "cglow_nibbles8(" not in packed.c_source and packed.weights_bytes == plain.weights_bytes
+        return
+    weights = np.prod(SHAPES[kind][0])
+    assert "cglow_nibbles8(" in packed.c_source and "cglow_nibbles8(" not in plain.c_source
+    assert plain.weights_bytes - packed.weights_bytes >= weights // 2 - 16
+    assert packed.arena_bytes - plain.arena_bytes <= SHAPES[kind][0][0] * 64 + 64
 
 
 def test_int8_weights_stay_as_they_are():
@@ -113,7 +148,8 @@ def test_int8_weights_stay_as_they_are():
 
 
 @pytest.mark.parametrize("target_name", ["cortex-m4", "cortex-m55"])
-@pytest.mark.parametrize("kind, weights", [("conv", "int4"), ("matmul", "uint4_zero3"), ("gemm", "int4")])
+@pytest.mark.parametrize("kind, weights", [("conv", "int4"), ("matmul", "uint4_zero3"), ("gemm", "int4"),
+                                           ("matmul_tall", "int4")])
 def test_int4_weights_on_cortex_m(target_name, kind, weights):
     """The image under QEMU gives the host build's integers, and those are onnxruntime's within a step."""
     target = need_target(target_name)
