@@ -34,6 +34,15 @@ def parse_shape(text: str) -> tuple[str, tuple[int, ...]]:
     return name, shape
 
 
+def parse_capacity(text: str) -> tuple[str, int]:
+    """--capacity NAME=N: the name of an output of run-time length and the most entries to store (graph/capacity.py)."""
+    name, sep, count = text.rpartition("=")
+    if not sep or not name or not re.fullmatch(r"[+-]?[0-9]+", count.strip()):
+        raise CglowError(f"--capacity {text}: expected NAME=N, the name of an output of run-time length and the most "
+                         f"entries to store, e.g. indices=100")
+    return name, int(count)
+
+
 def parse_bytes(text: str) -> int:
     """A byte count: an integer with an optional K, M or G suffix (powers of 1024)."""
     number, unit = (text[:-1], text[-1].upper()) if text[-1:].upper() in ("K", "M", "G") else (text, "")
@@ -225,12 +234,16 @@ def add_memory_arguments(parser: argparse.ArgumentParser) -> None:
                         help="net_run(void *arena, ...): the caller provides the arena (no static array)")
     parser.add_argument("--io-in-arena", action="store_true",
                         help="inputs and outputs live in the arena: RAM is NET_ARENA_BYTES alone")
+    parser.add_argument("--capacity", action="append", metavar="NAME=N",
+                        help="store at most N entries of the output NAME whose length depends on the data "
+                             "(NonZero's, Compress's, Unique's, NonMaxSuppression's), below the most the model can "
+                             "give: NET_OUTPUT_i_CAPACITY is N, the count stays the number found (repeatable)")
 
 
 def options_of(args: argparse.Namespace) -> Options:
     """The compile options; commands without the memory layout options (check, bench) take the default API."""
-    layout = dict(align=args.align, caller_arena=args.caller_arena,
-                  io_in_arena=args.io_in_arena) if hasattr(args, "align") else {}
+    layout = dict(align=args.align, caller_arena=args.caller_arena, io_in_arena=args.io_in_arena,
+                  capacities=tuple(map(parse_capacity, args.capacity or ()))) if hasattr(args, "align") else {}
     return Options(target=args.target, max_memory=args.max_memory, float_io=args.float_io,
                    half_math=args.half_math, max_recompute=args.max_recompute, ram_budget=args.ram_budget,
                    nibble_weights=args.nibble_weights, **layout)

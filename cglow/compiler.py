@@ -10,6 +10,7 @@ from .alloc.arena import Plan, allocate
 from .alloc.patch_plan import Patched, choose
 from .emit_c.emit import TensorInfo, c_identifier, emit
 from .graph import passes as graph_passes
+from .graph.capacity import lower_capacities
 from .graph.ir import Graph
 from .graph.limits import check_bytes
 from .graph.onnx_import import import_model, load
@@ -40,7 +41,7 @@ class CompiledModel:
     options: Options = Options()
     weights_blob: bytes = b""      # with options.external_weights: the weights file (NET_WEIGHTS_BYTES bytes)
     graph: Graph | None = None     # from compile_model: the graph it lowered (after the graph passes)
-    imported: Graph | None = None  # and the model's graph as imported, before them (the memory report's)
+    imported: Graph | None = None  # and the model's graph as imported (capacities lowered), before them (memory report)
     patches: Patched | None = None  # the span run in tiles (alloc/patch_plan.py)
 
 
@@ -108,7 +109,10 @@ def compile_model(model: str | Path | onnx.ModelProto | TFLiteFile, name: str = 
     `header` (default: the C symbol prefix made of `name`, plus .h); `stages` runs each pass and step, for
     observers (progress, IR dumps)."""
     model = as_model(model)
-    graph = imported = stages.run("import", lambda: import_graph(model, shapes, options.max_memory, options.float_io))
+    graph = stages.run("import", lambda: import_graph(model, shapes, options.max_memory, options.float_io))
+    if options.capacities:
+        graph = stages.run("capacities", lower_capacities, graph, options.capacities)
+    imported = graph
     if not isinstance(model, TFLiteFile):  # 8-bit inputs and outputs quantized by their neighbours
         graph = stages.run("integer_io", integer_io, graph)
         if options.float_io:

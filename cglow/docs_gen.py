@@ -134,7 +134,8 @@ def render_ops() -> str:
               "`uint8_t`; constant 4-bit values that a DequantizeLinear reads, two a byte where their last dim pairs "
               "them) and computed in int8 or uint8. Constant subgraphs are folded at compile time whatever their ops. "
               "The outputs whose length depends on the data (NonZero's, Compress's with a run-time condition, Unique's, NonMaxSuppression's) have a static "
-              "capacity and a count that `net_run` returns ([the C API](c-api.md#outputs-of-run-time-length)); such "
+              "capacity (`emit --capacity` lowers it) and a count that `net_run` returns ([the C API]"
+              "(c-api.md#outputs-of-run-time-length)); such "
               "a value may only reach the graph's outputs, through a Cast or an Identity at most.\n"),
              "- **opsets**: the opsets of the default domain in which cglow takes the op.",
              ("- **int8**: what the op becomes in a quantized (QDQ) model when its inputs come from "

@@ -22,6 +22,7 @@ class Options:
     ram_budget: int | None = None   # bytes: the fastest plan whose arena fits, else an error
     nibble_weights: bool = False    # convolutions' 4-bit weights two a byte in flash too, unpacked into the arena
     half_math: str = "float"        # float16 arithmetic in float32, or "native": the target's (instr/half_math.py)
+    capacities: tuple[tuple[str, int], ...] = ()  # (NAME, N): output NAME of run-time length stores N entries at most
 
     def __post_init__(self):
         if self.target not in TARGETS:
@@ -38,5 +39,11 @@ class Options:
             having = ", ".join(t for t in TARGETS if t != "host" and tiles_for(t).native_half)
             raise CglowError(f"--half-math native: --target {self.target} has no half-precision arithmetic "
                              f"(targets that have it: {having})")
+        names = [name for name, _ in self.capacities]
+        for name, n in self.capacities:
+            if n < 1:
+                raise CglowError(f"--capacity {name}={n}: must be a positive number of entries")
+            if names.count(name) > 1:
+                raise CglowError(f"--capacity {name}: given more than once")
         if self.max_memory < 1:
             raise CglowError(f"--max-memory {self.max_memory}: must be a positive number of bytes")

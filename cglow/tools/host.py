@@ -217,10 +217,11 @@ def counted_outputs(compiled: CompiledModel) -> list[int]:
 
 def cut_to_counts(compiled: CompiledModel, outputs: list[np.ndarray], counts) -> list[np.ndarray]:
     """The outputs with each one of run-time length cut to its count (in the order of counted_outputs) along its
-    counted dim."""
+    counted dim, or kept whole where the count exceeds a capacity that --capacity lowered (docs/c-api.md)."""
     outputs = list(outputs)
     for i, count in zip(counted_outputs(compiled), counts):
-        outputs[i] = np.take(outputs[i], np.arange(int(count)), axis=compiled.outputs[i].counted)
+        at = compiled.outputs[i].counted
+        outputs[i] = np.take(outputs[i], np.arange(min(int(count), outputs[i].shape[at])), axis=at)
     return outputs
 
 

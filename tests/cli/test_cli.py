@@ -1,10 +1,12 @@
 """The command line: emit, the example job, and one-line errors with exit status 2 and no output file."""
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
 import numpy as np
+import onnx
 import pytest
 from onnx import TensorProto, helper
 
@@ -117,7 +119,6 @@ def test_memory_options(tmp_path):
     bad = cglow_cmd("emit", model, "-o", str(tmp_path / "bad.c"), "--align", "3")
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and "power of two" in bad.stderr
     assert not (tmp_path / "bad.c").exists()
-    import json
     info = json.loads(cglow_cmd("info", model, "--json", "--io-in-arena").stdout)
     assert info["ram_bytes"] == info["arena_bytes"] and info["io_bytes"] == 0
 
@@ -154,3 +155,32 @@ def test_help_documents_exit_statuses():
         assert "Exit status: 0 when" in text and "; 1 when" in text and "; 2 for bad options" in text, name
     assert "code_bytes_estimate = code_statements x code_bytes_per_statement" in " ".join(
         commands["info"].format_help().split())
+
+
+def test_capacity_option(tmp_path):
+    """--capacity NAME=N lowers an output of run-time length to N entries (the graph output or the NonZero output
+    behind its Identity); a bad one is one error line, exit status 2 and no file."""
+    nodes = [helper.make_node("NonZero", ["x"], ["idx"]), helper.make_node("Identity", ["idx"], ["coords"]),
+             helper.make_node("Relu", ["x"], ["r"])]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 4])],
+                              [helper.make_value_info(name, onnx.TypeProto()) for name in ("coords", "r")])
+    model = save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), tmp_path / "m.onnx")
+    for name in ("coords", "idx"):
+        result = cglow_cmd("emit", model, "-o", str(tmp_path / name / "net.c"), "--capacity", f"{name}=3")
+        assert result.returncode == 0, result.stderr
+        assert "#define NET_OUTPUT_0_CAPACITY 3 " in (tmp_path / name / "net.h").read_text()
+    info = json.loads(cglow_cmd("info", model, "--json", "--capacity", "coords=3").stdout)
+    assert info["outputs"][0]["shape"] == [2, 3]
+    for args, message in ((["nope=3"], "the model has no tensor 'nope'; its outputs of run-time length: "
+                                       "'coords' (int64[2,<=16])"),
+                          (["r=3"], "'r' (float32[4,4]) has a static length"),
+                          (["coords=0"], "must be a positive number of entries"),
+                          (["coords=17"], "above the capacity the model gives 'coords' (int64[2,<=16]), 16"),
+                          (["coords"], "expected NAME=N"),
+                          (["coords=3", "--capacity", "coords=4"], "--capacity coords: given more than once"),
+                          (["coords=3", "--capacity", "idx=4"], "both are computed by NonZero node")):
+        result = cglow_cmd("emit", model, "-o", str(tmp_path / "bad" / "net.c"), "--capacity", *args)
+        assert result.returncode == 2 and "Traceback" not in result.stderr
+        (line,) = result.stderr.strip().splitlines()
+        assert line.startswith("cglow: error: --capacity") and message in line, line
+    assert not (tmp_path / "bad").exists()

@@ -11,6 +11,7 @@ import pytest
 
 import cglow
 from cglow.errors import CglowError
+from cglow.options import Options
 
 from tests.util import checked_model, ort_run
 
@@ -179,3 +180,64 @@ def test_consumer_of_a_run_time_length_is_refused():
     with pytest.raises(CglowError, match=r"ReduceSum node .*input 'i' \(int64\[1,<=4\]\) has a length known only at "
                                          r"run time"):
         cglow.compile_model(checked_model(graph, 13))
+
+
+def check_capacity(model: onnx.ModelProto, feeds: dict[str, np.ndarray], name: str, n: int) -> list[int]:
+    """Compiled with --capacity name=n: every output of run-time length of name's node holds the first n entries
+    along its counted dim of what the model gives without the option (its zero padding included), the header says
+    so, the other outputs are the same, and the counts are the real ones, those of the run without it (the host
+    model cuts such an output to n entries where its count is more); the counts."""
+    full = cglow.compile_model(model)
+    lowered = cglow.compile_model(model, options=Options(capacities=((name, n),)))
+    args = [feeds[t.name] for t in full.inputs]
+    host = cglow.build(lowered)
+    whole, counts = cglow.build(full).run_whole(*args)
+    got, got_counts = host.run_whole(*args)
+    assert got_counts == counts
+    for i, (y, want, t) in enumerate(zip(got, whole, lowered.outputs)):
+        if t.counted is not None:
+            assert f"#define NET_OUTPUT_{i}_CAPACITY {n} " in lowered.h_source
+            want = np.take(want, np.arange(n), axis=t.counted)
+        np.testing.assert_array_equal(y, want)
+    cut, counted = host(*args), [(i, t.counted) for i, t in enumerate(lowered.outputs) if t.counted is not None]
+    assert [cut[i].shape[at] for i, at in counted] == [min(count, n) for count in counts]
+    assert lowered.arena_bytes <= full.arena_bytes
+    return counts
+
+
+@pytest.mark.parametrize("n, above", [(30, False), (5, True)])
+def test_nonzero_capacity(n, above):
+    x = bits((6, 8), 0.4, seed=5)
+    (count,) = check_capacity(one_node("NonZero", {"x": x}, opset=13), {"x": x}, "y", n)
+    assert count == np.count_nonzero(x) and (count > n) == above
+
+
+@pytest.mark.parametrize("axis", [None, 1])
+@pytest.mark.parametrize("n, above", [(5, False), (2, True)])
+def test_compress_capacity(axis, n, above):
+    x = np.arange(24, dtype=np.float32).reshape(4, 6) - 7
+    cond = np.array([True, False, True, True, False, False])
+    attrs = {} if axis is None else {"axis": axis}
+    (count,) = check_capacity(one_node("Compress", {"x": x, "cond": cond}, **attrs), {"x": x, "cond": cond}, "y", n)
+    assert count == 3 and (count > n) == above
+
+
+@pytest.mark.parametrize("case", ["flat-sorted", "axis-0"])
+@pytest.mark.parametrize("n, above", [(4, False), (2, True)])
+def test_unique_capacity(case, n, above):
+    """Y, indices and counts share one capacity: naming counts lowers all three; inverse_indices stays whole."""
+    x, attrs = next(c[1:] for c in UNIQUE if c[0] == case)
+    model = one_node("Unique", {"x": x}, ("y", "indices", "inverse", "counts"), **attrs)
+    counts = check_capacity(model, {"x": x}, "counts", n)
+    assert counts == [3 if case == "axis-0" else 4] * 3 and (counts[0] > n) == above
+
+
+@pytest.mark.parametrize("n, above", [(40, False), (5, True)])
+def test_non_max_suppression_capacity(n, above):
+    """The boxes past the capacity are selected and suppress others as without it: the first rows and the count
+    are the same (32 boxes of the 54 that 2 batches x 3 classes x 9 boxes could give)."""
+    boxes = random_boxes(2, 9, seed=9, center=False)
+    scores = np.random.default_rng(3).random((2, 3, 9)).astype(np.float32)
+    model, feeds = nms_model(boxes, scores, 9, (0.1, 0.2))
+    (count,) = check_capacity(model, feeds, "y", n)
+    assert count == 32 and (count > n) == above

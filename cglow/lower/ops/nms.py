@@ -1,7 +1,8 @@
 """Lowering of NonMaxSuppression, per batch and class: each box's rank by descending score (ties to the lower index,
 a Reduce over pairs as TopK's), the boxes' corners in that order (a Gather), which pairs overlap beyond the threshold
 (a Map over pairs), the greedy suppression (a Compact with those conflicts, at most max_output_boxes_per_class), then
-the selected of every batch and class listed in order (a second Compact) as (batch, class, box) rows. O(boxes^2) per
+the selected of every batch and class listed in order (a second Compact, up to the output's capacity, which
+--capacity may lower: graph/capacity.py) as (batch, class, box) rows, and counted (all of them). O(boxes^2) per
 batch and class."""
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from ...instr.expr import ACC, Expr, Input, and_, binary, eq, ge, gt, inputs, li
 from ...instr.ir import Gather, Map, Reduce, View
 from ..context import Context
 from .reduce import positions, repeat_rows, spread
-from .selection import I64, count_of, kept_positions, zero_where_negative
+from .selection import I64, count_kept, kept_positions, zero_where_negative
 from .tensor import node_args
 
 F32 = np.dtype(np.float32)
@@ -130,15 +131,15 @@ def _nms(ctx: Context, node: Node) -> None:
     total = chosen.size
     valid = ctx.temp((total,), f"{node.name} selected", np.bool_)
     ctx.emit(Map(valid, (chosen.reshape((total,)),), ge(Input(0), 0), node.name))
-    listed = kept_positions(ctx, valid, total, node.name)  # [m]: where in [b, c, k] the m-th selected box is
-    box_at = ctx.temp((total,), f"{node.name} box of each", np.int32)
-    ctx.emit(Gather(box_at, View(box.buf, box.offset, (total,), (0,)), listed, total, 1, node.name))
+    listed = kept_positions(ctx, valid, out.shape[0], node.name)  # [m]: where in [b, c, k] the m-th selected box is
+    box_at = ctx.temp(listed.shape, f"{node.name} box of each", np.int32)
+    ctx.emit(Gather(box_at, View(box.buf, box.offset, listed.shape, (0,)), listed, total, 1, node.name))
     p, b, t = inputs(3)
     row = select(eq(t, 0), p / (classes * per_class), select(eq(t, 1), binary("%", p / per_class, classes), b))
     column = positions(ctx, 3, node.name)
     ctx.emit(Map(out, (spread(listed, 3), spread(box_at, 3), column.broadcast_to(out.shape)),
                  zero_where_negative(I64, row, p), node.name))
-    ctx.counts[node.outputs[0]] = count_of(ctx, listed, node.name)
+    ctx.counts[node.outputs[0]] = count_kept(ctx, valid, node.name)
 
 
 declare({

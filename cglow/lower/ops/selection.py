@@ -1,5 +1,6 @@
 """Lowering of the ops that keep the elements a mask selects, NonZero and Compress: a Compact lists the kept
-positions in order (-1 after them), a Reduce counts them, a Gather reads what they point at, zero beyond the count.
+positions in order, up to the output's capacity (-1 after them), a Reduce counts every one the mask keeps (beyond a
+capacity lowered by --capacity too: graph/capacity.py), a Gather reads what they point at, zero beyond the count.
 Their outputs have their capacity as static length and the count beside it (graph TensorType.counted); the helpers
 here serve NonMaxSuppression and Unique too."""
 from __future__ import annotations
@@ -9,7 +10,7 @@ import numpy as np
 from ...graph.ir import Node
 from ...graph.registry import OpSpec, declare
 from ...graph.rules import selection as rules
-from ...instr.expr import ACC, Input, binary, cast, ge, inputs, lit, lt, select
+from ...instr.expr import ACC, Input, binary, cast, inputs, lit, lt, ne, select
 from ...instr.ir import Compact, Gather, Map, Reduce, View, contiguous_strides
 from ..context import Context
 from .tensor import node_args
@@ -25,10 +26,10 @@ def kept_positions(ctx: Context, keep: View, capacity: int, label: str, conflict
     return positions
 
 
-def count_of(ctx: Context, positions: View, label: str) -> View:
-    """How many of the positions are not -1: an int64 scalar."""
+def count_kept(ctx: Context, keep: View, label: str) -> View:
+    """How many candidates keep's last dim marks (nonzero), kept positions or not: an int64 scalar."""
     count = ctx.temp((), f"{label} count", I64)
-    ctx.emit(Reduce(count, (positions,), "sum", ge(Input(0), 0), ACC, label))
+    ctx.emit(Reduce(count, (keep,), "sum", ne(Input(0), 0), ACC, label))
     return count
 
 
@@ -56,14 +57,15 @@ def _nonzero(ctx: Context, node: Node) -> None:
     """The kept positions of the flattened input, each written as its coordinates, one per row."""
     shape = ctx.shape(node.inputs[0])
     n = ctx.graph.types[node.inputs[0]].size
-    kept = kept_positions(ctx, ctx.reshaped(node.inputs[0], (n,)), n, node.name)
+    keep = ctx.reshaped(node.inputs[0], (n,))
     out = ctx.new(node.outputs[0])
+    kept = kept_positions(ctx, keep, out.shape[1], node.name)
     strides = ctx.const_view(np.array(contiguous_strides(shape), np.int64).reshape(-1, 1), f"{node.name} strides")
     dims = ctx.const_view(np.array(shape, np.int64).reshape(-1, 1), f"{node.name} dims")
     p, stride, dim = inputs(3)
     ctx.emit(Map(out, tuple(v.broadcast_to(out.shape) for v in (kept, strides, dims)),
                  zero_where_negative(I64, binary("%", p / stride, dim), p), node.name))
-    ctx.counts[node.outputs[0]] = count_of(ctx, kept, node.name)
+    ctx.counts[node.outputs[0]] = count_kept(ctx, keep, node.name)
 
 
 def _compress(ctx: Context, node: Node) -> None:
@@ -73,11 +75,12 @@ def _compress(ctx: Context, node: Node) -> None:
     at = at or 0
     out = ctx.new(node.outputs[0])
     candidates = min(ctx.shape(node.inputs[1])[0], length)
-    kept = kept_positions(ctx, ctx.view(node.inputs[1]).slice(0, 0, candidates), out.shape[at], node.name)
+    keep = ctx.view(node.inputs[1]).slice(0, 0, candidates)
+    kept = kept_positions(ctx, keep, out.shape[at], node.name)
     gather_kept(ctx, out, x.slice(at, 0, 1).broadcast_to(out.shape),
                 along_axis(kept, at, len(out.shape)).broadcast_to(out.shape), length, x.strides[at], node.name)
     if ctx.graph.types[node.outputs[0]].counted is not None:
-        ctx.counts[node.outputs[0]] = count_of(ctx, kept, node.name)
+        ctx.counts[node.outputs[0]] = count_kept(ctx, keep, node.name)
 
 
 declare({

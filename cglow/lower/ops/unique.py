@@ -2,7 +2,8 @@
 occurrence (an argmax over the equal ones), its rank among the distinct ones (how many first occurrences come before
 it: in value order when sorted, lexicographic for slices, else in order of appearance), which is inverse_indices; the
 first occurrence of each rank (indices), the values there (Y) and the occurrences of each rank (counts). Y, indices
-and counts hold the distinct ones' count of entries, zeros after them (graph TensorType.counted)."""
+and counts hold the distinct ones' count of entries, zeros after them (graph TensorType.counted), or their capacity's
+first entries when --capacity lowered it below that count (graph/capacity.py)."""
 from __future__ import annotations
 
 import numpy as np
@@ -85,9 +86,12 @@ def _unique(ctx: Context, node: Node) -> None:
         ctx.emit(Reduce(inverse, (f_j, j, f_i), "sum", and_(eq(fj, jj), lt(jj, fi)), ACC, label))
     count = ctx.temp((), f"{label} count", I64)
     ctx.emit(Reduce(count, (first, pos), "sum", eq(Input(0), Input(1)), ACC, label))
-    # indices[r]: the first occurrence of rank r (over [r, i]); counts[r]: the occurrences of rank r
-    f, i, r, rank = first.broadcast_to(pairs), pos.broadcast_to(pairs), spread(pos, n), inverse.broadcast_to(pairs)
-    indices = _output(ctx, node, 1, (n,), I64)
+    # indices[r]: the first occurrence of rank r (over [r, i]); counts[r]: the occurrences of rank r; r below the
+    # capacity (that of Y, indices and counts alike: graph/capacity.py)
+    ranks = (ctx.graph.types[node.outputs[0]].shape[at or 0], n)
+    f, i, rank = (v.broadcast_to(ranks) for v in (first, pos, inverse))
+    r = spread(pos.slice(0, 0, ranks[0]), n)
+    indices = _output(ctx, node, 1, ranks[:1], I64)
     fi, ii, ri, rank_i = inputs(4)
     ctx.emit(Reduce(indices, (f, i, r, rank), "sum", select(and_(eq(fi, ii), eq(rank_i, ri)), ii, 0), ACC, label))
     if len(node.outputs) > 3 and node.outputs[3]:
@@ -99,21 +103,19 @@ def _unique(ctx: Context, node: Node) -> None:
 
 
 def _values(ctx: Context, node: Node, x: View, at: int | None, indices: View, count: View, pos: View) -> None:
-    """Y: the slices of x [n, rest...] at the indices, zero from the count on."""
+    """Y: the slices of x [n, rest...] at the indices (one per entry of Y's capacity), zero from the count on."""
     y = ctx.new(node.outputs[0])
-    if at is not None:
-        y = y.permute((at,) + tuple(d for d in range(len(y.shape)) if d != at))
-    else:
-        y = y.reshape(x.shape)
+    y = y.permute((at,) + tuple(d for d in range(len(y.shape)) if d != at)) if at is not None else y
     dtype = ctx.buffers[x.buf].dtype
-    taken = ctx.temp(x.shape, f"{node.name} values", dtype)
-    lead = (1,) * (len(x.shape) - 1)
-    ctx.emit(Gather(taken, x.slice(0, 0, 1).broadcast_to(x.shape), indices.reshape(x.shape[:1] + lead).broadcast_to(
-        x.shape), x.shape[0], x.strides[0], node.name))
+    taken = ctx.temp(y.shape, f"{node.name} values", dtype)
+    lead = (1,) * (len(y.shape) - 1)
+    ctx.emit(Gather(taken, x.slice(0, 0, 1).broadcast_to(y.shape), indices.reshape(y.shape[:1] + lead).broadcast_to(
+        y.shape), x.shape[0], x.strides[0], node.name))
     value, k, total = inputs(3)
     kept = select(lt(k, total), value, lit(0, dtype))
-    ctx.emit(Map(y, (taken, pos.reshape(x.shape[:1] + lead).broadcast_to(x.shape), count.broadcast_to(x.shape)),
-                 cast(dtype, kept) if dtype.kind in "iu" else kept, node.name))
+    ranks = pos.slice(0, 0, y.shape[0]).reshape(y.shape[:1] + lead).broadcast_to(y.shape)
+    ctx.emit(Map(y, (taken, ranks, count.broadcast_to(y.shape)), cast(dtype, kept) if dtype.kind in "iu" else kept,
+                 node.name))
 
 
 declare({
