@@ -9,6 +9,7 @@ from .edit import Site, rewrite_each
 from .fold_batchnorm import fold_batchnorm
 from .ir import Graph, Node
 from .quant.fold import fold_dequantized_consts, fold_qdq
+from .quant.weight_only import weight_only
 from .registry import Args
 from .rules.tensor import pad_widths
 
@@ -97,5 +98,5 @@ def fold_pads(graph: Graph) -> Graph:
 
 
 # a transpose pair that cancels leaves its first one dead, which would keep a Pad before it from folding
-PIPELINE = (eliminate_dead, fold_qdq, eliminate_dead, fold_dequantized_consts, cancel_transposes, eliminate_dead,
-            fold_pads, fold_batchnorm, eliminate_dead)
+PIPELINE = (eliminate_dead, fold_qdq, eliminate_dead, weight_only, fold_dequantized_consts, cancel_transposes,
+            eliminate_dead, fold_pads, fold_batchnorm, eliminate_dead)

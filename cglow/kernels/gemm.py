@@ -206,7 +206,8 @@ def _gemm_sums(g: Gemm, a_t: np.dtype, b_t: np.dtype, tiles: Tiles, acc_t: np.dt
     return dict(
         mac=mac, a_minus=minus(g.zeros[0]), a=lambda i: where.at(1, (_row(i), "k")), dot_products=dot and dot_products,
         blocked=g.blocks and blocked,
-        float_asm=tiles.float_mac == "mul_add" and is_float and not g.zeros[1] and g.a.strides[-1] == 1 and (
+        float_asm=tiles.float_mac == "mul_add" and is_float and b_t == np.float32 and not g.zeros[1] and
+        g.a.strides[-1] == 1 and (
             lambda mr, nr: float_loop(mr, nr, [(i, i * a_step * 4) for i in range(mr)], g.a.shape[-1], 4,
                                       g.b.strides[-2] * 4, g.b.strides[-1] * 4)),
         rights=lambda nr: [(j, j * b_step) for j in range(nr)],

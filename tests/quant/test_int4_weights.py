@@ -200,18 +200,64 @@ def test_a_few_int4_weights_stay_int8():
     assert np.abs(cglow.build(compiled)(x)[0] - _want(model, x)).max() <= Y_SCALE * 1.001
 
 
-def test_weight_only_int4_of_a_float_model_is_folded_to_float32():
-    """A float MatMul by per-column int4 weights (no quantized activations): the weights become float32 constants
-    at compile time (README: 4 bytes of flash a weight rather than 4 of RAM), within float32 rounding of onnx's
-    reference evaluator (onnxruntime dequantizes such int4 weights otherwise: tests/tools/test_cross_types.py)."""
+# weight-only quantized products: (op, weight type, zero point, per column, transB); the weights' range
+WEIGHT_ONLY = {"int4": ("MatMul", T.INT4, None, True, 0), "uint4_zero8": ("MatMul", T.UINT4, 8, True, 0),
+               "uint4_zero3": ("MatMul", T.UINT4, 3, True, 0), "int8_per_tensor": ("MatMul", T.INT8, None, False, 0),
+               "gemm_int4": ("Gemm", T.INT4, None, True, 1), "uint8_zero0": ("MatMul", T.UINT8, 0, True, 0)}
+RANGES = {T.INT4: (-8, 7), T.UINT4: (0, 15), T.INT8: (-128, 127), T.UINT8: (0, 255)}
+
+
+def _weight_only(case: str, k: int = 64, n: int = 32, m: int = 3):
+    """A float MatMul (or Gemm: transposed weights, alpha, beta and a bias) by integer weights dequantized per column
+    or per tensor, no quantized activations; and an input."""
+    op, w_type, zero, per_column, trans_b = WEIGHT_ONLY[case]
     rng = np.random.default_rng(5)
-    inits = [h.make_tensor("w", T.INT4, [64, 32], rng.integers(-8, 8, 64 * 32).tolist()),
-             numpy_helper.from_array(rng.uniform(0.01, 0.1, 32).astype(np.float32), "scale")]
-    nodes = [h.make_node("DequantizeLinear", ["w", "scale"], ["wf"], axis=1), h.make_node("MatMul", ["x", "wf"], ["y"])]
-    graph = h.make_graph(nodes, "weight_only", [h.make_tensor_value_info("x", T.FLOAT, [2, 64])],
+    lo, hi = RANGES[w_type]
+    shape, scales = ([n, k] if trans_b else [k, n]), (n if per_column else 1)
+    inits = [h.make_tensor("w", w_type, shape, rng.integers(lo, hi + 1, k * n).tolist()),
+             numpy_helper.from_array(rng.uniform(0.01, 0.1, scales).astype(np.float32).reshape(
+                 (n,) if per_column else ()), "scale")]
+    dequantize = ["w", "scale"]
+    if zero is not None:
+        inits.append(h.make_tensor("zero", w_type, [n] if per_column else [], [zero] * scales))
+        dequantize.append("zero")
+    nodes = [h.make_node("DequantizeLinear", dequantize, ["wf"], axis=1 - trans_b)]
+    if op == "Gemm":
+        inits.append(numpy_helper.from_array(rng.standard_normal(n).astype(np.float32), "bias"))
+        nodes.append(h.make_node("Gemm", ["x", "wf", "bias"], ["y"], transB=trans_b, alpha=0.7, beta=1.3))
+    else:
+        nodes.append(h.make_node("MatMul", ["x", "wf"], ["y"]))
+    graph = h.make_graph(nodes, "weight_only", [h.make_tensor_value_info("x", T.FLOAT, [m, k])],
                          [h.make_tensor_value_info("y", T.FLOAT, None)], inits)
-    model, x = checked_model(graph, 21), rng.standard_normal((2, 64)).astype(np.float32)
-    compiled = cglow.compile_model(model)
-    assert "two per byte" not in compiled.c_source and compiled.weights_bytes >= 4 * 64 * 32
+    return checked_model(graph, 21), rng.standard_normal((m, k)).astype(np.float32)
+
+
+@pytest.mark.parametrize("target", ["generic", "x86-avx512-vnni", "cortex-m4", "aarch64"])
+@pytest.mark.parametrize("case", sorted(WEIGHT_ONLY))
+def test_weight_only_quantized_products_keep_integer_weights(case, target):
+    """A float product by integer weights (graph/quant/weight_only.py): the weights stay integers in flash, one byte
+    each, two per byte where they fit 4 bits (unpacked by the kernel), each column's scale applied to its float sum;
+    within float32 rounding of onnx's reference evaluator (onnxruntime dequantizes such int4 weights otherwise:
+    tests/tools/test_cross_types.py). uint8 weights of zero point 0 (values beyond int8) become float32."""
+    model, x = _weight_only(case)
+    compiled = cglow.compile_model(model, options=Options(target=target))
     (want,) = ReferenceEvaluator(model).run(None, {"x": x})
     assert np.abs(cglow.build(compiled)(x)[0] - want).max() <= 1e-5 * np.abs(want).max()
+    weights = 64 * 32
+    if case == "uint8_zero0":
+        assert compiled.weights_bytes >= 4 * weights
+    elif case in ("int4", "uint4_zero8", "gemm_int4"):
+        assert "cglow_nibbles8(" in compiled.c_source and compiled.weights_bytes <= weights // 2 + 512
+    else:
+        assert "cglow_nibbles8(" not in compiled.c_source and weights <= compiled.weights_bytes <= weights + 512
+
+
+def test_weight_only_int4_on_cortex_m4():
+    """The Cortex-M4 image under QEMU gives the host build's floats (the same C), within float32 rounding."""
+    target = need_target("cortex-m4")
+    model, x = _weight_only("gemm_int4")
+    compiled = cglow.compile_model(model, options=Options(target=target.tiles))
+    run = cross.run_image(cross.build_image(compiled, [x], target), compiled, target, count=False)
+    (want,) = ReferenceEvaluator(model).run(None, {"x": x})
+    assert np.abs(run.outputs[0] - cglow.build(compiled)(x)[0]).max() <= 1e-6 * np.abs(want).max()
+    assert np.abs(run.outputs[0] - want).max() <= 1e-5 * np.abs(want).max()

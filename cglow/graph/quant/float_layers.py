@@ -22,6 +22,8 @@ def _quantized(graph: Graph) -> bool:
 
 def _reason(site: Site, node: Node) -> str:
     """The first of the usual obstacles to folding that the node shows."""
+    if node.op == "ScaledGemm":  # graph/quant/weight_only.py
+        return f"its input '{node.inputs[0]}' is not dequantized: only its weights are integers"
     if int8_form(node.op) == "float":
         return f"cglow has no integer {node.op}"
     readers = site.readers.get(node.outputs[0], [])

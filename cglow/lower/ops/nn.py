@@ -59,13 +59,29 @@ def _gemm(ctx: Context, node: Node) -> None:
 
 
 def _matmul(ctx: Context, node: Node) -> None:
-    a, b = ctx.view(node.inputs[0]), ctx.view(node.inputs[1])
+    ctx.emit(Gemm(*_product(ctx, node, ctx.view(node.inputs[0]), ctx.view(node.inputs[1])), Epilogue(), node.name))
+
+
+def _product(ctx: Context, node: Node, a: View, b: View) -> tuple[View, View, View]:
+    """The output, a and b of MatMul's product as Gemm takes them: a vector as a matrix of one row (a) or column
+    (b), both broadcast over the output's batch dims."""
     a = a.reshape((1,) + a.shape) if len(a.shape) == 1 else a
     b = b.reshape(b.shape + (1,)) if len(b.shape) == 1 else b
     batch = ctx.shape(node.outputs[0])[:max(len(a.shape), len(b.shape)) - 2]
     out = ctx.new(node.outputs[0]).reshape(batch + (a.shape[-2], b.shape[-1]))
-    ctx.emit(Gemm(out, a.broadcast_to(batch + a.shape[-2:]), b.broadcast_to(batch + b.shape[-2:]), Epilogue(),
-                  node.name))
+    return out, a.broadcast_to(batch + a.shape[-2:]), b.broadcast_to(batch + b.shape[-2:])
+
+
+def _scaled_gemm(ctx: Context, node: Node) -> None:
+    """ScaledGemm (graph/quant/weight_only.py): float a (transposed with transA) by int8 weights [K, N], each
+    output column times its scale, plus beta times the bias where it has one."""
+    a = ctx.view(node.inputs[0])
+    out, a, b = _product(ctx, node, a.permute((1, 0)) if node.attr("transA", 0) else a, ctx.view(node.inputs[1]))
+    ins, values = ctx.operands(node.inputs[2:], out.shape)
+    expr = ACC * values[0]
+    if len(values) > 1:
+        expr = expr + _scaled(node.attr("beta", 1.0), values[1])
+    ctx.emit(Gemm(out, a, b, Epilogue(expr, ins), node.name))
 
 
 def _pool(ctx: Context, node: Node) -> None:
@@ -96,4 +112,5 @@ declare({
     "GlobalAveragePool": OpSpec(rules.global_pool, _global_average_pool, int8="average"),
     "MatMul": OpSpec(rules.matmul, _matmul, int8="gemm"),
     "MaxPool": OpSpec(rules.pool, _pool, int8="movement"),
+    "ScaledGemm": OpSpec(None, _scaled_gemm),
 })
