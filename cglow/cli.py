@@ -220,9 +220,10 @@ def add_model_arguments(parser: argparse.ArgumentParser, target: str = "generic"
                         help="the fastest plan whose arena fits in this many bytes (K, M, G suffixes), running the first "
                              "layers in patches if it must; an error names the smallest arena reachable if none fits")
     parser.add_argument("--nibble-weights", action="store_true",
-                        help="the integer convolutions' weights that fit 4 bits (int4 models), and uint4 ones of any "
-                             "zero point, stored two a byte too, as the matrix products' int4 weights are: half their "
-                             "flash, for arena room to unpack the largest layer's and an unpacking pass each run")
+                        help="the integer kernels' other weights that fit 4 bits (uint4 of any zero point, grouped "
+                             "convolutions', a patched span's) stored two a byte too, as int4 weights are by default: "
+                             "half their flash, for arena room to unpack the largest layer's and an unpacking pass "
+                             "each run")
 
 
 def add_memory_arguments(parser: argparse.ArgumentParser) -> None:

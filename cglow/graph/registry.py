@@ -43,7 +43,8 @@ class OpSpec:
     """What cglow knows of one op, declared once, beside its lowering (lower/ops/<family>.py, `declare`).
 
     shape: the ONNX op's output types from its inputs', refusing by name what cglow cannot compile (the shape
-        rules are in graph/rules/); None for the integer ops that graph passes make (IntConv...), never imported.
+        rules are in graph/rules/); None for the ops that graph passes make (IntConv..., ScaledGemm), never
+        imported.
     lower: its lowering onto the primitives (a function of the lowering context and the node); None for an op
         always folded at import (Shape, Size...).
     int8: what it becomes between DequantizeLinear and QuantizeLinear (graph/quant/fold.py's FORMS): "float"

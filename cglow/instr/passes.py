@@ -18,7 +18,7 @@ from .patches import PatchPlan, patch
 from .schedule import schedule
 from .expr import Expr, Input, cast, cost, substitute, uses
 from .constants import laid_out, values
-from .nibbles import nibble_gemms, unpack_nibbles
+from .nibbles import nibble_convs, nibble_gemms, unpack_nibbles
 from .ir import (Buffer, Conv, Epilogue, Gemm, Instr, Map, Program, Value, View, channels_innermost, dot_operands,
                  extent, map_views, reads)
 from .vector_dots import block_weights, gather_windows, rebase_inputs, sums_as_vector_dots, widen_weights
@@ -530,7 +530,8 @@ def after_fusing(dot_products: bool = False, panel_rows: int = 0, patches: Patch
                                            if vector else ()) + (
         (block_weights,) if vector and column_blocks else ()) + (
         (partial(widen_weights, signed=signed_dots),) if vector and wide_weights else ()) + (
-        partial(nibble_gemms, columns=chunk_columns),) + ((unpack_nibbles,) if nibbles else ())
+        partial(nibble_gemms, columns=chunk_columns), partial(nibble_convs, columns=chunk_columns)) + (
+        (unpack_nibbles,) if nibbles else ())
 
 
 def pipeline(dot_products: bool = False, panel_rows: int = 0, patches: PatchPlan | None = None,

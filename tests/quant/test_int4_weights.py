@@ -33,7 +33,9 @@ SHAPES = {  # the weights' shape, the input's, the weights' axis of output chann
     # chunks of columns (Tiles.chunk_columns) and an edge one; odd k and n; a panel of widened inputs on the
     # Cortex-M4 (48 rows); a batch of matrices by one
     "matmul_wide": ((40, 72), [5, 40], 1), "matmul_odd": ((33, 37), [6, 33], 1), "matmul_tall": ((64, 24), [48, 64], 1),
-    "matmul_batch": ((40, 24), [2, 5, 40], 1), "conv_pointwise": ((32, 16, 1, 1), [1, 16, 8, 8], 0)}
+    "matmul_batch": ((40, 24), [2, 5, 40], 1), "conv_pointwise": ((32, 16, 1, 1), [1, 16, 8, 8], 0),
+    # convolutions in chunks of output channels (instr/nibbles.py nibble_convs): three of them, and depthwise
+    "conv_wide": ((40, 16, 3, 3), [1, 16, 6, 6], 0), "conv_depthwise": ((32, 1, 3, 3), [1, 32, 8, 8], 0)}
 
 
 def _layer(nodes: list, inits: list, rng, kind: str, weights: str, x: str, i: int) -> str:
@@ -53,7 +55,8 @@ def _layer(nodes: list, inits: list, rng, kind: str, weights: str, x: str, i: in
     scale, zero = ("x_scale", "x_zero") if i == 0 else ("y_scale", "y_zero")
     xd, wd, y = f"xd{i}", f"wd{i}", f"y{i}"
     pad = (shape[-1] // 2 if kind.startswith("conv") else 0)
-    op = {"conv": h.make_node("Conv", [xd, wd, f"bias{i}"], [y], pads=[pad] * 4),
+    op = {"conv": h.make_node("Conv", [xd, wd, f"bias{i}"], [y], pads=[pad] * 4,
+                              group=channels if kind == "conv_depthwise" else 1),
           "matmul": h.make_node("MatMul", [xd, wd], [y]),
           "gemm": h.make_node("Gemm", [xd, wd, f"bias{i}"], [y], transB=1)}[kind.split("_")[0]]
     nodes += [h.make_node("DequantizeLinear", [x, scale, zero], [xd]),
@@ -106,27 +109,22 @@ def test_int4_weights_take_half_the_flash(kind):
     assert sizes["int4"] < 0.6 * sizes["int8"]
 
 
-def test_int4_convolution_weights_stay_a_byte_each_by_default():
-    """Unpacking a convolution's weights costs arena for all of them and a pass each run: only --nibble-weights asks
-    for it."""
-    model = _model("conv", "int4")[0]
-    plain, packed = (cglow.compile_model(model, options=Options(nibble_weights=n)) for n in (False, True))
-    assert "two per byte" not in plain.c_source and "two per byte" in packed.c_source
-    assert plain.arena_bytes < packed.arena_bytes and plain.weights_bytes > packed.weights_bytes
-
-
-# (kind, target) whose weights stay a byte each: rows of 37 columns, not whole octets (instr/nibbles.py chunks_of)
-ROWS_OF_ODD_OCTETS = {("matmul_odd", "generic")}
+# (kind, target) whose weights stay a byte each by default: rows of 37 columns, not whole octets (instr/nibbles.py
+# chunks_of), or 7 output channels innermost (nibble_convs)
+ONE_A_BYTE = {("matmul_odd", "generic")} | {("conv_odd", t) for t in ("generic", "x86-avx2", "x86-avx512",
+                                                                        "x86-avx512-vnni", "aarch64")}
 
 
 @pytest.mark.parametrize("target", ["generic", "x86-avx2", "x86-avx512", "x86-avx512-vnni", "cortex-m4", "aarch64"])
 @pytest.mark.parametrize("kind", ["matmul", "gemm", "matmul_wide", "matmul_odd", "matmul_tall", "matmul_batch",
-                                  "conv_pointwise"])
-def test_int4_matrix_products_unpack_in_the_kernel(kind, target, monkeypatch):
-    """By default, a matrix product's int4 weights (a 1x1 convolution's too: instr/passes.py pointwise_as_gemm) stay
-    two per byte and its kernel unpacks a chunk of columns at a time into a scratch buffer (as every target lays them out: columns innermost, k innermost, channel pairs,
-    column blocks, int32): its output bit for bit the same as with them one per byte, within a step of
-    onnxruntime; flash for half the weights, the arena one chunk more."""
+                                  "conv_pointwise", "conv", "conv_odd", "conv_wide", "conv_depthwise"])
+def test_int4_weights_unpack_by_chunks_by_default(kind, target, monkeypatch):
+    """By default, int4 weights stay two per byte: a matrix product's kernel (a 1x1 convolution's too: instr/passes.py
+    pointwise_as_gemm) unpacks a chunk of columns at a time into a scratch buffer, and a convolution runs as
+    convolutions of a chunk of output channels each, after maps that unpack theirs there; as every target lays its
+    weights out (columns innermost, k innermost, channel pairs, column blocks, int32). The output bit for bit the
+    same as with them one a byte, within a step of onnxruntime; flash for half the weights, the arena one chunk
+    more."""
     model, x = _model(kind, "int4", seed=3)
     options = Options(float_io=True, target=target)
     packed = cglow.compile_model(model, options=options)
@@ -135,14 +133,13 @@ def test_int4_matrix_products_unpack_in_the_kernel(kind, target, monkeypatch):
     got = cglow.build(packed)(x)[0]
     assert np.array_equal(got, cglow.build(plain)(x)[0])
     assert np.abs(got - _want(model, x)).max() <= Y_SCALE * 1.001
-    if (kind, target) in ROWS_OF_ODD_OCTETS:
-        assert "cglow_nibbles8(" not in packed.c_source and packed.weights_bytes == plain.weights_bytes
+    if (kind, target) in ONE_A_BYTE:
+        assert packed.weights_bytes == plain.weights_bytes
         return
     weights = np.prod(SHAPES[kind][0])
-    assert "cglow_nibbles8(" in packed.c_source and "cglow_nibbles8(" not in plain.c_source
     assert plain.weights_bytes - packed.weights_bytes >= weights // 2 - 16
     k = weights // SHAPES[kind][0][SHAPES[kind][2]]  # the values an output channel sums over
-    # a chunk of 64 columns at most, int32 where x86 widens weights (instr/vector_dots.py widen_weights)
+    # a chunk of 64 channels at most, int32 where x86 widens weights (instr/vector_dots.py widen_weights)
     assert packed.arena_bytes - plain.arena_bytes <= k * 64 * (4 if target.startswith("x86") else 1) + 64
 
 
