@@ -16,6 +16,7 @@ from cglow.options import Options
 from cglow.tools import cross
 
 from tests.qdq import folded_ops
+from tests.sanitized import run_sanitized
 from tests.util import checked_model, need_target
 
 ort = pytest.importorskip("onnxruntime")
@@ -143,6 +144,15 @@ def test_int4_weights_unpack_by_chunks_by_default(kind, target, monkeypatch):
     assert packed.arena_bytes - plain.arena_bytes <= k * 64 * (4 if target.startswith("x86") else 1) + 64
 
 
+@pytest.mark.parametrize("kind", ["matmul_wide", "matmul_odd", "conv_wide", "conv_depthwise"])
+def test_int4_chunks_under_the_sanitizers(kind):
+    """The unpacking of chunks (the matrix product's own, runtime_c/nibbles8.c; the convolutions' maps) and the
+    kernels reading them: no AddressSanitizer or UndefinedBehaviorSanitizer report, the optimized build's output."""
+    model, x = _model(kind, "int4", seed=6)
+    compiled = cglow.compile_model(model, options=Options(float_io=True))
+    assert np.array_equal(run_sanitized(compiled, [x])[0], cglow.build(compiled)(x)[0])
+
+
 def test_int8_weights_stay_as_they_are():
     compiled = cglow.compile_model(_model("conv", "int8")[0], options=Options(nibble_weights=True))
     assert "two per byte" not in compiled.c_source
@@ -262,3 +272,9 @@ def test_weight_only_int4_on_cortex_m4():
     (want,) = ReferenceEvaluator(model).run(None, {"x": x})
     assert np.abs(run.outputs[0] - cglow.build(compiled)(x)[0]).max() <= 1e-6 * np.abs(want).max()
     assert np.abs(run.outputs[0] - want).max() <= 1e-5 * np.abs(want).max()
+
+
+def test_weight_only_int4_under_the_sanitizers():
+    model, x = _weight_only("gemm_int4")
+    compiled = cglow.compile_model(model)
+    assert np.array_equal(run_sanitized(compiled, [x])[0], cglow.build(compiled)(x)[0])
