@@ -219,6 +219,10 @@ def add_model_arguments(parser: argparse.ArgumentParser, target: str = "generic"
     parser.add_argument("--ram-budget", type=argument_type(parse_bytes), default=None, metavar="BYTES",
                         help="the fastest plan whose arena fits in this many bytes (K, M, G suffixes), running the first "
                              "layers in patches if it must; an error names the smallest arena reachable if none fits")
+    parser.add_argument("--unpacked-weights", action="store_true",
+                        help="store the weights that fit int4, float16 or bfloat16 as the kernels read them (int8, "
+                             "float32): twice the flash for those, no scratch chunk in the arena and no unpacking each "
+                             "run (default: stored narrow, unpacked a chunk of output channels at a time)")
     parser.add_argument("--nibble-weights", action="store_true",
                         help="the integer kernels' other weights that fit 4 bits (uint4 of any zero point, grouped "
                              "convolutions', a patched span's) stored two a byte too, as int4 weights are by default: "
@@ -247,7 +251,7 @@ def options_of(args: argparse.Namespace) -> Options:
                   capacities=tuple(map(parse_capacity, args.capacity or ()))) if hasattr(args, "align") else {}
     return Options(target=args.target, max_memory=args.max_memory, float_io=args.float_io,
                    half_math=args.half_math, max_recompute=args.max_recompute, ram_budget=args.ram_budget,
-                   nibble_weights=args.nibble_weights, **layout)
+                   narrow_weights=not args.unpacked_weights, nibble_weights=args.nibble_weights, **layout)
 
 
 def cmd_example(args: argparse.Namespace) -> None:

@@ -65,7 +65,8 @@ def compile_program(prog: Program, name: str, inputs, outputs, source: str = "",
         for rewrite in instr_passes.after_fusing(integer.dual_mac, integer.for_panel.rows, patches,
                                                  tiles.vector_dot.rows if tiles.vector_dot else 0, tiles.signed_dots,
                                                  tiles.wide_weights, bool(tiles.column_blocks),
-                                                 tiles.chunk_columns, options.nibble_weights):
+                                                 tiles.chunk_columns if options.narrow_weights else 0,
+                                                 options.nibble_weights):
             done = watch.run(f"instr-{stage_name(rewrite)}", rewrite, done)
         finished[patches] = done, watch.run("alloc", allocate, done, options.align, options.io_in_arena)
         return finished[patches]

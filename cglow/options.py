@@ -20,6 +20,7 @@ class Options:
     float_io: bool = False          # a quantized model keeps float inputs and outputs, (de)quantized in net_run
     max_recompute: float = 0.0      # percent of the MACs a patched span may add recomputing its halos (alloc/patch_plan.py)
     ram_budget: int | None = None   # bytes: the fastest plan whose arena fits, else an error
+    narrow_weights: bool = True     # int4, float16 and bfloat16 weights stored as such, unpacked a chunk at a time
     nibble_weights: bool = False    # other 4-bit weights two a byte in flash too, unpacked into the arena
     half_math: str = "float"        # float16 arithmetic in float32, or "native": the target's (instr/half_math.py)
     capacities: tuple[tuple[str, int], ...] = ()  # (NAME, N): output NAME of run-time length stores N entries at most

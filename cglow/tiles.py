@@ -56,11 +56,12 @@ class Tiles:
 
     @property
     def chunk_columns(self) -> int:
-        """The columns of 4-bit weights an 8-bit matrix product unpacks at a time (instr/nibbles.py nibble_gemms):
-        16, or its widest tile's where wider (all powers of two), so that chunks hold whole tiles."""
+        """The most output channels of narrow weights a kernel unpacks at a time (instr/narrow_weights.py): 16, or
+        its widest tile's where wider (all powers of two), so that chunks hold whole tiles."""
         integer = self.for_integer
-        return max(16, integer.columns, integer.for_panel.columns, *(t.columns for t in (
+        return max(16, self.columns, integer.columns, integer.for_panel.columns, *(t.columns for t in (
             self.vector_dot, self.column_blocks) if t))
+
 
 
 # 8-bit kernels on scalar targets accumulate in the 13 general registers, not the float ones: 3 x 2 (4 x 2

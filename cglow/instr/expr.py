@@ -25,6 +25,7 @@ from ..c_text import c_literal, c_type
 # runtime_c helpers that an expression may call, with their arity
 HELPERS = {
     "cglow_bfloat_to_float": 1, "cglow_float_to_bfloat": 1, "cglow_float_to_half": 1, "cglow_half_to_float": 1,
+    "cglow_half_finite_to_float": 1,
     "cglow_half_load": 1, "cglow_half_of": 1, "cglow_half_round": 1, "cglow_half_store": 1,
     "cglow_float8_to_float": 2, "cglow_float_to_float8": 3, "cglow_float4_to_float": 1, "cglow_float_to_float4": 1,
     "cglow_e8m0_to_float": 1, "cglow_float_to_e8m0": 3, "cglow_float_bits": 1, "cglow_bits_float": 1,

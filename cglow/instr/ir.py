@@ -320,10 +320,11 @@ OCTET = 8  # 4-bit values a kernel unpacks at a time (Chunks)
 @dataclass(frozen=True)
 class Chunks:
     """Where each chunk of `width` columns of a matrix product's weights lies in their buffer, laid out as its kernel
-    reads them (instr/nibbles.py chunks_of): `runs` runs (one per k where the columns are innermost, else one),
+    reads them (instr/narrow_weights.py chunks_of): `runs` runs (one per k where the columns are innermost, else one),
     `run_step` elements apart, each starting `column` elements further per column of the chunk's first; the kernel
     reads `group` columns' elements at a time (a block of them, or a pair). `size`: the buffer's elements;
-    `weights`: the matrix product's view of them, as the kernel reads them once unpacked (Gemm.b is of bytes)."""
+    `weights`: the matrix product's view of them, as the kernel reads them once unpacked (Gemm.b is of the narrow
+    values); `unit`: the values the kernel unpacks at a time (OCTET nibbles, or one)."""
     width: int
     runs: int
     run_step: int
@@ -331,15 +332,15 @@ class Chunks:
     group: int
     size: int
     weights: View
+    unit: int
 
     def length(self, first: int, width: int) -> int:
-        """The elements of each run of the chunk of `width` columns from column `first`, in whole octets (the
-        kernel unpacks eight values at a time, runtime_c/nibbles8.c; past a run's end, the next one's first values
-        or the buffer's padding)."""
+        """The elements of each run of the chunk of `width` columns from column `first`, in whole units (past a
+        run's end, the next one's first values or the buffer's padding)."""
         span = -(-width // self.group) * self.group * self.column
         if self.runs == 1:
             span = min(span, self.size - first * self.column)
-        return -(-span // OCTET) * OCTET
+        return -(-span // self.unit) * self.unit
 
 
 @dataclass(frozen=True)
@@ -349,8 +350,8 @@ class Gemm(Primitive):
     tile's rows of a are widened there to 16-bit pairs first (runtime_c/widen4.c), and b is in channel pairs
     (instr/passes.py pair_weights). With `blocks`, b's buffer holds it in blocks of that many columns, each
     block's k in groups of four (instr/vector_dots.py block_weights), its view's strides those of [K, N]. With
-    `unpacked` (scratch), b is the bytes of a buffer that holds its values two per byte (`chunks`: where, and b's
-    view of them), which the kernel unpacks there a chunk of columns at a time (instr/nibbles.py nibble_gemms)."""
+    `unpacked` (scratch), b is a buffer that holds its values in a narrower type (`chunks`: where, and b's view of
+    them), which the kernel unpacks there a chunk of columns at a time (instr/narrow_weights.py)."""
     primitive = "gemm"
     roles = (("out", "out"), ("a", "in"), ("b", "in"), ("epi", "in"), ("panel", "scratch"),
              ("unpacked", "scratch"))

@@ -1,4 +1,4 @@
-"""4-bit integer constants packed two per byte in flash, unpacked by the kernels that read them or by maps.
+"""4-bit integer constants packed two per byte in flash, and the maps that unpack them.
 
 A DequantizeLinear of constant int4 or uint4 values (which graph/stored_types.py widens to 8 bits) reads them so
 (lower/ops/quant.py): each pair of elements along the last dim in one byte, the first in its low nibble as ONNX
@@ -6,15 +6,8 @@ packs int4. The map becomes two maps over the same bytes, one writing the even e
 the odd elements from the high nibbles; every other view takes every other element of its last dim (a stride
 twice its own).
 
-The integer kernels' weights that fit signed nibbles (an int4 DequantizeLinear's values, or an uint4 one's of zero
-point 8, folded into IntGemm or IntConv) are stored so by default, once every other pass has laid them out for
-their kernel, and unpacked a chunk of Tiles.chunk_columns output channels at a time into a scratch buffer, which
-every kernel variant reads as it read the whole: a matrix product's kernel unpacks them itself, eight values a
-word (nibble_gemms; Gemm.chunks, kernels/gemm.c.j2, runtime_c/nibbles8.c); a convolution runs as convolutions of a
-chunk each, after maps that unpack its weights (nibble_convs). Flash for half their bytes against RAM for one
-chunk, and one pass over the weights a run.
-
-With --nibble-weights, the other integer kernels' weights that fit 4 bits (signed, or unsigned above each output
+The integer kernels' weights that fit signed nibbles are stored so by default and unpacked a chunk at a time
+(instr/narrow_weights.py). With --nibble-weights, the others that fit 4 bits (signed, or unsigned above each output
 channel's least value: uint4 of any zero points; grouped convolutions', a patched span's) are stored so too, by the
 last pass (unpack_nibbles): their buffer's values are packed, and maps unpack them into an arena buffer of the same
 type and layout just before the first kernel that reads them. Flash for half their bytes (an eighth of int32
@@ -22,14 +15,12 @@ weights'), against RAM for the largest such layer's weights, alive from the maps
 over them a run."""
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import replace
 
 import numpy as np
 
 from .expr import Expr, Input, binary, substitute
-from .ir import OCTET, Buffer, Chunks, Conv, Gemm, Map, Program, View
-from .vector_dots import BLOCK_COLUMNS, column_bytes
+from .ir import OCTET, Buffer, Conv, Gemm, Map, Program, View
 
 X = Input(0)
 MIN_WEIGHTS = 256  # fewer would save less flash than the unpacking maps' code takes
@@ -87,126 +78,7 @@ def _every_other(view: View, first: int) -> View:
                 view.strides[:-1] + (2 * stride,))
 
 
-def chunks_of(g: Gemm, old: Buffer, width: int) -> Chunks | None:
-    """How g's kernel reads its weights (old, their buffer) `width` columns at a time, where they are constants that
-    fit signed nibbles (MIN_WEIGHTS of them at least) and each chunk's runs start at whole octets (OCTET): in column
-    blocks (Gemm.blocks), k innermost (dot products, channel pairs), or columns innermost in rows whose stride is
-    octets. None otherwise."""
-    b, k = g.b, g.b.shape[-2]
-    if old.kind != "const" or old.data is None or old.dtype.kind != "i" or old.size < MIN_WEIGHTS or \
-            b.offset or any(b.strides[:-2]) or int(old.data.min()) < -8 or int(old.data.max()) > 7:
-        return None
-    if g.blocks:
-        return Chunks(width, 1, 0, column_bytes(k), BLOCK_COLUMNS, old.size, b)
-    if b.strides[-2] == 1:
-        return Chunks(width, 1, 0, b.strides[-1], 2, old.size, b)
-    if b.strides[-1] == 1 and b.strides[-2] % OCTET == 0:
-        return Chunks(width, k, b.strides[-2], 1, 2, old.size, b)
-    return None
-
-
-def nibble_gemms(prog: Program, columns: int) -> Program:
-    """The integer matrix products whose constant weights fit signed nibbles (chunks_of) read them two per byte
-    (pack_octets; one buffer however many read it), unpacked by the kernel `columns` columns at a time
-    (Gemm.chunks; all of them where there are fewer) into a scratch buffer of their type (Gemm.unpacked) that holds
-    one chunk's runs."""
-    instrs, buffers = list(prog.instrs), list(prog.buffers)
-    packed: dict[int, int] = {}  # weights buffer -> its packed copy
-    for j, g in enumerate(instrs):
-        chunks = isinstance(g, Gemm) and not g.chunks and \
-            chunks_of(g, buffers[g.b.buf], min(columns, g.b.shape[-1]))
-        if not chunks:
-            continue
-        old = buffers[g.b.buf]
-        if old.id not in packed:
-            data = pack_octets(old.data)
-            packed[old.id] = len(buffers)
-            buffers.append(Buffer(len(buffers), "const", data.size, f"{old.label} two per byte", data=data,
-                                  dtype=data.dtype))
-        scratch = Buffer(len(buffers), "arena", chunks.runs * chunks.length(0, chunks.width),
-                         f"{g.node} unpacked weights", dtype=old.dtype)
-        buffers.append(scratch)
-        instrs[j] = replace(g, b=View.of(packed[old.id], (buffers[packed[old.id]].size,)),
-                            unpacked=View.of(scratch.id, (scratch.size,)), chunks=chunks)
-    return replace(prog, buffers=tuple(buffers), instrs=tuple(instrs))
-
-
-def nibble_convs(prog: Program, columns: int) -> Program:
-    """The integer convolutions, dense or depthwise and not in place, whose constant weights fit signed nibbles
-    (MIN_WEIGHTS of them at least) with their output channels outermost or innermost in memory, in an even count
-    where innermost: their weights stored two per byte (pack; one buffer however many read it), and each
-    convolution run as convolutions of `columns` output channels (the last, the rest), each after maps that unpack
-    its channels' weights into a scratch buffer, in the layout the kernel reads. Flash for half the weights against
-    RAM for one chunk of them; kernels of one chunk shape share their code, and each chunk reads the whole input.
-    Not weights that several convolutions read (the tiles of a patched span, instr/patches.py), which each would
-    unpack again."""
-    instrs, buffers = [], list(prog.buffers)
-    packed: dict[int, int] = {}  # weights buffer -> its packed copy
-    readers = Counter(c.w.buf for c in prog.instrs if isinstance(c, Conv))
-    for c in prog.instrs:
-        outer = _channels_outer(c, buffers) if isinstance(c, Conv) and readers[c.w.buf] == 1 else None
-        if outer is None:
-            instrs.append(c)
-            continue
-        old = buffers[c.w.buf]
-        if old.id not in packed:
-            data = pack(np.append(old.data, np.zeros(old.size % 2, old.dtype)))
-            packed[old.id] = len(buffers)
-            buffers.append(Buffer(len(buffers), "const", data.size, f"{old.label} two per byte", data=data,
-                                  dtype=data.dtype))
-        m = c.w.shape[0]
-        width = min(columns, m)
-        per_channel = c.w.strides[0] if outer else c.w.size // m
-        scratch = Buffer(len(buffers), "arena", width * per_channel, f"{c.node} unpacked weights", dtype=old.dtype)
-        buffers.append(scratch)
-        for first in range(0, m, width):
-            instrs += _chunk(c, packed[old.id], old.size, scratch.id, first, min(width, m - first), outer)
-    return replace(prog, buffers=tuple(buffers), instrs=tuple(instrs))
-
-
-def _channels_outer(c: Conv, buffers: list[Buffer]) -> bool | None:
-    """Whether nibble_convs takes c, and how its weights lie: each output channel's a run (True; channel pairs'
-    too, instr/passes.py pair_weights) or the output channels innermost (False); None where it does not take it."""
-    w, old = c.w, buffers[c.w.buf]
-    m = w.shape[0]
-    if c.ring is not None or old.kind != "const" or old.data is None or old.dtype.kind != "i" or \
-            old.size < MIN_WEIGHTS or w.offset or int(old.data.min()) < -8 or int(old.data.max()) > 7 or \
-            not (c.group == 1 or c.group == m == c.x.shape[1] and w.shape[1] == 1):
-        return None
-    if all(s <= w.strides[0] for s in w.strides) and w.strides[0] * m <= old.size:
-        return True
-    return False if w.strides[0] == 1 and m % 2 == 0 and w.order() is not None else None
-
-
-def _chunk(c: Conv, packed: int, size: int, scratch: int, first: int, count: int, outer: bool) -> list:
-    """The maps unpacking output channels [first, first + count) of c's weights (packed, `size` values) into the
-    scratch buffer, and the convolution of those channels reading them there (the output's value on the last
-    one). Runs of channels: a pair's two whole (the last one's second the padding, pair_weights)."""
-    w, label = c.w, f"{c.node} unpacked weights"
-    shape = (count,) + w.shape[1:]
-    if outer:
-        step = w.strides[0]
-        maps = _flat_maps(packed, first * step, scratch, min(-(-count // 2) * 2 * step, size - first * step), label)
-        weights = View(scratch, 0, shape, w.strides)
-    else:
-        order = w.order()
-        weights = View.laid_out(scratch, shape, order)
-        inner = tuple(d for d in order if d != 0) + (0,)  # the channels last, as the maps pair them
-        maps = unpacked_maps(_unit_strides(View(packed, first, shape, w.strides).permute(inner)),
-                             _unit_strides(weights.permute(inner)), (), X, True, label)
-    chunk = replace(c, out=c.out.slice(1, first, count), w=weights,
-                    epi=replace(c.epi, ins=tuple(v.slice(1, first, count) for v in c.epi.ins)),
-                    x=c.x.slice(1, first, count) if c.group > 1 else c.x, group=count if c.group > 1 else 1,
-                    value=c.value if first + count == w.shape[0] else None)
-    return maps + [chunk]
-
-
-def _unit_strides(v: View) -> View:
-    """The view with its unit dims' strides 0 (any stride serves them; unpacked_maps wants even ones)."""
-    return replace(v, strides=tuple(0 if d == 1 else s for d, s in zip(v.shape, v.strides)))
-
-
-def _flat_maps(packed: int, start: int, to: int, size: int, label: str) -> list[Map]:
+def flat_maps(packed: int, start: int, to: int, size: int, label: str) -> list[Map]:
     """The maps writing `size` values of the packed buffer (signed nibbles, flat pairs) from value `start` (even)
     into buffer `to` from its first element: the pairs, then an odd last value from its byte alone."""
     pairs = size - size % 2
@@ -257,7 +129,7 @@ def _packing(buf: Buffer, v: View, axis: int) -> tuple[np.ndarray, np.ndarray | 
 
 def unpack_nibbles(prog: Program) -> Program:
     """The constant weights of the convolutions and matrix products that fit 4 bits (_packing; MIN_WEIGHTS of them
-    at least) that no chunks unpack (nibble_gemms, nibble_convs) stored two per byte and unpacked into an arena
+    at least) that no chunks unpack (instr/narrow_weights.py) stored two per byte and unpacked into an arena
     buffer of their type and layout before the first kernel that reads them."""
     instrs, buffers = [], list(prog.buffers)
     unpacked: dict[int, int] = {}  # const buffer -> its arena copy
@@ -287,7 +159,7 @@ def _unpacking(buffers: list[Buffer], old: Buffer, values: np.ndarray, least: np
                           dtype=packed.dtype))
     label = f"{old.label} unpacked"
     if least is None:
-        return _flat_maps(len(buffers) - 1, 0, len(buffers) - 2, old.size, label)
+        return flat_maps(len(buffers) - 1, 0, len(buffers) - 2, old.size, label)
     buffers.append(Buffer(len(buffers), "const", least.size, f"{old.label} channel offsets",
                           data=least.astype(old.dtype), dtype=old.dtype))
     shape, strides = matrix

@@ -18,7 +18,8 @@ from .patches import PatchPlan, patch
 from .schedule import schedule
 from .expr import Expr, Input, cast, cost, substitute, uses
 from .constants import laid_out, values
-from .nibbles import nibble_convs, nibble_gemms, unpack_nibbles
+from .narrow_weights import narrow_convs, narrow_gemms
+from .nibbles import unpack_nibbles
 from .ir import (Buffer, Conv, Epilogue, Gemm, Instr, Map, Program, Value, View, channels_innermost, dot_operands,
                  extent, map_views, reads)
 from .vector_dots import block_weights, gather_windows, rebase_inputs, sums_as_vector_dots, widen_weights
@@ -518,8 +519,10 @@ def after_fusing(dot_products: bool = False, panel_rows: int = 0, patches: Patch
     register tile's rows) as widen_inputs does; `patches`, a span to run in tiles; `vector_rows`, on a target with
     Tiles.vector_dot, its tile's rows, and `signed_dots` (Tiles.signed_dots): rebase_inputs, pack_weights'
     `vector_dot`, gather_windows, with `column_blocks` (Tiles.column_blocks) block_weights, and with `wide_weights`
-    (Tiles.wide_weights) widen_weights; then nibble_gemms, its kernels unpacking `chunk_columns` columns of weights
-    at a time (Tiles.chunk_columns); last, with `nibbles` (--nibble-weights), unpack_nibbles (instr/nibbles.py)."""
+    (Tiles.wide_weights) widen_weights; then, unless `chunk_columns` is 0 (--unpacked-weights), narrow_gemms and
+    narrow_convs, chunks of `chunk_columns` output channels of weights at most unpacked at a time
+    (Tiles.chunk_columns, instr/narrow_weights.py); last, with `nibbles`
+    (--nibble-weights), unpack_nibbles (instr/nibbles.py)."""
     widen = (partial(widen_inputs, rows=panel_rows),) if dot_products and panel_rows else ()
     tiled = (partial(run_in_patches, plan=patches),) if patches else ()
     vector = bool(vector_rows)
@@ -529,8 +532,9 @@ def after_fusing(dot_products: bool = False, panel_rows: int = 0, patches: Patch
         copy_run_time_operands) + widen + ((partial(gather_windows, rows=vector_rows, signed=signed_dots),)
                                            if vector else ()) + (
         (block_weights,) if vector and column_blocks else ()) + (
-        (partial(widen_weights, signed=signed_dots),) if vector and wide_weights else ()) + (
-        partial(nibble_gemms, columns=chunk_columns), partial(nibble_convs, columns=chunk_columns)) + (
+        (partial(widen_weights, signed=signed_dots),) if vector and wide_weights else ()) + ((
+            partial(narrow_gemms, columns=chunk_columns), partial(narrow_convs, columns=chunk_columns))
+        if chunk_columns else ()) + (
         (unpack_nibbles,) if nibbles else ())
 
 

@@ -10,6 +10,7 @@ import numpy as np
 from ..c_text import c_literal, c_type
 from ..instr.expr import to_c
 from ..instr.ir import Chunks, Gemm, View, accumulator
+from ..instr.narrow_weights import DECODE
 from ..instr.passes import gemm_dot_products
 from ..instr.vector_dots import column_bytes, plain_dots
 from ..tiles import Tiles
@@ -37,7 +38,7 @@ def gemm_kernel(fn: str, g: Gemm, dtypes, tiles: Tiles) -> Kernel:
     operands = dict(dot_macro_operands(a_t, b_t, g.zeros[0]), vector=vector, **vector_reads(a_t, tiles.signed_dots))
     tiles = tiles.column_blocks if g.blocks else tiles.vector_dot if vector else _gemm_tiles(g, acc_t, tiles)
     where = _Where.of(g)
-    panel, runs = _gemm_nests(g, tiles, b_t.itemsize, operands, where)
+    panel, runs = _gemm_nests(g, tiles, b_t.itemsize, operands, where, dtypes[instr.b.buf])
     names = ["y", "a", "b"] + [f"e{i}" for i in range(len(g.epi.ins))] + (["panel"] if g.panel else []) + \
         (["unpacked"] if g.unpacked else [])
     return from_template(
@@ -105,10 +106,10 @@ class _Where:
         return f"{self.b_name} + {join(self.batch(2), linear([(self.b_column, self.views[2].strides[-1])]))}"
 
 
-def _gemm_nests(g: Gemm, tiles: Tiles, b_itemsize: int, operands: dict, where: _Where):
+def _gemm_nests(g: Gemm, tiles: Tiles, b_itemsize: int, operands: dict, where: _Where, packed_t: np.dtype):
     """The panel of widened inputs (with g.panel; kernels/dot.j2's macros) and the runs of loop nests over the
-    output's tiles: one, or with b two values a byte (Gemm.chunks), one per width of its chunks of columns, each a
-    loop over those chunks (nc) that unpacks each (`unpack`) before the nests over its columns. Each loop runs over
+    output's tiles: one, or with b stored narrow (Gemm.chunks; `packed_t`), one per width of its chunks of columns,
+    each a loop over those chunks (nc) that unpacks each (`unpack`) before the nests over its columns. Each loop runs over
     its whole tiles and then its edge: rows outermost, unless b's column panels are (B_OUTERMOST_BYTES: b larger
     than a and than that, on a target with vector units and no panel, not in chunks)."""
     m, n = g.out.shape[-2:]
@@ -147,17 +148,23 @@ def _gemm_nests(g: Gemm, tiles: Tiles, b_itemsize: int, operands: dict, where: _
                 for lo, hi, mr in row_runs]
     if c is None:
         return panel, [dict(chunks=None, nests=nests(n, None))]
-    return panel, [dict(chunks=loop("nc", lo, hi, width), unpack=_unpack(c, lo, width), nests=nests(width, "nc"))
-                   for lo, hi, width in chunk_runs]
+    return panel, [dict(chunks=loop("nc", lo, hi, width), unpack=_unpack(c, lo, width, packed_t),
+                        nests=nests(width, "nc")) for lo, hi, width in chunk_runs]
 
 
-def _unpack(c: Chunks, first: int, width: int) -> dict:
-    """What the unpack macro (gemm.c.j2) needs for the chunks of `width` columns from `first` on (the loop's nc):
-    each run's first byte (a C expression over nc), the bytes between runs and the elements between their copies
-    in the scratch, and the elements of a run."""
-    start = linear([("nc", c.column // 2)]) if c.column % 2 == 0 else linear([("nc / 2", c.column)])
-    return dict(runs=c.runs, start=start, run_bytes=c.run_step // 2, to_step=c.length(0, c.width),
-                length=c.length(first, width))
+def _unpack(c: Chunks, first: int, width: int, packed_t: np.dtype) -> dict:
+    """What the unpack macro (gemm.c.j2) needs for the chunks of `width` columns from `first` on (the loop's nc) of
+    weights stored as packed_t (instr/narrow_weights.py): its C type and the function that makes a float of one
+    (none for nibbles, uint8 words of eight); each run's first packed element (a C expression over nc), the packed
+    elements between runs and the elements between their copies in the scratch, and the elements of a run."""
+    decode = DECODE.get(np.dtype(packed_t))
+    if decode:
+        start, run_step = linear([("nc", c.column)]), c.run_step
+    else:  # two values a byte: nc is even
+        start = linear([("nc", c.column // 2)]) if c.column % 2 == 0 else linear([("nc / 2", c.column)])
+        run_step = c.run_step // 2
+    return dict(runs=c.runs, start=start, run_step=run_step, to_step=c.length(0, c.width),
+                length=c.length(first, width), packed_t=c_type(packed_t), decode=decode)
 
 
 def _halved(runs: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
@@ -209,7 +216,7 @@ def _gemm_sums(g: Gemm, a_t: np.dtype, b_t: np.dtype, tiles: Tiles, acc_t: np.dt
         float_asm=tiles.float_mac == "mul_add" and is_float and b_t == np.float32 and not g.zeros[1] and
         g.a.strides[-1] == 1 and (
             lambda mr, nr: float_loop(mr, nr, [(i, i * a_step * 4) for i in range(mr)], g.a.shape[-1], 4,
-                                      g.b.strides[-2] * 4, g.b.strides[-1] * 4)),
+                                      where.views[2].strides[-2] * 4, where.views[2].strides[-1] * 4)),
         rights=lambda nr: [(j, j * b_step) for j in range(nr)],
         b_row=f"{where.b_name} + {where.at(2, ('k', where.b_column))}")
 

@@ -1,7 +1,7 @@
 """QDQ models whose Conv, MatMul and Gemm weights are 4-bit (a per-channel DequantizeLinear of an int4 or uint4
 initializer) and whose activations are int8: they fold into the integer kernels, their weights two per byte in
-the C file's constant data, unpacked by the matrix products' kernels (instr/nibbles.py nibble_gemms) or, with
---nibble-weights, by maps (unpack_nibbles), against onnxruntime, on the host and under QEMU on the Cortex-M4 and
+the C file's constant data, unpacked a chunk at a time (instr/narrow_weights.py) or, with --nibble-weights, by
+maps (instr/nibbles.py unpack_nibbles), against onnxruntime, on the host and under QEMU on the Cortex-M4 and
 M55."""
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ from onnx.reference import ReferenceEvaluator
 import pytest
 
 import cglow
-from cglow.instr import nibbles
 from cglow.options import Options
 from cglow.tools import cross
 
@@ -35,7 +34,7 @@ SHAPES = {  # the weights' shape, the input's, the weights' axis of output chann
     # Cortex-M4 (48 rows); a batch of matrices by one
     "matmul_wide": ((40, 72), [5, 40], 1), "matmul_odd": ((33, 37), [6, 33], 1), "matmul_tall": ((64, 24), [48, 64], 1),
     "matmul_batch": ((40, 24), [2, 5, 40], 1), "conv_pointwise": ((32, 16, 1, 1), [1, 16, 8, 8], 0),
-    # convolutions in chunks of output channels (instr/nibbles.py nibble_convs): three of them, and depthwise
+    # convolutions in chunks of output channels (instr/narrow_weights.py narrow_convs): three of them, and depthwise
     "conv_wide": ((40, 16, 3, 3), [1, 16, 6, 6], 0), "conv_depthwise": ((32, 1, 3, 3), [1, 32, 8, 8], 0)}
 
 
@@ -110,8 +109,8 @@ def test_int4_weights_take_half_the_flash(kind):
     assert sizes["int4"] < 0.6 * sizes["int8"]
 
 
-# (kind, target) whose weights stay a byte each by default: rows of 37 columns, not whole octets (instr/nibbles.py
-# chunks_of), or 7 output channels innermost (nibble_convs)
+# (kind, target) whose weights stay a byte each by default: rows of 37 columns, not whole octets
+# (instr/narrow_weights.py chunks_of), or 7 output channels innermost (narrow_convs)
 ONE_A_BYTE = {("matmul_odd", "generic")} | {("conv_odd", t) for t in ("generic", "x86-avx2", "x86-avx512",
                                                                         "x86-avx512-vnni", "aarch64")}
 
@@ -119,18 +118,16 @@ ONE_A_BYTE = {("matmul_odd", "generic")} | {("conv_odd", t) for t in ("generic",
 @pytest.mark.parametrize("target", ["generic", "x86-avx2", "x86-avx512", "x86-avx512-vnni", "cortex-m4", "aarch64"])
 @pytest.mark.parametrize("kind", ["matmul", "gemm", "matmul_wide", "matmul_odd", "matmul_tall", "matmul_batch",
                                   "conv_pointwise", "conv", "conv_odd", "conv_wide", "conv_depthwise"])
-def test_int4_weights_unpack_by_chunks_by_default(kind, target, monkeypatch):
+def test_int4_weights_unpack_by_chunks_by_default(kind, target):
     """By default, int4 weights stay two per byte: a matrix product's kernel (a 1x1 convolution's too: instr/passes.py
     pointwise_as_gemm) unpacks a chunk of columns at a time into a scratch buffer, and a convolution runs as
     convolutions of a chunk of output channels each, after maps that unpack theirs there; as every target lays its
     weights out (columns innermost, k innermost, channel pairs, column blocks, int32). The output bit for bit the
-    same as with them one a byte, within a step of onnxruntime; flash for half the weights, the arena one chunk
-    more."""
+    same as with them one a byte (--unpacked-weights), within a step of onnxruntime; flash for half the weights,
+    the arena one chunk more."""
     model, x = _model(kind, "int4", seed=3)
-    options = Options(float_io=True, target=target)
-    packed = cglow.compile_model(model, options=options)
-    monkeypatch.setattr(nibbles, "MIN_WEIGHTS", 1 << 30)
-    plain = cglow.compile_model(model, options=options)
+    packed = cglow.compile_model(model, options=Options(float_io=True, target=target))
+    plain = cglow.compile_model(model, options=Options(float_io=True, target=target, narrow_weights=False))
     got = cglow.build(packed)(x)[0]
     assert np.array_equal(got, cglow.build(plain)(x)[0])
     assert np.abs(got - _want(model, x)).max() <= Y_SCALE * 1.001

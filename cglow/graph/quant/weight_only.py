@@ -2,7 +2,7 @@
 or per-column DequantizeLinear of an integer constant (a weight-only quantized model: int8, int4 or uint4 weights,
 float activations) becomes a ScaledGemm, the weights less their zero points kept as int8 constants and each column's
 scale (and Gemm's alpha) applied to the float sum in its epilogue: x @ ((q - z) * s) = (x @ (q - z)) * s. One byte
-of flash a weight rather than four, and int4 weights then stay two per byte (instr/nibbles.py nibble_gemms); the
+of flash a weight rather than four, and int4 weights then stay two per byte (instr/narrow_weights.py); the
 sums differ from those of the float weights by float32 rounding. Other weights (blocked, a zero point that leaves
 values beyond int8, a batch of matrices) are dequantized at compile time (fold.py fold_dequantized_consts)."""
 from __future__ import annotations

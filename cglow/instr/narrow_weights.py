@@ -1,0 +1,191 @@
+"""Constant weights stored narrower than their kernel reads them, and unpacked a chunk of output channels at a time
+into a scratch buffer in the arena, in the layout that every other pass has given them, which every kernel variant
+then reads as it read the whole: integers that fit signed nibbles (an int4 DequantizeLinear's values, or an uint4
+one's of zero point 8, folded into IntGemm or IntConv), two per byte, eight values a word (nibbles.pack_octets);
+float32 values that bfloat16 holds exactly (their low 16 bits zero), or else float16, as those (weights given in
+those types, which import widens to float32).
+
+A matrix product's kernel unpacks its chunks of columns itself (narrow_gemms; Gemm.chunks, kernels/gemm.c.j2,
+runtime_c/nibbles8.c, half_finite_to_float.c, bfloat_to_float.c); a convolution runs as convolutions of a chunk of output
+channels each, after maps that unpack theirs (narrow_convs). Flash for half the weights (an eighth of the int32
+ones that x86 widens 8-bit weights to), against RAM for one chunk of them and one pass over them a run."""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import replace
+
+import ml_dtypes
+import numpy as np
+
+from .expr import Input, call
+from .ir import OCTET, Buffer, Chunks, Conv, Gemm, Map, Program, View
+from .nibbles import MIN_WEIGHTS, flat_maps, pack, pack_octets, unpacked_maps
+from .vector_dots import BLOCK_COLUMNS, column_bytes
+
+X = Input(0)
+NIBBLES = np.dtype(np.uint8)  # the packed type of signed nibbles, eight values a word (nibbles.pack_octets)
+DECODE = {np.dtype(np.float16): "cglow_half_finite_to_float", np.dtype(ml_dtypes.bfloat16): "cglow_bfloat_to_float"}
+LABELS = {NIBBLES: "two per byte", **{t: f"as {t.name}" for t in DECODE}}
+
+
+def narrowest(old: Buffer) -> np.dtype | None:
+    """The narrow type that holds a constant's values exactly, MIN_WEIGHTS of them at least: signed nibbles
+    (NIBBLES) for integers in [-8, 7]; bfloat16 for float32 values whose low 16 bits are all zero, else float16
+    where it holds them all and they are finite (runtime_c/half_finite_to_float.c); None otherwise."""
+    data = old.data
+    if old.kind != "const" or data is None or old.size < MIN_WEIGHTS:
+        return None
+    if data.dtype.kind == "i":
+        return NIBBLES if int(data.min()) >= -8 and int(data.max()) <= 7 else None
+    if data.dtype != np.float32:
+        return None
+    if not np.any(data.view(np.uint32) & 0xFFFF):
+        return np.dtype(ml_dtypes.bfloat16)
+    with np.errstate(over="ignore"):
+        half = data.astype(np.float16)
+    exact = np.all(np.isfinite(data)) and np.array_equal(half.astype(np.float32), data)
+    return np.dtype(np.float16) if exact else None
+
+
+def _packed(buffers: list[Buffer], done: dict[int, int], old: Buffer, narrow: np.dtype, octets: bool) -> int:
+    """The id of old's values stored in the narrow type, once per buffer: nibbles in octets (a matrix product's
+    kernel unpacks them so) or in pairs (the maps do, nibbles.pack); zeros pad them to whole octets, and one more
+    octet (the last run of a chunk of rows may read that far, Chunks.length)."""
+    if old.id not in done:
+        padded = np.append(old.data, np.zeros(-old.size % OCTET + OCTET, old.dtype))
+        data = padded.astype(narrow) if narrow != NIBBLES else pack_octets(padded) if octets else pack(padded)
+        done[old.id] = len(buffers)
+        buffers.append(Buffer(len(buffers), "const", data.size, f"{old.label} {LABELS[narrow]}", data=data,
+                              dtype=data.dtype))
+    return done[old.id]
+
+
+def chunks_of(g: Gemm, old: Buffer, width: int, narrow: np.dtype) -> Chunks | None:
+    """How g's kernel reads its weights (old, their buffer) `width` columns at a time where each chunk's runs start
+    at whole octets (OCTET) for nibbles: in column blocks (Gemm.blocks), k innermost (dot products, channel pairs),
+    or columns innermost in rows. None otherwise (another view of them, a batch of matrices)."""
+    b, k = g.b, g.b.shape[-2]
+    unit = OCTET if narrow == NIBBLES else 1
+    if b.offset or any(b.strides[:-2]):
+        return None
+    if g.blocks:
+        return Chunks(width, 1, 0, column_bytes(k), BLOCK_COLUMNS, old.size, b, unit)
+    if b.strides[-2] == 1:
+        return Chunks(width, 1, 0, b.strides[-1], 2, old.size, b, unit)
+    if b.strides[-1] == 1 and (narrow != NIBBLES or b.strides[-2] % OCTET == 0):
+        return Chunks(width, k, b.strides[-2], 1, 2, old.size, b, unit)
+    return None
+
+
+# The most scratch a chunk takes where it holds more than one unit of output channels (chunk_width): a tenth or
+# so of a small microcontroller's RAM
+CHUNK_BYTES = 4096
+
+
+def chunk_width(channels: int, columns: int, channel_bytes: int, unit: int) -> int:
+    """The output channels of a chunk: `columns` (all where there are fewer), fewer where their scratch
+    (`channel_bytes` each) would take more than CHUNK_BYTES, in whole units (octets of nibbles, whose runs then
+    start at whole words; a block of columns; pairs of channels, pair_weights), one unit at least."""
+    width = min(columns, channels)
+    if width * channel_bytes > CHUNK_BYTES:
+        width = max(unit, CHUNK_BYTES // channel_bytes // unit * unit)
+    return min(width, channels)
+
+
+def narrow_gemms(prog: Program, columns: int) -> Program:
+    """The matrix products whose constant weights have a narrower type (narrowest) and chunks (chunks_of) read them
+    in it (one buffer however many read it), unpacked by the kernel a chunk of columns at a time (Gemm.chunks;
+    chunk_width) into a scratch buffer of their type (Gemm.unpacked) that holds one chunk's runs."""
+    instrs, buffers = list(prog.instrs), list(prog.buffers)
+    packed: dict[int, int] = {}  # weights buffer -> its narrow copy
+    for j, g in enumerate(instrs):
+        if not isinstance(g, Gemm) or g.chunks:
+            continue
+        old = buffers[g.b.buf]
+        narrow = narrowest(old)
+        k, n = g.b.shape[-2:]
+        unit = max(OCTET if narrow == NIBBLES else 2, BLOCK_COLUMNS if g.blocks else 1)
+        chunks = narrow and chunks_of(g, old, chunk_width(n, columns, k * old.dtype.itemsize, unit), narrow)
+        if not chunks:
+            continue
+        scratch = Buffer(len(buffers), "arena", chunks.runs * chunks.length(0, chunks.width),
+                         f"{g.node} unpacked weights", dtype=old.dtype)
+        buffers.append(scratch)
+        narrow_id = _packed(buffers, packed, old, narrow, octets=True)
+        instrs[j] = replace(g, b=View.of(narrow_id, (buffers[narrow_id].size,)),
+                            unpacked=View.of(scratch.id, (scratch.size,)), chunks=chunks)
+    return replace(prog, buffers=tuple(buffers), instrs=tuple(instrs))
+
+
+def narrow_convs(prog: Program, columns: int) -> Program:
+    """The convolutions, dense or depthwise and not in place, whose constant weights have a narrower type
+    (narrowest) and their output channels outermost or innermost in memory (in an even count there for nibbles):
+    their weights stored in it (one buffer however many read them), and each convolution run as convolutions of a
+    chunk of output channels (chunk_width; the last, the rest), each after maps that unpack its channels' weights into a scratch
+    buffer, in the layout the kernel reads. Kernels of one chunk shape share their code, and each chunk reads the
+    whole input. Not weights that several convolutions read (the tiles of a patched span, instr/patches.py), which
+    each would unpack again."""
+    instrs, buffers = [], list(prog.buffers)
+    packed: dict[int, int] = {}  # weights buffer -> its narrow copy
+    readers = Counter(c.w.buf for c in prog.instrs if isinstance(c, Conv))
+    for c in prog.instrs:
+        narrow = narrowest(buffers[c.w.buf]) if isinstance(c, Conv) and readers[c.w.buf] == 1 else None
+        outer = narrow and _channels_outer(c, buffers[c.w.buf], narrow)
+        if outer is None or not narrow:
+            instrs.append(c)
+            continue
+        old = buffers[c.w.buf]
+        m = c.w.shape[0]
+        per_channel = c.w.strides[0] if outer else c.w.size // m
+        width = chunk_width(m, columns, per_channel * old.dtype.itemsize, 2)
+        scratch = Buffer(len(buffers), "arena", -(-width // 2) * 2 * per_channel, f"{c.node} unpacked weights",
+                         dtype=old.dtype)
+        buffers.append(scratch)
+        narrow_id = _packed(buffers, packed, old, narrow, octets=False)
+        for first in range(0, m, width):
+            instrs += _chunk(c, narrow_id, narrow, old.size, scratch.id, first, min(width, m - first), outer)
+    return replace(prog, buffers=tuple(buffers), instrs=tuple(instrs))
+
+
+def _channels_outer(c: Conv, old: Buffer, narrow: np.dtype) -> bool | None:
+    """How c's weights (old, their buffer) lie, where narrow_convs takes them: each output channel's a run (True;
+    channel pairs' too, instr/passes.py pair_weights) or the output channels innermost (False); None where it does
+    not take them."""
+    w, m = c.w, c.w.shape[0]
+    if c.ring is not None or w.offset or not (c.group == 1 or c.group == m == c.x.shape[1] and w.shape[1] == 1):
+        return None
+    if all(s <= w.strides[0] for s in w.strides) and w.strides[0] * m <= old.size:
+        return True
+    return False if w.strides[0] == 1 and (narrow != NIBBLES or m % 2 == 0) and w.order() is not None else None
+
+
+def _chunk(c: Conv, packed: int, narrow: np.dtype, size: int, scratch: int, first: int, count: int,
+           outer: bool) -> list:
+    """The maps unpacking output channels [first, first + count) of c's weights (packed in the narrow type, `size`
+    values) into the scratch buffer, and the convolution of those channels reading them there (the output's value
+    on the last one). Runs of channels: a pair's two whole (the last one's second the padding, pair_weights)."""
+    w, label = c.w, f"{c.node} unpacked weights"
+    shape = (count,) + w.shape[1:]
+    if outer:
+        step = w.strides[0]
+        start, length = first * step, min(-(-count // 2) * 2 * step, size - first * step)
+        maps = flat_maps(packed, start, scratch, length, label) if narrow == NIBBLES else \
+            [Map(View.of(scratch, (length,)), (View(packed, start, (length,), (1,)),), call(DECODE[narrow], X), label)]
+        weights = View(scratch, 0, shape, w.strides)
+    else:
+        order = w.order()
+        weights = View.laid_out(scratch, shape, order)
+        inner = tuple(d for d in order if d != 0) + (0,)  # the channels last, as the maps pair nibbles
+        source, to = (_unit_strides(v.permute(inner)) for v in (View(packed, first, shape, w.strides), weights))
+        maps = unpacked_maps(source, to, (), X, True, label) if narrow == NIBBLES else \
+            [Map(to, (source,), call(DECODE[narrow], X), label)]
+    chunk = replace(c, out=c.out.slice(1, first, count), w=weights,
+                    epi=replace(c.epi, ins=tuple(v.slice(1, first, count) for v in c.epi.ins)),
+                    x=c.x.slice(1, first, count) if c.group > 1 else c.x, group=count if c.group > 1 else 1,
+                    value=c.value if first + count == w.shape[0] else None)
+    return maps + [chunk]
+
+
+def _unit_strides(v: View) -> View:
+    """The view with its unit dims' strides 0 (any stride serves them; unpacked_maps wants even ones)."""
+    return replace(v, strides=tuple(0 if d == 1 else s for d, s in zip(v.shape, v.strides)))
