@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import onnx
 import pytest
-from onnx import TensorProto, helper
+from onnx import TensorProto, helper, numpy_helper
 
 import cglow
 from cglow import zoo
@@ -121,6 +121,20 @@ def test_memory_options(tmp_path):
     assert not (tmp_path / "bad.c").exists()
     info = json.loads(cglow_cmd("info", model, "--json", "--io-in-arena").stdout)
     assert info["ram_bytes"] == info["arena_bytes"] and info["io_bytes"] == 0
+
+
+def test_unpacked_weights_option(tmp_path):
+    """A MatMul by float16 weights: stored as float16 by default (instr/narrow_weights.py), as float32 with
+    --unpacked-weights (`info` says so in its weights bytes)."""
+    rng = np.random.default_rng(0)
+    w = numpy_helper.from_array(rng.standard_normal((64, 32)).astype(np.float16), "w")
+    graph = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"])], "half",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT16, [2, 64])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT16, [2, 32])], [w])
+    model = save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), tmp_path / "half.onnx")
+    narrow, wide = (json.loads(cglow_cmd("info", model, "--json", *flags).stdout)["weights_bytes"]
+                    for flags in ((), ("--unpacked-weights",)))
+    assert narrow <= 64 * 32 * 2 + 64 and wide >= 64 * 32 * 4
 
 
 def test_weights_file(tmp_path):
