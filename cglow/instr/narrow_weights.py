@@ -6,12 +6,13 @@ float32 values that bfloat16 holds exactly (their low 16 bits zero), or else flo
 those types, which import widens to float32).
 
 A matrix product's kernel unpacks its chunks of columns itself (narrow_gemms; Gemm.chunks, kernels/gemm.c.j2,
-runtime_c/nibbles8.c, half_finite_to_float.c, bfloat_to_float.c); a convolution runs as convolutions of a chunk of output
-channels each, after maps that unpack theirs (narrow_convs). Flash for half the weights (an eighth of the int32
+runtime_c/nibbles8.c, half_finite_to_float.c, bfloat_to_float.c); a convolution runs as convolutions of a chunk of
+output channels each, after maps that unpack theirs (narrow_convs). Flash for half the weights (an eighth of the int32
 ones that x86 widens 8-bit weights to), against RAM for one chunk of them and one pass over them a run."""
 from __future__ import annotations
 
 from collections import Counter
+import math
 from dataclasses import replace
 
 import ml_dtypes
@@ -85,11 +86,9 @@ CHUNK_BYTES = 4096
 def chunk_width(channels: int, columns: int, channel_bytes: int, unit: int) -> int:
     """The output channels of a chunk: `columns` (all where there are fewer), fewer where their scratch
     (`channel_bytes` each) would take more than CHUNK_BYTES, in whole units (octets of nibbles, whose runs then
-    start at whole words; a block of columns; pairs of channels, pair_weights), one unit at least."""
-    width = min(columns, channels)
-    if width * channel_bytes > CHUNK_BYTES:
-        width = max(unit, CHUNK_BYTES // channel_bytes // unit * unit)
-    return min(width, channels)
+    start at whole words; a block of columns; pairs of channels, pair_weights; whole groups), one unit at least."""
+    width = min(columns, channels, CHUNK_BYTES // channel_bytes)
+    return min(max(unit, width // unit * unit), channels)
 
 
 def narrow_gemms(prog: Program, columns: int) -> Program:
@@ -118,13 +117,13 @@ def narrow_gemms(prog: Program, columns: int) -> Program:
 
 
 def narrow_convs(prog: Program, columns: int) -> Program:
-    """The convolutions, dense or depthwise and not in place, whose constant weights have a narrower type
-    (narrowest) and their output channels outermost or innermost in memory (in an even count there for nibbles):
-    their weights stored in it (one buffer however many read them), and each convolution run as convolutions of a
-    chunk of output channels (chunk_width; the last, the rest), each after maps that unpack its channels' weights into a scratch
-    buffer, in the layout the kernel reads. Kernels of one chunk shape share their code, and each chunk reads the
-    whole input. Not weights that several convolutions read (the tiles of a patched span, instr/patches.py), which
-    each would unpack again."""
+    """The convolutions not in place whose constant weights have a narrower type (narrowest) and their output channels
+    outermost or innermost in memory (in an even count there for nibbles): their weights stored in it (one buffer
+    however many read them), and each convolution run as convolutions of a chunk of output channels (chunk_width,
+    whole groups; the last, the rest), each after maps that unpack its channels' weights into a scratch buffer, in
+    the layout the kernel reads. Kernels of one chunk shape share their code, and each chunk reads the whole input.
+    Not weights that several convolutions read (the tiles of a patched span, instr/patches.py), which each would
+    unpack again."""
     instrs, buffers = [], list(prog.buffers)
     packed: dict[int, int] = {}  # weights buffer -> its narrow copy
     readers = Counter(c.w.buf for c in prog.instrs if isinstance(c, Conv))
@@ -137,7 +136,8 @@ def narrow_convs(prog: Program, columns: int) -> Program:
         old = buffers[c.w.buf]
         m = c.w.shape[0]
         per_channel = c.w.strides[0] if outer else c.w.size // m
-        width = chunk_width(m, columns, per_channel * old.dtype.itemsize, 2)
+        width = chunk_width(m, columns, per_channel * old.dtype.itemsize,
+                            math.lcm(2, m // c.group) if c.group > 1 else 2)
         scratch = Buffer(len(buffers), "arena", -(-width // 2) * 2 * per_channel, f"{c.node} unpacked weights",
                          dtype=old.dtype)
         buffers.append(scratch)
@@ -152,7 +152,7 @@ def _channels_outer(c: Conv, old: Buffer, narrow: np.dtype) -> bool | None:
     channel pairs' too, instr/passes.py pair_weights) or the output channels innermost (False); None where it does
     not take them."""
     w, m = c.w, c.w.shape[0]
-    if c.ring is not None or w.offset or not (c.group == 1 or c.group == m == c.x.shape[1] and w.shape[1] == 1):
+    if c.ring is not None or w.offset:
         return None
     if all(s <= w.strides[0] for s in w.strides) and w.strides[0] * m <= old.size:
         return True
@@ -179,9 +179,11 @@ def _chunk(c: Conv, packed: int, narrow: np.dtype, size: int, scratch: int, firs
         source, to = (_unit_strides(v.permute(inner)) for v in (View(packed, first, shape, w.strides), weights))
         maps = unpacked_maps(source, to, (), X, True, label) if narrow == NIBBLES else \
             [Map(to, (source,), call(DECODE[narrow], X), label)]
-    chunk = replace(c, out=c.out.slice(1, first, count), w=weights,
+    per_group, inputs = w.shape[0] // c.group, w.shape[1]  # output and input channels of a group
+    groups = count // per_group if c.group > 1 else 1
+    x = c.x.slice(1, first // per_group * inputs, groups * inputs) if c.group > 1 else c.x
+    chunk = replace(c, out=c.out.slice(1, first, count), w=weights, x=x, group=groups,
                     epi=replace(c.epi, ins=tuple(v.slice(1, first, count) for v in c.epi.ins)),
-                    x=c.x.slice(1, first, count) if c.group > 1 else c.x, group=count if c.group > 1 else 1,
                     value=c.value if first + count == w.shape[0] else None)
     return maps + [chunk]
 

@@ -109,9 +109,9 @@ class _Where:
 def _gemm_nests(g: Gemm, tiles: Tiles, b_itemsize: int, operands: dict, where: _Where, packed_t: np.dtype):
     """The panel of widened inputs (with g.panel; kernels/dot.j2's macros) and the runs of loop nests over the
     output's tiles: one, or with b stored narrow (Gemm.chunks; `packed_t`), one per width of its chunks of columns,
-    each a loop over those chunks (nc) that unpacks each (`unpack`) before the nests over its columns. Each loop runs over
-    its whole tiles and then its edge: rows outermost, unless b's column panels are (B_OUTERMOST_BYTES: b larger
-    than a and than that, on a target with vector units and no panel, not in chunks)."""
+    each a loop over those chunks (nc) that unpacks each (`unpack`) before the nests over its columns. Each loop
+    runs over its whole tiles and then its edge: rows outermost, unless b's column panels are (B_OUTERMOST_BYTES: b
+    larger than a and than that, on a target with vector units and no panel, not in chunks)."""
     m, n = g.out.shape[-2:]
     tile_m, tile_n = tiles.rows, tiles.columns
     c = g.chunks

@@ -17,12 +17,14 @@ from tests.sanitized import run_sanitized
 from tests.util import checked_model, need_target
 
 NARROW = {"float16": np.float16, "bfloat16": ml_dtypes.bfloat16}
-X_SHAPE = {"matmul": [3, 64], "gemm": [3, 64], "conv": [1, 16, 6, 6], "depthwise": [1, 24, 8, 8]}
+X_SHAPE = {"matmul": [3, 64], "gemm": [3, 64], "conv": [1, 16, 6, 6], "depthwise": [1, 24, 8, 8],
+           "grouped": [1, 12, 7, 7]}
 
 
 def _model(kind: str, narrow: str, seed: int = 1):
     """A float32 layer (a MatMul; a Gemm by transposed weights and a bias; two convolutions, the second of 40 input
-    channels; a depthwise convolution) whose weights are values of the narrow type; and an input."""
+    channels; a depthwise convolution; one of 3 groups) whose weights are values of the narrow type; and an
+    input."""
     rng = np.random.default_rng(seed)
 
     def weights(name: str, *shape: int):
@@ -37,9 +39,12 @@ def _model(kind: str, narrow: str, seed: int = 1):
         inits = [weights("w", 40, 16, 3, 3), weights("b", 40), weights("w2", 24, 40, 3, 3)]
         nodes = [h.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]), h.make_node("Relu", ["c"], ["r"]),
                  h.make_node("Conv", ["r", "w2"], ["y"], pads=[1, 1, 1, 1])]
-    else:
+    elif kind == "depthwise":
         inits = [weights("w", 24, 1, 5, 5)]
         nodes = [h.make_node("Conv", ["x", "w"], ["y"], pads=[2, 2, 2, 2], group=24)]
+    else:
+        inits = [weights("w", 48, 4, 3, 3)]
+        nodes = [h.make_node("Conv", ["x", "w"], ["y"], pads=[1, 1, 1, 1], group=3)]
     graph = h.make_graph(nodes, "half_weights", [h.make_tensor_value_info("x", T.FLOAT, X_SHAPE[kind])],
                          [h.make_tensor_value_info("y", T.FLOAT, None)], inits)
     return checked_model(graph, 17), rng.standard_normal(X_SHAPE[kind]).astype(np.float32)
