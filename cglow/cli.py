@@ -224,9 +224,9 @@ def add_model_arguments(parser: argparse.ArgumentParser, target: str = "generic"
                              "float32): twice the flash for those, no scratch chunk in the arena and no unpacking each "
                              "run (default: stored narrow, unpacked a chunk of output channels at a time)")
     parser.add_argument("--nibble-weights", action="store_true",
-                        help="the integer kernels' other weights that fit 4 bits (uint4 of any zero point, a patched "
-                             "span's) stored two a byte too, as int4 weights are by default: half their flash, for "
-                             "arena room to unpack the largest layer's and an unpacking pass each run")
+                        help="the integer kernels' other weights that fit 4 bits (uint4 of any zero point; layouts "
+                             "that no chunk takes; all of them with --unpacked-weights) stored two a byte too: half "
+                             "their flash, for arena room to unpack the largest layer's and an unpacking pass each run")
 
 
 def add_memory_arguments(parser: argparse.ArgumentParser) -> None:

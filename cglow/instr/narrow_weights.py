@@ -11,7 +11,6 @@ output channels each, after maps that unpack theirs (narrow_convs). Flash for ha
 ones that x86 widens 8-bit weights to), against RAM for one chunk of them and one pass over them a run."""
 from __future__ import annotations
 
-from collections import Counter
 import math
 from dataclasses import replace
 
@@ -93,8 +92,10 @@ def chunk_width(channels: int, columns: int, channel_bytes: int, unit: int) -> i
 
 def narrow_gemms(prog: Program, columns: int) -> Program:
     """The matrix products whose constant weights have a narrower type (narrowest) and chunks (chunks_of) read them
-    in it (one buffer however many read it), unpacked by the kernel a chunk of columns at a time (Gemm.chunks;
-    chunk_width) into a scratch buffer of their type (Gemm.unpacked) that holds one chunk's runs."""
+    in it, unpacked by the kernel a chunk of columns at a time (Gemm.chunks; chunk_width) into a scratch buffer of
+    their type (Gemm.unpacked) that holds one chunk's runs. Each product unpacks them anew (the tiles of a patched
+    span, a recurrent layer's steps): one pass over the weights for its rows, which a matrix-vector product pays
+    in full."""
     instrs, buffers = list(prog.instrs), list(prog.buffers)
     packed: dict[int, int] = {}  # weights buffer -> its narrow copy
     for j, g in enumerate(instrs):
@@ -118,17 +119,15 @@ def narrow_gemms(prog: Program, columns: int) -> Program:
 
 def narrow_convs(prog: Program, columns: int) -> Program:
     """The convolutions not in place whose constant weights have a narrower type (narrowest) and their output channels
-    outermost or innermost in memory (in an even count there for nibbles): their weights stored in it (one buffer
-    however many read them), and each convolution run as convolutions of a chunk of output channels (chunk_width,
-    whole groups; the last, the rest), each after maps that unpack its channels' weights into a scratch buffer, in
-    the layout the kernel reads. Kernels of one chunk shape share their code, and each chunk reads the whole input.
-    Not weights that several convolutions read (the tiles of a patched span, instr/patches.py), which each would
-    unpack again."""
+    outermost or innermost in memory (in an even count there for nibbles): their weights stored in it, and each
+    convolution run as convolutions of a chunk of output channels (chunk_width, whole groups; the last, the rest),
+    each after maps that unpack its channels' weights into a scratch buffer, in the layout the kernel reads. Kernels
+    of one chunk shape share their code, and each chunk reads the whole input; each convolution (a tile of a patched
+    span) unpacks its weights anew."""
     instrs, buffers = [], list(prog.buffers)
     packed: dict[int, int] = {}  # weights buffer -> its narrow copy
-    readers = Counter(c.w.buf for c in prog.instrs if isinstance(c, Conv))
     for c in prog.instrs:
-        narrow = narrowest(buffers[c.w.buf]) if isinstance(c, Conv) and readers[c.w.buf] == 1 else None
+        narrow = narrowest(buffers[c.w.buf]) if isinstance(c, Conv) else None
         outer = narrow and _channels_outer(c, buffers[c.w.buf], narrow)
         if outer is None or not narrow:
             instrs.append(c)

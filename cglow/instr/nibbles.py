@@ -8,7 +8,7 @@ twice its own).
 
 The integer kernels' weights that fit signed nibbles are stored so by default and unpacked a chunk at a time
 (instr/narrow_weights.py). With --nibble-weights, the others that fit 4 bits (signed, or unsigned above each output
-channel's least value: uint4 of any zero points; a patched span's) are stored so too, by the
+channel's least value: uint4 of any zero points; layouts that no chunk takes) are stored so too, by the
 last pass (unpack_nibbles): their buffer's values are packed, and maps unpack them into an arena buffer of the same
 type and layout just before the first kernel that reads them. Flash for half their bytes (an eighth of int32
 weights'), against RAM for the largest such layer's weights, alive from the maps to their last reader, and one pass

@@ -54,9 +54,8 @@ def _model(kind: str, narrow: str, seed: int = 1):
 @pytest.mark.parametrize("narrow", sorted(NARROW))
 @pytest.mark.parametrize("kind", sorted(X_SHAPE))
 def test_half_weights_take_half_the_flash(kind, narrow, target):
-    """Bit for bit the output of the weights stored as float32; their bytes about halved (the first convolution's
-    excepted: the planner runs it in patches, whose tiles would each unpack them again); a chunk's scratch of
-    4 KiB at most where a pair of channels fits in it (narrow_weights.CHUNK_BYTES)."""
+    """Bit for bit the output of the weights stored as float32 (--unpacked-weights); their bytes about halved; a
+    chunk's scratch of 4 KiB at most where a pair of channels fits in it (narrow_weights.CHUNK_BYTES)."""
     model, x = _model(kind, narrow)
     packed = cglow.compile_model(model, options=Options(target=target))
     wide = cglow.compile_model(model, options=Options(target=target, narrow_weights=False))

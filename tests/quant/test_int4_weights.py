@@ -189,13 +189,17 @@ def test_int4_weights_in_every_kernel_layout(kind, layers, target, weights):
     assert np.abs(got - _want(model, x)).max() <= Y_SCALE * 1.001
 
 
-def test_int4_weights_in_a_patched_span():
-    """Two convolutions run row by row (the planner's patches, instr/patches.py): their weights are unpacked before
-    the first tile, once."""
+@pytest.mark.parametrize("narrow", [True, False])
+def test_int4_weights_in_a_patched_span(narrow):
+    """Two convolutions run row by row (the planner's patches, instr/patches.py): each tile unpacks its chunks of
+    weights; with --unpacked-weights and --nibble-weights, maps unpack them before the first tile, once."""
     model, x = _model("conv_tall", "int4", layers=2)
-    compiled = cglow.compile_model(model, options=Options(float_io=True, nibble_weights=True))
+    compiled = cglow.compile_model(model, options=Options(float_io=True, nibble_weights=True, narrow_weights=narrow))
     assert compiled.patches is not None and compiled.c_source.count("two per byte") == 2
-    assert compiled.c_source.count(" unpacked */") == 4  # two maps a layer
+    if narrow:
+        assert compiled.c_source.count("unpacked weights */") > 4  # two maps a chunk of a tile
+    else:
+        assert compiled.c_source.count(" unpacked */") == 4  # two maps a layer
     got = cglow.build(compiled)(x)[0]
     assert np.abs(got - _want(model, x)).max() <= Y_SCALE * 1.001
 
