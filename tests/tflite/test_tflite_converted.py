@@ -29,13 +29,13 @@ MEASURED = {
     "kws_int8": (4800, 9612), "kws_int8_fio": (4800, 9612),
     "lstm_kws_dynamic": (2816, 13360), "lstm_kws_f16": (4608, 19808), "lstm_kws_float": (2816, 38960),
     "lstm_kws_int8": (1024, 10740), "lstm_kws_int8_fio": (1424, 10740),
-    "mobilenet_dynamic": (55296, 11912), "mobilenet_f16": (55296, 13240), "mobilenet_float": (55296, 20360),
+    "mobilenet_dynamic": (55296, 11912), "mobilenet_f16": (55296, 12120), "mobilenet_float": (55296, 20360),
     "mobilenet_int8": (13824, 7026), "mobilenet_int8_fio": (13824, 7026),
-    "ops_dynamic": (10240, 10248), "ops_f16": (10240, 14808), "ops_float": (10240, 25528),
+    "ops_dynamic": (10240, 10248), "ops_f16": (10240, 13672), "ops_float": (10240, 25528),
     "ops_int8": (4096, 7594), "ops_int8_fio": (4096, 7594),
-    "ops_tfkeras_dynamic": (10240, 10312), "ops_tfkeras_f16": (10240, 14872), "ops_tfkeras_float": (10240, 25592),
+    "ops_tfkeras_dynamic": (10240, 10312), "ops_tfkeras_f16": (10240, 13736), "ops_tfkeras_float": (10240, 25592),
     "ops_tfkeras_int8": (4096, 7656), "ops_tfkeras_int8_fio": (4096, 7656),
-    "resnet8_dynamic": (67584, 28072), "resnet8_f16": (67584, 68312), "resnet8_float": (67584, 79144),
+    "resnet8_dynamic": (67584, 28072), "resnet8_f16": (67584, 59160), "resnet8_float": (67584, 79144),
     "resnet8_int8": (16896, 21210), "resnet8_int8_fio": (16896, 21210),
 }
 
