@@ -62,16 +62,17 @@ def _packed(buffers: list[Buffer], done: dict[int, int], old: Buffer, narrow: np
 
 def chunks_of(g: Gemm, old: Buffer, width: int, narrow: np.dtype) -> Chunks | None:
     """How g's kernel reads its weights (old, their buffer) `width` columns at a time where each chunk's runs start
-    at whole octets (OCTET) for nibbles: in column blocks (Gemm.blocks), k innermost (dot products, channel pairs),
-    or columns innermost in rows. None otherwise (another view of them, a batch of matrices)."""
-    b, k = g.b, g.b.shape[-2]
+    at whole octets (OCTET) for nibbles: in column blocks (Gemm.blocks), k innermost (dot products, channel pairs;
+    one column: all k of it, whatever its view's stride says), or columns innermost in rows. None otherwise
+    (another view of them, a batch of matrices)."""
+    b, (k, n) = g.b, g.b.shape[-2:]
     unit = OCTET if narrow == NIBBLES else 1
     if b.offset or any(b.strides[:-2]):
         return None
     if g.blocks:
         return Chunks(width, 1, 0, column_bytes(k), BLOCK_COLUMNS, old.size, b, unit)
-    if b.strides[-2] == 1:
-        return Chunks(width, 1, 0, b.strides[-1], 2, old.size, b, unit)
+    if b.strides[-2] == 1 or n == 1:
+        return Chunks(width, 1, 0, b.strides[-1] if n > 1 else old.size, 2, old.size, b, unit)
     if b.strides[-1] == 1 and (narrow != NIBBLES or b.strides[-2] % OCTET == 0):
         return Chunks(width, k, b.strides[-2], 1, 2, old.size, b, unit)
     return None
@@ -134,7 +135,7 @@ def narrow_convs(prog: Program, columns: int) -> Program:
             continue
         old = buffers[c.w.buf]
         m = c.w.shape[0]
-        per_channel = c.w.strides[0] if outer else c.w.size // m
+        per_channel = _channel_step(c.w, old) if outer else c.w.size // m
         width = chunk_width(m, columns, per_channel * old.dtype.itemsize,
                             math.lcm(2, m // c.group) if c.group > 1 else 2)
         scratch = Buffer(len(buffers), "arena", -(-width // 2) * 2 * per_channel, f"{c.node} unpacked weights",
@@ -142,7 +143,7 @@ def narrow_convs(prog: Program, columns: int) -> Program:
         buffers.append(scratch)
         narrow_id = _packed(buffers, packed, old, narrow, octets=False)
         for first in range(0, m, width):
-            instrs += _chunk(c, narrow_id, narrow, old.size, scratch.id, first, min(width, m - first), outer)
+            instrs += _chunk(c, narrow_id, narrow, old, scratch.id, first, min(width, m - first), outer)
     return replace(prog, buffers=tuple(buffers), instrs=tuple(instrs))
 
 
@@ -153,21 +154,27 @@ def _channels_outer(c: Conv, old: Buffer, narrow: np.dtype) -> bool | None:
     w, m = c.w, c.w.shape[0]
     if c.ring is not None or w.offset:
         return None
-    if all(s <= w.strides[0] for s in w.strides) and w.strides[0] * m <= old.size:
+    if m == 1 or all(s <= w.strides[0] for s in w.strides) and w.strides[0] * m <= old.size:
         return True
     return False if w.strides[0] == 1 and (narrow != NIBBLES or m % 2 == 0) and w.order() is not None else None
 
 
-def _chunk(c: Conv, packed: int, narrow: np.dtype, size: int, scratch: int, first: int, count: int,
+def _channel_step(w: View, old: Buffer) -> int:
+    """The elements from one output channel's run of weights to the next (all of them where there is one channel,
+    whatever its view's stride says)."""
+    return w.strides[0] if w.shape[0] > 1 else old.size
+
+
+def _chunk(c: Conv, packed: int, narrow: np.dtype, old: Buffer, scratch: int, first: int, count: int,
            outer: bool) -> list:
-    """The maps unpacking output channels [first, first + count) of c's weights (packed in the narrow type, `size`
-    values) into the scratch buffer, and the convolution of those channels reading them there (the output's value
+    """The maps unpacking output channels [first, first + count) of c's weights (old's values packed in the narrow
+    type) into the scratch buffer, and the convolution of those channels reading them there (the output's value
     on the last one). Runs of channels: a pair's two whole (the last one's second the padding, pair_weights)."""
     w, label = c.w, f"{c.node} unpacked weights"
     shape = (count,) + w.shape[1:]
     if outer:
-        step = w.strides[0]
-        start, length = first * step, min(-(-count // 2) * 2 * step, size - first * step)
+        step = _channel_step(w, old)
+        start, length = first * step, min(-(-count // 2) * 2 * step, old.size - first * step)
         maps = flat_maps(packed, start, scratch, length, label) if narrow == NIBBLES else \
             [Map(View.of(scratch, (length,)), (View(packed, start, (length,), (1,)),), call(DECODE[narrow], X), label)]
         weights = View(scratch, 0, shape, w.strides)

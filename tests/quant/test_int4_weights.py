@@ -35,7 +35,9 @@ SHAPES = {  # the weights' shape, the input's, the weights' axis of output chann
     "matmul_wide": ((40, 72), [5, 40], 1), "matmul_odd": ((33, 37), [6, 33], 1), "matmul_tall": ((64, 24), [48, 64], 1),
     "matmul_batch": ((40, 24), [2, 5, 40], 1), "conv_pointwise": ((32, 16, 1, 1), [1, 16, 8, 8], 0),
     # convolutions in chunks of output channels (instr/narrow_weights.py narrow_convs): three of them, and depthwise
-    "conv_wide": ((40, 16, 3, 3), [1, 16, 6, 6], 0), "conv_depthwise": ((32, 1, 3, 3), [1, 32, 8, 8], 0)}
+    "conv_wide": ((40, 16, 3, 3), [1, 16, 6, 6], 0), "conv_depthwise": ((32, 1, 3, 3), [1, 32, 8, 8], 0),
+    # one output channel, whose view's stride says nothing (the quantized fuzzing found the matrix product's)
+    "matmul_column": ((256, 1), [2, 256], 1), "conv_single": ((1, 32, 3, 3), [1, 32, 6, 6], 0)}
 
 
 def _layer(nodes: list, inits: list, rng, kind: str, weights: str, x: str, i: int) -> str:
@@ -117,7 +119,8 @@ ONE_A_BYTE = {("matmul_odd", "generic")} | {("conv_odd", t) for t in ("generic",
 
 @pytest.mark.parametrize("target", ["generic", "x86-avx2", "x86-avx512", "x86-avx512-vnni", "cortex-m4", "aarch64"])
 @pytest.mark.parametrize("kind", ["matmul", "gemm", "matmul_wide", "matmul_odd", "matmul_tall", "matmul_batch",
-                                  "conv_pointwise", "conv", "conv_odd", "conv_wide", "conv_depthwise"])
+                                  "matmul_column", "conv_pointwise", "conv", "conv_odd", "conv_wide",
+                                  "conv_depthwise", "conv_single"])
 def test_int4_weights_unpack_by_chunks_by_default(kind, target):
     """By default, int4 weights stay two per byte: a matrix product's kernel (a 1x1 convolution's too: instr/passes.py
     pointwise_as_gemm) unpacks a chunk of columns at a time into a scratch buffer, and a convolution runs as
@@ -141,7 +144,8 @@ def test_int4_weights_unpack_by_chunks_by_default(kind, target):
     assert packed.arena_bytes - plain.arena_bytes <= k * 64 * (4 if target.startswith("x86") else 1) + 64
 
 
-@pytest.mark.parametrize("kind", ["matmul_wide", "matmul_odd", "conv_wide", "conv_depthwise"])
+@pytest.mark.parametrize("kind", ["matmul_wide", "matmul_odd", "matmul_column", "conv_wide", "conv_depthwise",
+                                  "conv_single"])
 def test_int4_chunks_under_the_sanitizers(kind):
     """The unpacking of chunks (the matrix product's own, runtime_c/nibbles8.c; the convolutions' maps) and the
     kernels reading them: no AddressSanitizer or UndefinedBehaviorSanitizer report, the optimized build's output."""
