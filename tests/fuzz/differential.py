@@ -14,6 +14,7 @@ from cglow.tools.reference import real_values
 
 from ..sanitized import run_sanitized
 from ..util import ort_run
+from . import quantized
 from .graphs import random_graph
 
 TOLERANCE = 1e-4  # of each output's scale (its largest finite magnitude, at least 1)
@@ -103,3 +104,10 @@ def check_graph(model: onnx.ModelProto, feeds: dict[str, np.ndarray], want: list
                      if (p := difference(g, w, s))]
     return "; ".join(problems) or None
 
+
+def check_quantized(seed: int, index: int) -> str | None:
+    """check_graph of quantized graph `index` of `seed` (quantized.py): with its options, its outputs within their
+    quantization steps."""
+    model, feeds, want = reference_case(seed, index, quantized.random_quantized_graph)
+    return check_graph(model, feeds, want, settings(index), quantized.output_steps(model),
+                       quantized.options(model, index))
