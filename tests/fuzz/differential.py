@@ -1,22 +1,36 @@
 """One random graph through cglow (its C built and run under the sanitizers, and with two settings of the compiler
-matrix: one gcc level and one clang level) and through onnxruntime; what differs, if anything."""
+matrix: one gcc level and one clang level) and through onnxruntime; what differs, if anything. A quantized output
+may differ by its quantization steps (rounding ties, the order of the requantization's roundings)."""
 from __future__ import annotations
 
 import numpy as np
 import onnx
 
 import cglow
+from cglow.compiler import CompiledModel, TensorInfo
+from cglow.options import Options
 from cglow.tools import matrix
+from cglow.tools.reference import real_values
 
 from ..sanitized import run_sanitized
 from ..util import ort_run
+from . import quantized
 from .graphs import random_graph
 
 TOLERANCE = 1e-4  # of each output's scale (its largest finite magnitude, at least 1)
+SLACK = 1.001  # of a quantized output's steps: the float32 rounding of its dequantized values
 
-def difference(got: np.ndarray, want: np.ndarray) -> str | None:
+
+def difference(got: np.ndarray, want: np.ndarray, steps: float | None = None) -> str | None:
+    """What differs between cglow's output and onnxruntime's: a float one by more than TOLERANCE, an integer one at
+    all, a quantized one (`steps`: the difference it may have, its quantization steps) by more than steps."""
     if got.shape != want.shape or got.dtype != want.dtype:
         return f"{got.dtype}{list(got.shape)} where onnxruntime gives {want.dtype}{list(want.shape)}"
+    if steps is not None:
+        gap = np.abs(got.astype(np.float64) - want.astype(np.float64)).reshape(-1)
+        return None if not gap.size or gap.max() <= steps * SLACK else \
+            f"{gap.max():.4g} off (the most at {np.argmax(gap)}) where {steps:.4g} is allowed, " \
+            f"{np.sum(gap > steps * SLACK)} elements beyond"
     if want.dtype.kind != "f":
         wrong = np.flatnonzero(got != want)
         return f"{wrong.size} elements differ, first at {wrong[0]}" if wrong.size else None
@@ -29,12 +43,15 @@ def difference(got: np.ndarray, want: np.ndarray) -> str | None:
 ATTEMPTS = 10
 
 
-def reference_case(seed: int, index: int) -> tuple[onnx.ModelProto, dict[str, np.ndarray], list[np.ndarray]]:
-    """Random graph `index` of `seed` with its inputs and onnxruntime's outputs: the first attempt that
-    onnxruntime runs (about 3 in 100 it refuses: SAME padding narrower than the stride, or a kernel longer than
-    its padded input, which ONNX shape inference, followed by the generator, lets through)."""
+def reference_case(seed: int, index: int, graphs=random_graph) -> tuple[onnx.ModelProto, dict[str, np.ndarray],
+                                                                       list[np.ndarray]]:
+    """Random graph `index` of `seed` (made by `graphs`) with its inputs and onnxruntime's outputs: the first
+    attempt that onnxruntime runs (about 3 in 100 it refuses: SAME padding narrower than the stride, or a kernel
+    longer than its padded input, which ONNX shape inference, followed by the generator, lets through; of quantized
+    graphs about 4 in 100: its rewrite of a MatMul of a 3-D or 4-D uint8 input and an Add after it into a Gemm
+    between Reshapes types a QuantizeLinear int8)."""
     for attempt in range(ATTEMPTS):
-        model, feeds = random_graph(seed, index, attempt)
+        model, feeds = graphs(seed, index, attempt)
         try:
             return model, feeds, ort_run(model, feeds)
         except Exception:  # onnxruntime raises its own exception types
@@ -49,21 +66,48 @@ def settings(index: int) -> tuple[matrix.Setting, matrix.Setting]:
     return gcc[index % len(gcc)], clang[index % len(clang)]
 
 
+def c_input(info: TensorInfo, x: np.ndarray) -> np.ndarray:
+    """A feed for a C input: float values for a quantized one quantized at its scale and zero point (float32
+    division, halves to even, saturated), others as they are."""
+    if info.scale is None or x.dtype.kind != "f":
+        return x
+    limits = np.iinfo(info.dtype)
+    return np.clip(np.rint(x / np.float32(info.scale)) + info.zero_point, limits.min, limits.max).astype(info.dtype)
+
+
+def real_outputs(compiled: CompiledModel, got: list[np.ndarray], want: list[np.ndarray]) -> list[np.ndarray]:
+    """The C's outputs, a quantized one in real values where onnxruntime's is float."""
+    return [real_values(t, g) if w.dtype.kind == "f" else g for t, g, w in zip(compiled.outputs, got, want)]
+
+
 def check_graph(model: onnx.ModelProto, feeds: dict[str, np.ndarray], want: list[np.ndarray],
-                built: tuple[matrix.Setting, ...] = ()) -> str | None:
-    """None when cglow's sanitized C computes what onnxruntime does, and the C `built` with each setting computes
-    the same bits, else what went wrong."""
+                built: tuple[matrix.Setting, ...] = (), steps: tuple[float | None, ...] = (),
+                options: Options = Options()) -> str | None:
+    """None when cglow's sanitized C (compiled with `options`) computes what onnxruntime does (the outputs that have
+    `steps`, quantized ones, within them), and the C `built` with each setting computes the same bits, else
+    what went wrong. Where the C takes a quantized input for the model's float one (a QuantizeLinear's integers),
+    it gets the feed quantized as QuantizeLinear does; where it gives a quantized output for a float one (a
+    DequantizeLinear's integers), that output is compared in real values."""
     try:
-        compiled = cglow.compile_model(model)
+        compiled = cglow.compile_model(model, options=options)
     except Exception as exc:
         return f"cglow refused it: {type(exc).__name__}: {exc}"
-    inputs = [feeds[t.name] for t in compiled.inputs]
-    got = run_sanitized(compiled, inputs)
-    problems = [f"output {i}: {p}" for i, (g, w) in enumerate(zip(got, want)) if (p := difference(g, w))]
+    inputs = [c_input(t, feeds[t.name]) for t in compiled.inputs]
+    got = real_outputs(compiled, run_sanitized(compiled, inputs), want)
+    steps = tuple(steps) + (None,) * (len(want) - len(steps))
+    problems = [f"output {i}: {p}" for i, (g, w, s) in enumerate(zip(got, want, steps)) if (p := difference(g, w, s))]
     for setting in built:
-        other = matrix.outputs(compiled, inputs, setting)
+        other = real_outputs(compiled, matrix.outputs(compiled, inputs, setting), want)
         if matrix.bitwise_alike(setting, matrix.Setting("gcc", "-O0")) and not matrix.same_bits(other, got):
             problems.append(f"{setting.label} and the sanitized gcc -O0 build differ")
-        problems += [f"output {i} under {setting.label}: {p}" for i, (g, w) in enumerate(zip(other, want))
-                     if (p := difference(g, w))]
+        problems += [f"output {i} under {setting.label}: {p}" for i, (g, w, s) in enumerate(zip(other, want, steps))
+                     if (p := difference(g, w, s))]
     return "; ".join(problems) or None
+
+
+def check_quantized(seed: int, index: int) -> str | None:
+    """check_graph of quantized graph `index` of `seed` (quantized.py): with its options, its outputs within their
+    quantization steps."""
+    model, feeds, want = reference_case(seed, index, quantized.random_quantized_graph)
+    return check_graph(model, feeds, want, settings(index), quantized.output_steps(model),
+                       quantized.options(model, index))
