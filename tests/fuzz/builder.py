@@ -36,17 +36,12 @@ def broadcastable(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
     return all(x == y or 1 in (x, y) for x, y in zip(reversed(a), reversed(b)))
 
 
-class Builder:
+class Choices:
+    """Seeded random choices, which the graph builders share (this one, tests/fuzz/quantized.py's)."""
+
     def __init__(self, rng: np.random.Generator):
         self.rng = rng
-        self.nodes: list[onnx.NodeProto] = []
-        self.inits: list[onnx.TensorProto] = []
-        self.inputs: list[Value] = []
-        self.bounds: dict[str, int] = {}
-        self.values: list[Value] = []
-        self.count = 0
 
-    # --- random choices ---------------------------------------------------------------------------
     def chance(self, p: float) -> bool:
         return bool(self.rng.random() < p)
 
@@ -57,6 +52,18 @@ class Builder:
         """An integer in [low, high]."""
         return int(self.rng.integers(low, high + 1))
 
+
+class Builder(Choices):
+    def __init__(self, rng: np.random.Generator):
+        super().__init__(rng)
+        self.nodes: list[onnx.NodeProto] = []
+        self.inits: list[onnx.TensorProto] = []
+        self.inputs: list[Value] = []
+        self.bounds: dict[str, int] = {}
+        self.values: list[Value] = []
+        self.count = 0
+
+    # --- random choices ---------------------------------------------------------------------------
     def uniform(self, low: float, high: float) -> float:
         return float(np.float32(self.rng.uniform(low, high)))
 

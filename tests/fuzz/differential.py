@@ -111,3 +111,15 @@ def check_quantized(seed: int, index: int) -> str | None:
     model, feeds, want = reference_case(seed, index, quantized.random_quantized_graph)
     return check_graph(model, feeds, want, settings(index), quantized.output_steps(model),
                        quantized.options(model, index))
+
+
+def failed_graphs(chosen: int, indices, problem_of, model_of, tmp_path, prefix: str) -> list[str]:
+    """A line for each graph of seed `chosen` at `indices` whose check finds a problem (problem_of(index): the
+    problem or None), its model (model_of(index)) saved in tmp_path."""
+    failures = []
+    for index in indices:
+        problem = problem_of(index)
+        if problem:
+            onnx.save(model_of(index), str(tmp_path / f"{prefix}-{chosen}-{index}.onnx"))
+            failures.append(f"graph {index} of seed {chosen} (saved in {tmp_path}): {problem}")
+    return failures

@@ -20,6 +20,7 @@ from cglow.instr.nibbles import MIN_WEIGHTS
 from cglow.options import Options
 
 from ..util import checked_model
+from .builder import Choices
 
 OPSET = 21  # int4 and uint4
 SIZES = (1, 2, 3, 5, 7, 8, 16, 17, 24, 31, 32, 33, 40, 48, 64, 65, 72, 96, 128, 255, 256, 384)  # of k and n
@@ -47,21 +48,12 @@ class QValue:
         return len(self.shape)
 
 
-class Layers:
+class Layers(Choices):
     """A quantized graph under construction: nodes, initializers, random choices."""
 
     def __init__(self, rng: np.random.Generator):
-        self.rng, self.nodes, self.inits, self.count = rng, [], [], 0
-
-    def chance(self, p: float) -> bool:
-        return bool(self.rng.random() < p)
-
-    def choice(self, options):
-        return options[int(self.rng.integers(len(options)))]
-
-    def int(self, low: int, high: int) -> int:
-        """An integer in [low, high]."""
-        return int(self.rng.integers(low, high + 1))
+        super().__init__(rng)
+        self.nodes, self.inits, self.count = [], [], 0
 
     def scales(self, low: float, high: float, count: int | None = None) -> np.ndarray:
         """Log-uniform float32 scales in [low, high]: one (a scalar), or `count`."""

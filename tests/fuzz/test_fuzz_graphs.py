@@ -5,10 +5,9 @@ inputs. GRAPHS graphs of the fixed seed and GRAPHS of the rotating one each run,
 workers share. CGLOW_FUZZ_SEED=N replays a rotating seed; a failure names its graph and saves the model."""
 from __future__ import annotations
 
-import onnx
 import pytest
 
-from tests.fuzz.differential import check_graph, reference_case, settings
+from tests.fuzz.differential import check_graph, failed_graphs, reference_case, settings
 from tests.fuzz.seeds import seed
 
 GRAPHS = 200  # per seed: 400 a run
@@ -20,12 +19,8 @@ BATCHES = 8
 def test_random_graphs_match_onnxruntime(kind, batch, tmp_path):
     chosen = seed(kind)
     print(f"{kind} seed {chosen}: replay with CGLOW_FUZZ_SEED={chosen}")
-    failures = []
-    for index in range(batch, GRAPHS, BATCHES):
-        model, feeds, want = reference_case(chosen, index)
-        problem = check_graph(model, feeds, want, settings(index))
-        if problem:
-            onnx.save(model, str(tmp_path / f"graph-{chosen}-{index}.onnx"))
-            failures.append(f"graph {index} of seed {chosen} (saved in {tmp_path}): {problem}")
+    failures = failed_graphs(chosen, range(batch, GRAPHS, BATCHES),
+                             lambda index: check_graph(*reference_case(chosen, index), settings(index)),
+                             lambda index: reference_case(chosen, index)[0], tmp_path, "graph")
     assert not failures, "\n".join(failures) + "\none alone: python -c 'from tests.fuzz.differential import *; " \
                                                 "print(check_graph(*reference_case(SEED, INDEX), settings(INDEX)))'"

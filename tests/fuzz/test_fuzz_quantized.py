@@ -6,10 +6,9 @@ graphs of the fixed seed and GRAPHS of the rotating one, in BATCHES that the tes
 replays a rotating seed; a failure names its graph and saves the model."""
 from __future__ import annotations
 
-import onnx
 import pytest
 
-from tests.fuzz.differential import check_quantized, reference_case
+from tests.fuzz.differential import check_quantized, failed_graphs, reference_case
 from tests.fuzz.quantized import LAYERS, random_quantized_graph
 from tests.fuzz.seeds import FIXED_SEED, seed
 from tests.qdq import folded_ops
@@ -23,13 +22,9 @@ BATCHES = 4
 def test_random_quantized_layers_match_onnxruntime(kind, batch, tmp_path):
     chosen = seed(kind)
     print(f"{kind} seed {chosen}: replay with CGLOW_FUZZ_SEED={chosen}")
-    failures = []
-    for index in range(batch, GRAPHS, BATCHES):
-        problem = check_quantized(chosen, index)
-        if problem:
-            onnx.save(reference_case(chosen, index, random_quantized_graph)[0],
-                      str(tmp_path / f"quantized-{chosen}-{index}.onnx"))
-            failures.append(f"graph {index} of seed {chosen} (saved in {tmp_path}): {problem}")
+    failures = failed_graphs(chosen, range(batch, GRAPHS, BATCHES), lambda index: check_quantized(chosen, index),
+                             lambda index: reference_case(chosen, index, random_quantized_graph)[0], tmp_path,
+                             "quantized")
     assert not failures, "\n".join(failures) + \
         "\none alone: python -c 'from tests.fuzz.differential import *; print(check_quantized(SEED, INDEX))'"
 
