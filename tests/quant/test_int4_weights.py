@@ -283,3 +283,48 @@ def test_weight_only_int4_under_the_sanitizers():
     model, x = _weight_only("gemm_int4")
     compiled = cglow.compile_model(model)
     assert np.array_equal(run_sanitized(compiled, [x])[0], cglow.build(compiled)(x)[0])
+
+
+# blocked weight-only products: (op, weight type, zero points, k, block size)
+BLOCKED = {"int4": ("MatMul", T.INT4, False, 256, 32), "int4_ragged": ("MatMul", T.INT4, False, 100, 32),
+           "uint4_zeros": ("MatMul", T.UINT4, True, 128, 64), "gemm_int4": ("Gemm", T.INT4, False, 128, 32)}
+
+
+def _blocked(case: str, n: int = 24, m: int = 2):
+    """A float product by integer weights dequantized in blocks of k (block_size; a scale, and a zero point, per
+    block and column); and an input."""
+    op, w_type, zeros, k, size = BLOCKED[case]
+    rng = np.random.default_rng(9)
+    lo, hi = RANGES[w_type]
+    trans_b = int(op == "Gemm")
+    blocks = -(-k // size)
+    shape, scales = ([n, k], [n, blocks]) if trans_b else ([k, n], [blocks, n])
+    inits = [h.make_tensor("w", w_type, shape, rng.integers(lo, hi + 1, k * n).tolist()),
+             numpy_helper.from_array(rng.uniform(0.01, 0.1, scales).astype(np.float32), "scale")]
+    if zeros:
+        inits.append(h.make_tensor("zero", w_type, scales, rng.integers(lo, hi + 1, blocks * n).tolist()))
+    nodes = [h.make_node("DequantizeLinear", ["w", "scale"] + ["zero"] * zeros, ["wf"], axis=trans_b,
+                         block_size=size)]
+    if op == "Gemm":
+        inits.append(numpy_helper.from_array(rng.standard_normal(n).astype(np.float32), "bias"))
+        nodes.append(h.make_node("Gemm", ["x", "wf", "bias"], ["y"], transB=1, alpha=0.5))
+    else:
+        nodes.append(h.make_node("MatMul", ["x", "wf"], ["y"]))
+    graph = h.make_graph(nodes, "blocked", [h.make_tensor_value_info("x", T.FLOAT, [m, k])],
+                         [h.make_tensor_value_info("y", T.FLOAT, None)], inits)
+    return checked_model(graph, 21), rng.standard_normal((m, k)).astype(np.float32)
+
+
+@pytest.mark.parametrize("target", ["generic", "x86-avx512-vnni", "cortex-m4", "aarch64"])
+@pytest.mark.parametrize("case", sorted(BLOCKED))
+def test_blocked_weight_only_products_sum_a_product_per_block(case, target):
+    """Weights dequantized in blocks of k (graph/quant/weight_only.py _blocked): a ScaledGemm per block, their sums
+    added; within float32 rounding of onnx's reference evaluator; the arena holds a product's output or two, not the
+    dequantized float weights."""
+    model, x = _blocked(case)
+    compiled = cglow.compile_model(model, options=Options(target=target))
+    (want,) = ReferenceEvaluator(model).run(None, {"x": x})
+    assert np.abs(cglow.build(compiled)(x)[0] - want).max() <= 1e-5 * np.abs(want).max()
+    _, _, _, k, size = BLOCKED[case]
+    assert sum(node.op == "ScaledGemm" for node in compiled.graph.nodes) == -(-k // size)
+    assert compiled.arena_bytes < k * 24  # the weights in float32 would take k * 24 * 4

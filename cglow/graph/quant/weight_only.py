@@ -3,27 +3,37 @@ or per-column DequantizeLinear of an integer constant (a weight-only quantized m
 float activations) becomes a ScaledGemm, the weights less their zero points kept as int8 constants and each column's
 scale (and Gemm's alpha) applied to the float sum in its epilogue: x @ ((q - z) * s) = (x @ (q - z)) * s. One byte
 of flash a weight rather than four, and int4 weights then stay two per byte (instr/narrow_weights.py); the
-sums differ from those of the float weights by float32 rounding. Other weights (blocked, a zero point that leaves
-values beyond int8, a batch of matrices) are dequantized at compile time (fold.py fold_dequantized_consts)."""
+sums differ from those of the float weights by float32 rounding. Weights quantized in blocks along k (block_size,
+a scale per block of k and column) take a ScaledGemm per block, of that slice of k, their sums added
+(MAX_BLOCKS of them at most). Other weights (blocks along the columns, a zero point that leaves values beyond int8,
+a batch of matrices) are dequantized at compile time (fold.py fold_dequantized_consts), or by maps for blocked
+ones."""
 from __future__ import annotations
 
 import numpy as np
 
 from ..edit import Site, rewrite_each
-from ..ir import Graph, Node
+from ..ir import Graph, Node, TensorType
 from .params import dequantized
+
+MAX_BLOCKS = 64  # blocks along k a product is split into at most (_blocked): one matrix product each
 
 
 def weight_only(graph: Graph) -> Graph:
-    return rewrite_each(graph, _scaled)
+    return rewrite_each(rewrite_each(graph, _scaled), _blocked)
+
+
+def _float_product(site: Site, node: Node) -> bool:
+    """Whether node is a MatMul or Gemm (its a not transposed) of float values, not dequantized ones (a QDQ layer that
+    fold.py left in float stays as it is, for `cglow info` to say why)."""
+    return node.op in ("MatMul", "Gemm") and not node.attr("transA", 0) and \
+        site.graph.types[node.inputs[0]].dtype == np.float32 and not dequantized(site, node.inputs[0])
 
 
 def _scaled(site: Site, node: Node) -> Graph | None:
-    """The ScaledGemm of a MatMul or Gemm of float values, not dequantized ones (a QDQ layer that fold.py left in
-    float stays as it is, for `cglow info` to say why), by integer weights dequantized per tensor or per output
+    """The ScaledGemm of a float product (_float_product) by integer weights dequantized per tensor or per output
     column, their values less the zero points in int8; None where it is not one."""
-    if node.op not in ("MatMul", "Gemm") or site.graph.types[node.inputs[0]].dtype != np.float32 or \
-            dequantized(site, node.inputs[0]):
+    if not _float_product(site, node):
         return None
     d = dequantized(site, node.inputs[1])
     q = site.const(d.source) if d else None
@@ -41,5 +51,72 @@ def _scaled(site: Site, node: Node) -> Graph | None:
     w, s = site.fresh(f"{node.name}/w_int", taken), site.fresh(f"{node.name}/w_scale", taken)
     bias = node.inputs[2:3] if node.op == "Gemm" and node.attr("beta", 1.0) != 0 else ()
     scaled = Node("ScaledGemm", node.name, (node.inputs[0], w, s) + tuple(b for b in bias if b), node.outputs,
-                  {"transA": node.attr("transA", 0), "beta": node.attr("beta", 1.0)})
+                  {"beta": node.attr("beta", 1.0)})
     return site.rewritten([(node, scaled)], {w: weights, s: scale})
+
+
+def _blocked(site: Site, node: Node) -> Graph | None:
+    """A float product (_float_product) by integer weights dequantized in blocks along k (a scale, and a zero point,
+    per block of block_size values of k and per column), as the sum of a ScaledGemm per block: of a's slice of k
+    (a Slice, which costs nothing) by the block's weights less their zero points in int8, its columns times the
+    block's scales; Gemm's bias added by the first. None where it is not one."""
+    dq = site.producer.get(node.inputs[1]) if _float_product(site, node) else None
+    size = dq.attr("block_size", 0) if dq is not None and dq.op == "DequantizeLinear" else 0
+    q, scale = (site.const(dq.inputs[0]), site.const(dq.inputs[1])) if size else (None, None)
+    zero = site.const(dq.inputs[2]) if size and len(dq.inputs) > 2 and dq.inputs[2] else None
+    trans_b = node.attr("transB", 0)
+    if q is None or scale is None or q.ndim != 2 or q.dtype.kind not in "iu" or dq.attr("axis", 1) % 2 != trans_b or \
+            len(dq.inputs) > 2 and dq.inputs[2] and zero is None:
+        return None
+    q, scale = (q.T, scale.T) if trans_b else (q, scale)  # [K, N], [blocks, N]
+    k, blocks = q.shape[0], scale.shape[0]
+    zero = np.zeros_like(scale, np.int64) if zero is None else (zero.T if trans_b else zero).astype(np.int64)
+    values = q.astype(np.int64) - np.repeat(zero, size, axis=0)[:k]
+    if blocks > MAX_BLOCKS or values.min() < -128 or values.max() > 127:
+        return None
+    b = _Blocks(site, node)
+    total = b.block(0, min(k, size), values, scale[0] * node.attr("alpha", 1.0), blocks == 1)
+    for i in range(1, blocks):
+        part = b.block(i * size, min(k, (i + 1) * size), values, scale[i] * node.attr("alpha", 1.0), False)
+        total = b.add(total, part, last=i == blocks - 1)
+    at = next(i for i, n in enumerate(site.graph.nodes) if n is node)
+    graph = site.rewritten([(node, None)], b.consts)
+    return graph.with_nodes(graph.nodes[:at] + tuple(b.nodes) + graph.nodes[at:], types={**graph.types, **b.types})
+
+
+class _Blocks:
+    """The nodes, constants and value types of a blocked product's rewrite (_blocked)."""
+
+    def __init__(self, site: Site, node: Node):
+        self.site, self.node, self.taken = site, node, set()
+        self.nodes, self.consts, self.types = [], {}, {}
+        self.out = site.graph.types[node.outputs[0]]
+
+    def fresh(self, what: str) -> str:
+        return self.site.fresh(f"{self.node.name}/{what}", self.taken)
+
+    def block(self, lo: int, hi: int, values: np.ndarray, scale: np.ndarray, only: bool) -> str:
+        """The ScaledGemm of a's values [lo, hi) of k by the weights of those rows (the first block takes the bias;
+        the `only` one writes the product's output); its output's name."""
+        first = lo == 0
+        x = self.node.inputs[0]
+        shape = self.site.graph.types[x].shape
+        ends = [self.fresh("starts"), self.fresh("ends"), self.fresh("axes")]
+        self.consts.update(zip(ends, (np.array([lo], np.int64), np.array([hi], np.int64), np.array([-1], np.int64))))
+        part, w, s = self.fresh(f"a{lo}"), self.fresh(f"w{lo}"), self.fresh(f"scale{lo}")
+        y = self.node.outputs[0] if only else self.fresh(f"y{lo}")
+        self.types[part] = TensorType(np.dtype(np.float32), shape[:-1] + (hi - lo,))
+        self.types.setdefault(y, self.out)
+        self.consts[w], self.consts[s] = values[lo:hi].astype(np.int8), scale.astype(np.float32)
+        bias = self.node.inputs[2:3] if first and self.node.op == "Gemm" and self.node.attr("beta", 1.0) != 0 else ()
+        self.nodes += [Node("Slice", f"{self.node.name}/slice{lo}", (x, *ends), (part,), {}),
+                       Node("ScaledGemm", f"{self.node.name}/block{lo}", (part, w, s) + tuple(n for n in bias if n),
+                            (y,), {"beta": self.node.attr("beta", 1.0)})]
+        return y
+
+    def add(self, a: str, b: str, last: bool) -> str:
+        """The sum of two blocks' (the last: the product's output)."""
+        y = self.node.outputs[0] if last else self.fresh("sum")
+        self.types.setdefault(y, self.out)
+        self.nodes.append(Node("Add", f"{self.node.name}/sum{len(self.nodes)}", (a, b), (y,), {}))
+        return y

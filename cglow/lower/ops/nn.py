@@ -73,10 +73,9 @@ def _product(ctx: Context, node: Node, a: View, b: View) -> tuple[View, View, Vi
 
 
 def _scaled_gemm(ctx: Context, node: Node) -> None:
-    """ScaledGemm (graph/quant/weight_only.py): float a (transposed with transA) by int8 weights [K, N], each
-    output column times its scale, plus beta times the bias where it has one."""
-    a = ctx.view(node.inputs[0])
-    out, a, b = _product(ctx, node, a.permute((1, 0)) if node.attr("transA", 0) else a, ctx.view(node.inputs[1]))
+    """ScaledGemm (graph/quant/weight_only.py): float a by int8 weights [K, N], each output column times its scale,
+    plus beta times the bias where it has one."""
+    out, a, b = _product(ctx, node, ctx.view(node.inputs[0]), ctx.view(node.inputs[1]))
     ins, values = ctx.operands(node.inputs[2:], out.shape)
     expr = ACC * values[0]
     if len(values) > 1:
