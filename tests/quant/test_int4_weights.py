@@ -237,10 +237,17 @@ def _weight_only(case: str, k: int = 64, n: int = 32, m: int = 3):
     if zero is not None:
         inits.append(h.make_tensor("zero", w_type, [n] if per_column else [], [zero] * scales))
         dequantize.append("zero")
-    nodes = [h.make_node("DequantizeLinear", dequantize, ["wf"], axis=1 - trans_b)]
+    return _by_dequantized(h.make_node("DequantizeLinear", dequantize, ["wf"], axis=1 - trans_b), op, inits, rng,
+                           m, k, n)
+
+
+def _by_dequantized(dequantize, op: str, inits: list, rng, m: int, k: int, n: int):
+    """The model of x [m, k] by the dequantized weights `dequantize` writes (wf): a MatMul, or a Gemm of transposed
+    weights, alpha, beta and a bias; and an input."""
+    nodes = [dequantize]
     if op == "Gemm":
         inits.append(numpy_helper.from_array(rng.standard_normal(n).astype(np.float32), "bias"))
-        nodes.append(h.make_node("Gemm", ["x", "wf", "bias"], ["y"], transB=trans_b, alpha=0.7, beta=1.3))
+        nodes.append(h.make_node("Gemm", ["x", "wf", "bias"], ["y"], transB=1, alpha=0.7, beta=1.3))
     else:
         nodes.append(h.make_node("MatMul", ["x", "wf"], ["y"]))
     graph = h.make_graph(nodes, "weight_only", [h.make_tensor_value_info("x", T.FLOAT, [m, k])],
@@ -303,16 +310,9 @@ def _blocked(case: str, n: int = 24, m: int = 2):
              numpy_helper.from_array(rng.uniform(0.01, 0.1, scales).astype(np.float32), "scale")]
     if zeros:
         inits.append(h.make_tensor("zero", w_type, scales, rng.integers(lo, hi + 1, blocks * n).tolist()))
-    nodes = [h.make_node("DequantizeLinear", ["w", "scale"] + ["zero"] * zeros, ["wf"], axis=trans_b,
-                         block_size=size)]
-    if op == "Gemm":
-        inits.append(numpy_helper.from_array(rng.standard_normal(n).astype(np.float32), "bias"))
-        nodes.append(h.make_node("Gemm", ["x", "wf", "bias"], ["y"], transB=1, alpha=0.5))
-    else:
-        nodes.append(h.make_node("MatMul", ["x", "wf"], ["y"]))
-    graph = h.make_graph(nodes, "blocked", [h.make_tensor_value_info("x", T.FLOAT, [m, k])],
-                         [h.make_tensor_value_info("y", T.FLOAT, None)], inits)
-    return checked_model(graph, 21), rng.standard_normal((m, k)).astype(np.float32)
+    dequantize = h.make_node("DequantizeLinear", ["w", "scale"] + ["zero"] * zeros, ["wf"], axis=trans_b,
+                             block_size=size)
+    return _by_dequantized(dequantize, op, inits, rng, m, k, n)
 
 
 @pytest.mark.parametrize("target", ["generic", "x86-avx512-vnni", "cortex-m4", "aarch64"])
