@@ -129,8 +129,8 @@ def narrow_convs(prog: Program, columns: int) -> Program:
     packed: dict[int, int] = {}  # weights buffer -> its narrow copy
     for c in prog.instrs:
         narrow = narrowest(buffers[c.w.buf]) if isinstance(c, Conv) else None
-        outer = narrow and _channels_outer(c, buffers[c.w.buf], narrow)
-        if outer is None or not narrow:
+        outer = _channels_outer(c, buffers[c.w.buf], narrow) if narrow else None
+        if outer is None:
             instrs.append(c)
             continue
         old = buffers[c.w.buf]

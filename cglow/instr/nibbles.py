@@ -92,8 +92,10 @@ def flat_maps(packed: int, start: int, to: int, size: int, label: str) -> list[M
 
 def _weights(instr) -> tuple[str, int] | None:
     """The field of a kernel's weights and the dim of their output channels: a convolution's w [M, C, KH, KW],
-    a matrix product's b [..., K, N]."""
-    return ("w", 0) if isinstance(instr, Conv) else ("b", -1) if isinstance(instr, Gemm) else None
+    a matrix product's b [..., K, N] (none where its kernel unpacks them itself: Gemm.chunks)."""
+    if isinstance(instr, Conv):
+        return "w", 0
+    return ("b", -1) if isinstance(instr, Gemm) and not instr.chunks else None
 
 
 def _matrix(buf: Buffer, v: View, axis: int) -> tuple[tuple[int, int], tuple[int, int]] | None:
@@ -136,8 +138,7 @@ def unpack_nibbles(prog: Program) -> Program:
     for instr in prog.instrs:
         field = _weights(instr)
         v = field and getattr(instr, field[0])
-        if v is not None and buffers[v.buf].kind == "const" and v.buf not in unpacked and \
-                not (isinstance(instr, Gemm) and instr.chunks):
+        if v is not None and buffers[v.buf].kind == "const" and v.buf not in unpacked:
             old = buffers[v.buf]
             found = _packing(old, v, field[1])
             if found is not None:

@@ -16,11 +16,11 @@ from ..edit import Site, rewrite_each
 from ..ir import Graph, Node, TensorType
 from .params import dequantized
 
-MAX_BLOCKS = 64  # blocks along k a product is split into at most (_blocked): one matrix product each
+MAX_BLOCKS = 64  # blocks along k a product is split into at most: one matrix product each
 
 
 def weight_only(graph: Graph) -> Graph:
-    return rewrite_each(rewrite_each(graph, _scaled), _blocked)
+    return rewrite_each(graph, _scaled)
 
 
 def _float_product(site: Site, node: Node) -> bool:
@@ -31,57 +31,51 @@ def _float_product(site: Site, node: Node) -> bool:
 
 
 def _scaled(site: Site, node: Node) -> Graph | None:
-    """The ScaledGemm of a float product (_float_product) by integer weights dequantized per tensor or per output
-    column, their values less the zero points in int8; None where it is not one."""
-    if not _float_product(site, node):
+    """A float product (_float_product) by integer weights (_integer_weights) as the sum of a ScaledGemm per block of
+    k (one where the scales are per tensor or per column): of a's slice of k (a Slice, which costs nothing) by the
+    block's weights less their zero points in int8, its columns times the block's scales (and Gemm's alpha); Gemm's
+    bias added by the first. None where it is not one."""
+    weights = _integer_weights(site, node) if _float_product(site, node) else None
+    if weights is None:
         return None
-    d = dequantized(site, node.inputs[1])
-    q = site.const(d.source) if d else None
+    values, scale, size = weights
+    k, blocks = values.shape[0], scale.shape[0]
+    if blocks > MAX_BLOCKS or values.min() < -128 or values.max() > 127:
+        return None
+    scale = scale * node.attr("alpha", 1.0)
+    b = _Blocks(site, node)
+    total = b.block(0, min(k, size), values, scale[0], blocks == 1)
+    for i in range(1, blocks):
+        total = b.add(total, b.block(i * size, min(k, (i + 1) * size), values, scale[i], False), i == blocks - 1)
+    at = next(i for i, n in enumerate(site.graph.nodes) if n is node)
+    graph = site.rewritten([(node, None)], b.consts)
+    return graph.with_nodes(graph.nodes[:at] + tuple(b.nodes) + graph.nodes[at:], types={**graph.types, **b.types})
+
+
+def _integer_weights(site: Site, node: Node) -> tuple[np.ndarray, np.ndarray, int] | None:
+    """The product's weights where they are a DequantizeLinear of a 2-D integer constant per tensor, per output
+    column or in blocks along k (block_size): their values less their zero points [K, N], the scales [blocks, N]
+    and the block size (K for one block); None otherwise."""
     trans_b = node.attr("transB", 0)
-    if q is None or q.ndim != 2 or d.p.axis not in (None, 1 - trans_b):
-        return None
-    n = q.shape[1 - trans_b]
-    shape = (1, n) if trans_b == 0 else (n, 1)
-    values = q.astype(np.int64) - np.broadcast_to(d.p.zero, (n,)).reshape(shape)
-    if values.min() < -128 or values.max() > 127:
-        return None
-    weights = (values.T if trans_b else values).astype(np.int8)
-    scale = (node.attr("alpha", 1.0) * np.broadcast_to(d.p.scale, (n,))).astype(np.float32)
-    taken: set[str] = set()
-    w, s = site.fresh(f"{node.name}/w_int", taken), site.fresh(f"{node.name}/w_scale", taken)
-    bias = node.inputs[2:3] if node.op == "Gemm" and node.attr("beta", 1.0) != 0 else ()
-    scaled = Node("ScaledGemm", node.name, (node.inputs[0], w, s) + tuple(b for b in bias if b), node.outputs,
-                  {"beta": node.attr("beta", 1.0)})
-    return site.rewritten([(node, scaled)], {w: weights, s: scale})
-
-
-def _blocked(site: Site, node: Node) -> Graph | None:
-    """A float product (_float_product) by integer weights dequantized in blocks along k (a scale, and a zero point,
-    per block of block_size values of k and per column), as the sum of a ScaledGemm per block: of a's slice of k
-    (a Slice, which costs nothing) by the block's weights less their zero points in int8, its columns times the
-    block's scales; Gemm's bias added by the first. None where it is not one."""
-    dq = site.producer.get(node.inputs[1]) if _float_product(site, node) else None
+    d = dequantized(site, node.inputs[1])
+    if d is not None:  # per tensor or per column: one block
+        q = site.const(d.source)
+        if q is None or q.ndim != 2 or d.p.axis not in (None, 1 - trans_b):
+            return None
+        q = q.T if trans_b else q
+        n = q.shape[1]
+        return (q.astype(np.int64) - np.broadcast_to(d.p.zero, (n,)), np.broadcast_to(d.p.scale, (1, n)),
+                q.shape[0])
+    dq = site.producer.get(node.inputs[1])
     size = dq.attr("block_size", 0) if dq is not None and dq.op == "DequantizeLinear" else 0
     q, scale = (site.const(dq.inputs[0]), site.const(dq.inputs[1])) if size else (None, None)
     zero = site.const(dq.inputs[2]) if size and len(dq.inputs) > 2 and dq.inputs[2] else None
-    trans_b = node.attr("transB", 0)
     if q is None or scale is None or q.ndim != 2 or q.dtype.kind not in "iu" or dq.attr("axis", 1) % 2 != trans_b or \
             len(dq.inputs) > 2 and dq.inputs[2] and zero is None:
         return None
     q, scale = (q.T, scale.T) if trans_b else (q, scale)  # [K, N], [blocks, N]
-    k, blocks = q.shape[0], scale.shape[0]
     zero = np.zeros_like(scale, np.int64) if zero is None else (zero.T if trans_b else zero).astype(np.int64)
-    values = q.astype(np.int64) - np.repeat(zero, size, axis=0)[:k]
-    if blocks > MAX_BLOCKS or values.min() < -128 or values.max() > 127:
-        return None
-    b = _Blocks(site, node)
-    total = b.block(0, min(k, size), values, scale[0] * node.attr("alpha", 1.0), blocks == 1)
-    for i in range(1, blocks):
-        part = b.block(i * size, min(k, (i + 1) * size), values, scale[i] * node.attr("alpha", 1.0), False)
-        total = b.add(total, part, last=i == blocks - 1)
-    at = next(i for i, n in enumerate(site.graph.nodes) if n is node)
-    graph = site.rewritten([(node, None)], b.consts)
-    return graph.with_nodes(graph.nodes[:at] + tuple(b.nodes) + graph.nodes[at:], types={**graph.types, **b.types})
+    return q.astype(np.int64) - np.repeat(zero, size, axis=0)[:q.shape[0]], scale, size
 
 
 class _Blocks:
@@ -96,22 +90,24 @@ class _Blocks:
         return self.site.fresh(f"{self.node.name}/{what}", self.taken)
 
     def block(self, lo: int, hi: int, values: np.ndarray, scale: np.ndarray, only: bool) -> str:
-        """The ScaledGemm of a's values [lo, hi) of k by the weights of those rows (the first block takes the bias;
-        the `only` one writes the product's output); its output's name."""
-        first = lo == 0
-        x = self.node.inputs[0]
-        shape = self.site.graph.types[x].shape
-        ends = [self.fresh("starts"), self.fresh("ends"), self.fresh("axes")]
-        self.consts.update(zip(ends, (np.array([lo], np.int64), np.array([hi], np.int64), np.array([-1], np.int64))))
-        part, w, s = self.fresh(f"a{lo}"), self.fresh(f"w{lo}"), self.fresh(f"scale{lo}")
-        y = self.node.outputs[0] if only else self.fresh(f"y{lo}")
-        self.types[part] = TensorType(np.dtype(np.float32), shape[:-1] + (hi - lo,))
-        self.types.setdefault(y, self.out)
+        """The ScaledGemm of a's values [lo, hi) of k (all of a for the `only` block, which writes the product's
+        output under its name) by the weights of those rows (the first block takes the bias); its output's name."""
+        x, name = self.node.inputs[0], self.node.name
+        w, s = self.fresh(f"w_int{lo}"), self.fresh(f"w_scale{lo}")
         self.consts[w], self.consts[s] = values[lo:hi].astype(np.int8), scale.astype(np.float32)
-        bias = self.node.inputs[2:3] if first and self.node.op == "Gemm" and self.node.attr("beta", 1.0) != 0 else ()
-        self.nodes += [Node("Slice", f"{self.node.name}/slice{lo}", (x, *ends), (part,), {}),
-                       Node("ScaledGemm", f"{self.node.name}/block{lo}", (part, w, s) + tuple(n for n in bias if n),
-                            (y,), {"beta": self.node.attr("beta", 1.0)})]
+        if only:
+            part, y = x, self.node.outputs[0]
+        else:
+            ends = [self.fresh("starts"), self.fresh("ends"), self.fresh("axes")]
+            self.consts.update(zip(ends, (np.array([lo], np.int64), np.array([hi], np.int64),
+                                          np.array([-1], np.int64))))
+            part, y, name = self.fresh(f"a{lo}"), self.fresh(f"y{lo}"), f"{name}/block{lo}"
+            self.types[part] = TensorType(np.dtype(np.float32), self.site.graph.types[x].shape[:-1] + (hi - lo,))
+            self.types[y] = self.out
+            self.nodes.append(Node("Slice", f"{self.node.name}/slice{lo}", (x, *ends), (part,), {}))
+        bias = self.node.inputs[2:3] if lo == 0 and self.node.op == "Gemm" and self.node.attr("beta", 1.0) != 0 else ()
+        self.nodes.append(Node("ScaledGemm", name, (part, w, s) + tuple(n for n in bias if n), (y,),
+                               {"beta": self.node.attr("beta", 1.0)}))
         return y
 
     def add(self, a: str, b: str, last: bool) -> str:
