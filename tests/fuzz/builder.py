@@ -8,7 +8,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto as T, helper, numpy_helper
 
-OPSET = 17
+OPSET = 23  # the newest that onnxruntime and cglow both take: RMSNormalization, Attention, RotaryEmbedding
 MAX_ELEMENTS = 4096  # per value: graphs stay small, so that many fit in a CI run
 
 
@@ -152,4 +152,4 @@ class Builder(Choices):
                 helper.make_tensor_value_info(o, T.UNDEFINED, None) for o in outputs]
         ins = [helper.make_tensor_value_info(v.name, v.elem, v.shape) for v in self.inputs]
         graph = helper.make_graph(self.nodes, "fuzz", ins, outs, self.inits)
-        return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=8)
+        return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=10)

@@ -137,10 +137,7 @@ def reduce(b: Builder) -> None:
     axes = sorted({b.int(-x.rank, x.rank - 1) % x.rank for _ in range(b.int(1, x.rank))})
     keep = b.int(0, 1)
     exact = x.exact and op in ("ReduceMax", "ReduceMin")
-    if op == "ReduceSum":
-        b.node(op, [data] + ([b.const(np.array(axes, np.int64))] if b.chance(0.8) else []), keepdims=keep)
-    else:
-        b.node(op, [data], keepdims=keep, exact=exact, **({"axes": axes} if b.chance(0.8) else {}))
+    b.node(op, [data] + ([b.const(np.array(axes, np.int64))] if b.chance(0.8) else []), keepdims=keep, exact=exact)
 
 
 def arg_reduce(b: Builder) -> None:

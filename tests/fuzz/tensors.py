@@ -66,7 +66,7 @@ def split(b: Builder) -> None:
     axis = b.choice([i for i, d in enumerate(x.shape) if d >= 2])
     n = b.int(2, min(3, x.shape[axis]))
     if b.chance(0.5) and x.shape[axis] % n == 0:
-        b.node("Split", [x.name], outputs=n, axis=axis, exact=x.exact)
+        b.node("Split", [x.name], outputs=n, axis=axis, num_outputs=n, exact=x.exact)
     else:
         cuts = sorted(b.rng.choice(np.arange(1, x.shape[axis]), n - 1, replace=False))
         sizes = np.diff([0, *cuts, x.shape[axis]])
@@ -231,7 +231,7 @@ def grid_sample(b: Builder) -> None:
     """GridSample at a constant grid (points a little beyond the input too), every mode and padding."""
     x = b.pick(lambda v: v.rank == 4)
     grid = b.rng.uniform(-1.2, 1.2, (x.shape[0], b.int(1, 4), b.int(1, 4), 2)).astype(np.float32)
-    b.node("GridSample", [x.name, b.const(grid)], mode=b.choice(["bilinear", "nearest", "bicubic"]),
+    b.node("GridSample", [x.name, b.const(grid)], mode=b.choice(["linear", "nearest", "cubic"]),
            padding_mode=b.choice(["zeros", "border", "reflection"]), align_corners=b.int(0, 1))
 
 
