@@ -351,7 +351,9 @@ class Gemm(Primitive):
     (instr/passes.py pair_weights). With `blocks`, b's buffer holds it in blocks of that many columns, each
     block's k in groups of four (instr/vector_dots.py block_weights), its view's strides those of [K, N]. With
     `unpacked` (scratch), b is a buffer that holds its values in a narrower type (`chunks`: where, and b's view of
-    them), which the kernel unpacks there a chunk of columns at a time (instr/narrow_weights.py)."""
+    them), which the kernel unpacks there a chunk of columns at a time (instr/narrow_weights.py). With `nibbles`, b's
+    buffer holds its values 8 more as nibbles eight a word (nibbles.pack_octets), each column's k in whole words,
+    `nibbles` bytes a column; the dot products unpack them in registers (narrow_weights.nibble_dots)."""
     primitive = "gemm"
     roles = (("out", "out"), ("a", "in"), ("b", "in"), ("epi", "in"), ("panel", "scratch"),
              ("unpacked", "scratch"))
@@ -365,6 +367,7 @@ class Gemm(Primitive):
     blocks: int = 0
     unpacked: View | None = None
     chunks: Chunks | None = None
+    nibbles: int = 0
     value: Value | None = None
 
     def expressions(self) -> tuple[Expr, ...]:
@@ -377,6 +380,12 @@ class Gemm(Primitive):
     def work(self) -> int:
         return self.macs()
 
+
+
+def gemm_dot_products(g: Gemm, a: np.dtype, b: np.dtype) -> bool:
+    """Whether a Gemm of these element types runs as 4-lane dot products on a target with them (kernels/
+    gemm.py): 8-bit values by int8 weights, no zero point on b, and k contiguous in both operands."""
+    return dot_operands(a, b) and not g.zeros[1] and g.a.strides[-1] == 1 and g.b.strides[-2] == 1
 
 @dataclass(frozen=True)
 class Pool(Primitive):

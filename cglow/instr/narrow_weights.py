@@ -18,7 +18,7 @@ import ml_dtypes
 import numpy as np
 
 from .expr import Input, call
-from .ir import OCTET, Buffer, Chunks, Conv, Gemm, Map, Program, View
+from .ir import OCTET, Buffer, Chunks, Conv, Gemm, Map, Program, View, gemm_dot_products
 from .nibbles import MIN_WEIGHTS, flat_maps, pack, pack_octets, unpacked_maps
 from .vector_dots import BLOCK_COLUMNS, column_bytes
 
@@ -91,19 +91,31 @@ def chunk_width(channels: int, columns: int, channel_bytes: int, unit: int) -> i
     return min(max(unit, width // unit * unit), channels)
 
 
-def narrow_gemms(prog: Program, columns: int) -> Program:
+# The most rows of a matrix product whose dot products unpack nibbles in registers (nibble_dots): beyond, chunks
+# unpacked once for all of them cost less than the unpacking in each tile. Estimated Cortex-M4 cycles per MAC of an
+# int4 m x 128 by 128 x 64 QDQ MatMul, in registers against chunks: m = 2: 1.73 / 2.73; 6: 1.72 / 1.90; 12:
+# 1.72 / 1.69; 24: 1.72 / 1.58
+NIBBLE_DOT_ROWS = 8
+
+
+def narrow_gemms(prog: Program, columns: int, dots: bool = False) -> Program:
     """The matrix products whose constant weights have a narrower type (narrowest) and chunks (chunks_of) read them
     in it, unpacked by the kernel a chunk of columns at a time (Gemm.chunks; chunk_width) into a scratch buffer of
     their type (Gemm.unpacked) that holds one chunk's runs. Each product unpacks them anew (the tiles of a patched
     span, a recurrent layer's steps): one pass over the weights for its rows, which a matrix-vector product pays
-    in full."""
+    in full. On a target whose 8-bit products are dot products (`dots`), those of nibbles read by rows of a, not
+    by a panel of them, unpack them in registers instead (nibble_dots)."""
     instrs, buffers = list(prog.instrs), list(prog.buffers)
     packed: dict[int, int] = {}  # weights buffer -> its narrow copy
     for j, g in enumerate(instrs):
-        if not isinstance(g, Gemm) or g.chunks:
+        if not isinstance(g, Gemm) or g.chunks or g.nibbles:
             continue
         old = buffers[g.b.buf]
         narrow = narrowest(old)
+        if dots and narrow == NIBBLES and math.prod(g.out.shape[:-1]) <= NIBBLE_DOT_ROWS and not g.panel and not g.blocks and not g.b.offset and \
+                not any(g.b.strides[:-2]) and gemm_dot_products(g, buffers[g.a.buf].dtype, old.dtype):
+            instrs[j] = nibble_dots(g, old, buffers)
+            continue
         k, n = g.b.shape[-2:]
         unit = max(OCTET if narrow == NIBBLES else 2, BLOCK_COLUMNS if g.blocks else 1)
         chunks = narrow and chunks_of(g, old, chunk_width(n, columns, k * old.dtype.itemsize, unit), narrow)
@@ -116,6 +128,24 @@ def narrow_gemms(prog: Program, columns: int) -> Program:
         instrs[j] = replace(g, b=View.of(narrow_id, (buffers[narrow_id].size,)),
                             unpacked=View.of(scratch.id, (scratch.size,)), chunks=chunks)
     return replace(prog, buffers=tuple(buffers), instrs=tuple(instrs))
+
+
+def nibble_dots(g: Gemm, old: Buffer, buffers: list[Buffer]) -> Gemm:
+    """g with its weights (old, k innermost) stored as nibbles 8 more than their values, [0, 15], each column's k
+    in whole octets (pack_octets, the last one's padding 8: zeros) in a new buffer appended to `buffers`, for its
+    dot products to unpack in registers (Gemm.nibbles, kernels/dot.j2 nibble_dot): a word's nibbles are the
+    unsigned 8-bit lanes of the words of values they multiply (runtime_c/dot4.c), and the 8 times the sum of each
+    row of a that this adds to every product is taken off. No scratch, and each weight unpacked where it is used,
+    where chunks unpack a matrix-vector product's weights in a pass of their own."""
+    k, n = g.b.shape[-2:]
+    step = g.b.strides[-1] if n > 1 else k
+    words = -(-k // OCTET)
+    biased = np.full((n, words * OCTET), 8, np.int16)
+    biased[:, :k] = old.data[np.arange(n)[:, None] * step + np.arange(k)] + 8
+    data = pack_octets(biased)
+    buffers.append(Buffer(len(buffers), "const", data.size, f"{old.label} two per byte, 8 more", data=data,
+                          dtype=data.dtype))
+    return replace(g, b=View.of(len(buffers) - 1, (data.size,)), nibbles=words * OCTET // 2)
 
 
 def narrow_convs(prog: Program, columns: int) -> Program:

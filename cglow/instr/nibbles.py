@@ -92,10 +92,10 @@ def flat_maps(packed: int, start: int, to: int, size: int, label: str) -> list[M
 
 def _weights(instr) -> tuple[str, int] | None:
     """The field of a kernel's weights and the dim of their output channels: a convolution's w [M, C, KH, KW],
-    a matrix product's b [..., K, N] (none where its kernel unpacks them itself: Gemm.chunks)."""
+    a matrix product's b [..., K, N] (none where its kernel unpacks them itself: Gemm.chunks, Gemm.nibbles)."""
     if isinstance(instr, Conv):
         return "w", 0
-    return ("b", -1) if isinstance(instr, Gemm) and not instr.chunks else None
+    return ("b", -1) if isinstance(instr, Gemm) and not instr.chunks and not instr.nibbles else None
 
 
 def _matrix(buf: Buffer, v: View, axis: int) -> tuple[tuple[int, int], tuple[int, int]] | None:

@@ -21,7 +21,7 @@ from .constants import laid_out, values
 from .narrow_weights import narrow_convs, narrow_gemms
 from .nibbles import unpack_nibbles
 from .ir import (Buffer, Conv, Epilogue, Gemm, Instr, Map, Program, Value, View, channels_innermost, dot_operands,
-                 extent, map_views, reads)
+                 extent, gemm_dot_products, map_views, reads)
 from .vector_dots import block_weights, gather_windows, rebase_inputs, sums_as_vector_dots, widen_weights
 
 # The most nodes of an expression that is computed twice where a fused map reads it twice: a clamp to two
@@ -368,12 +368,6 @@ def copy_run_time_operands(prog: Program) -> Program:
     return replace(prog, buffers=tuple(buffers), instrs=tuple(instrs))
 
 
-def gemm_dot_products(g: Gemm, a: np.dtype, b: np.dtype) -> bool:
-    """Whether a Gemm of these element types runs as 4-lane dot products on a target with them (kernels/
-    gemm.py): 8-bit values by int8 weights, no zero point on b, and k contiguous in both operands."""
-    return dot_operands(a, b) and not g.zeros[1] and g.a.strides[-1] == 1 and g.b.strides[-2] == 1
-
-
 def pack_weights(prog: Program, dot_products: bool = False, vector_dot: bool = False,
                  signed: bool = False) -> Program:
     """Constant matrices that a Gemm reads across rows (a transposed weight, as Gemm transB=1 gives) are
@@ -533,7 +527,7 @@ def after_fusing(dot_products: bool = False, panel_rows: int = 0, patches: Patch
                                            if vector else ()) + (
         (block_weights,) if vector and column_blocks else ()) + (
         (partial(widen_weights, signed=signed_dots),) if vector and wide_weights else ()) + ((
-            partial(narrow_gemms, columns=chunk_columns), partial(narrow_convs, columns=chunk_columns))
+            partial(narrow_gemms, columns=chunk_columns, dots=dot_products), partial(narrow_convs, columns=chunk_columns))
         if chunk_columns else ()) + (
         (unpack_nibbles,) if nibbles else ())
 

@@ -9,12 +9,11 @@ import numpy as np
 
 from ..c_text import c_literal, c_type
 from ..instr.expr import to_c
-from ..instr.ir import Chunks, Gemm, View, accumulator
+from ..instr.ir import Chunks, Gemm, View, accumulator, gemm_dot_products
 from ..instr.narrow_weights import DECODE
-from ..instr.passes import gemm_dot_products
 from ..instr.vector_dots import column_bytes, plain_dots
 from ..tiles import Tiles
-from .arm_steps import dot_step, float_loop, pair_step
+from .arm_steps import dot_step, float_loop, nibble_step, pair_step
 from .kernel import (Kernel, collapsed, from_template, index, join, linear, minus, oriented, tile_loop,
                      starting, steps)
 
@@ -31,6 +30,9 @@ def gemm_kernel(fn: str, g: Gemm, dtypes, tiles: Tiles) -> Kernel:
     innermost so that they vectorize, over loops of the batch dims. With b two values a byte (Gemm.unpacked), a
     loop over its chunks of columns unpacks each into the scratch, and the tiles of its columns read it there."""
     instr, g = g, replace(g, b=g.chunks.weights) if g.chunks else g  # the kernel's parameters; what its tiles read
+    if g.nibbles:  # bytes: the words of a column's nibbles, k of them contiguous
+        batch = g.out.shape[:-2]
+        g = replace(g, b=View(g.b.buf, 0, batch + g.a.shape[-1:] + g.out.shape[-1:], (0,) * len(batch) + (1, g.nibbles)))
     acc_t = accumulator(dtypes[g.a.buf], dtypes[g.out.buf])
     a_t, b_t = dtypes[g.a.buf], dtypes[g.b.buf]
     vector = bool(tiles.vector_dot) and gemm_dot_products(g, a_t, b_t) and \
@@ -115,6 +117,12 @@ def _gemm_nests(g: Gemm, tiles: Tiles, b_itemsize: int, operands: dict, where: _
     m, n = g.out.shape[-2:]
     tile_m, tile_n = tiles.rows, tiles.columns
     c = g.chunks
+
+    def row_sums(mr: int) -> dict:
+        """What the nibble_sums macro (kernels/dot.j2) needs for a tile's mr rows of a."""
+        k = g.a.shape[-1]
+        return dict(rows=[(i, where.a_rows(i)) for i in range(mr)], left_t=operands["left_t"], length=k,
+                    minus=minus(g.zeros[0] * k))
     chunk_runs = [(0, n, n)] if c is None else steps(n, c.width)
 
     def column_runs(mr: int, width: int):
@@ -137,14 +145,14 @@ def _gemm_nests(g: Gemm, tiles: Tiles, b_itemsize: int, operands: dict, where: _
         """The nests over `width` columns from the column `first` (None: the first)."""
         def at(column: int):
             return linear([(first, 1)], column) if first else column
-        if c is None and not tiles.scalar and not panel and n > m and \
+        if c is None and not g.nibbles and not tiles.scalar and not panel and n > m and \
                 g.a.shape[-1] * n * b_itemsize > B_OUTERMOST_BYTES:
             return [loop("n0", n_lo, n_hi, nr, inner=[loop("m0", lo, hi, mr, tile=dict(mr=mr, nr=nr))
                                                       for lo, hi, mr in row_runs], widen=None)
                     for n_lo, n_hi, nr in column_runs(tile_m, width)]
         return [loop("m0", lo, hi, mr, inner=[loop("n0", at(n_lo), at(n_hi), nr, tile=dict(mr=mr, nr=nr))
                                               for n_lo, n_hi, nr in column_runs(mr, width)],
-                     widen=panel and panel["widen"](mr))
+                     widen=panel and panel["widen"](mr), sums=g.nibbles and row_sums(mr))
                 for lo, hi, mr in row_runs]
     if c is None:
         return panel, [dict(chunks=None, nests=nests(n, None))]
@@ -203,13 +211,13 @@ def _gemm_sums(g: Gemm, a_t: np.dtype, b_t: np.dtype, tiles: Tiles, acc_t: np.dt
 
     def dot_products(mr: int) -> dict:
         return dict(operands, length=g.a.shape[-1], left=where.a_rows(), right=where.b_columns(), lefts=lefts(mr),
-                    asm=dot_asm(operands, lefts(mr)))
+                    asm=dot_asm(operands, lefts(mr), g.nibbles), nibbles=g.nibbles)
 
     def blocked(mr: int) -> dict:
         k, column = g.a.shape[-1], column_bytes(g.a.shape[-1])
         return dict(operands, left=where.a_rows(), lefts=lefts(mr), quads=k // 4, tail=k % 4,
                     block=column * g.blocks, right=f"{where.b_name} + " + linear([(where.b_column, column)]))
-    dot = operands["vector"] or tiles.dual_mac and gemm_dot_products(g, a_t, b_t)
+    dot = operands["vector"] or tiles.dual_mac and (g.nibbles or gemm_dot_products(g, a_t, b_t))
     return dict(
         mac=mac, a_minus=minus(g.zeros[0]), a=lambda i: where.at(1, (_row(i), "k")), dot_products=dot and dot_products,
         blocked=g.blocks and blocked,
@@ -248,10 +256,11 @@ def _gemm_epilogue(g: Gemm, tiles: Tiles, acc_t: np.dtype, where: _Where) -> dic
 
 
 def dot_macro_operands(left: np.dtype, right: np.dtype, zero: int) -> dict:
-    """What the dot macro (kernels/dot.j2) needs to know of its operands' types and the left one's zero point."""
+    """What the dot macro (kernels/dot.j2) needs to know of its operands' types and the left one's zero point (the
+    right one's words of 8-bit values: a matrix product of nibbles says so, Gemm.nibbles)."""
     flip = np.dtype(left) == np.uint8
     return dict(left_t=c_type(left), right_t=c_type(right), flip=flip, offset=c_literal(128 * flip - zero, np.int32),
-                minus=minus(zero), offset_value=128 * flip - zero)
+                minus=minus(zero), offset_value=128 * flip - zero, nibbles=0)
 
 
 def vector_reads(left: np.dtype, signed: bool) -> dict:
@@ -276,9 +285,13 @@ def _shifted(pairs: list[tuple[int, int]], at: int) -> list[tuple[int, int]]:
     return [(i, offset + at) for i, offset in pairs]
 
 
-def dot_asm(operands: dict, lefts: list[tuple[int, int]]):
+def dot_asm(operands: dict, lefts: list[tuple[int, int]], nibbles: bool = False):
     """The dot macro's hand-scheduled step (kernels/arm_steps.py) for a tile of `lefts` and the macro's `rights`
-    ((index, byte offset) pairs), `at` bytes past the pointers."""
+    ((index, byte offset) pairs), `at` values past the pointers: as many bytes of both operands, or with `nibbles`
+    (Gemm.nibbles) half as many of the weights."""
+    if nibbles:
+        return lambda rights, at: nibble_step(_shifted(lefts, at), _shifted(rights, at // 2), operands["offset_value"],
+                                              operands["flip"])
     return lambda rights, at: dot_step(_shifted(lefts, at), _shifted(rights, at), operands["offset_value"],
                                        operands["flip"])
 

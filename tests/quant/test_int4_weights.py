@@ -16,7 +16,7 @@ from cglow.tools import cross
 
 from tests.qdq import folded_ops
 from tests.sanitized import run_sanitized
-from tests.util import checked_model, need_target
+from tests.util import checked_model, need_target, need_tool
 
 ort = pytest.importorskip("onnxruntime")
 
@@ -138,8 +138,12 @@ def test_int4_weights_unpack_by_chunks_by_default(kind, target):
         assert packed.weights_bytes == plain.weights_bytes
         return
     weights = np.prod(SHAPES[kind][0])
-    assert plain.weights_bytes - packed.weights_bytes >= weights // 2 - 16
-    k = weights // SHAPES[kind][0][SHAPES[kind][2]]  # the values an output channel sums over
+    channels = SHAPES[kind][0][SHAPES[kind][2]]
+    k = weights // channels  # the values an output channel sums over
+    # a matrix-vector product's dot products on a Cortex-M4 read each column's nibbles in whole words
+    # (instr/narrow_weights.py nibble_dots)
+    padding = channels * (-k % 8) // 2
+    assert plain.weights_bytes - packed.weights_bytes >= weights // 2 - 16 - padding
     # a chunk of 64 channels at most, int32 where x86 widens weights (instr/vector_dots.py widen_weights)
     assert packed.arena_bytes - plain.arena_bytes <= k * 64 * (4 if target.startswith("x86") else 1) + 64
 
@@ -172,6 +176,69 @@ def test_int4_weights_on_cortex_m(target_name, kind, weights):
     host = cglow.build(compiled)(xq)[0]
     assert np.array_equal(run.outputs[0], host)
     assert np.abs((host.astype(np.float32) + 2) * Y_SCALE - _want(model, x)).max() <= Y_SCALE * 1.001
+
+
+def _matrix_vector(m: int, k: int, n: int, activations: int, seed: int = 9):
+    """x [m, k] (float) -> QuantizeLinear (`activations`, int8 or uint8, a nonzero zero point) -> MatMul by int4
+    weights [k, n] with a scale per column -> QuantizeLinear to the same type -> DequantizeLinear; and an input."""
+    rng = np.random.default_rng(seed)
+    zero = {T.INT8: -7, T.UINT8: 131}[activations]
+    inits = [numpy_helper.from_array(np.array(0.05, np.float32), "x_scale"),
+             h.make_tensor("x_zero", activations, [], [zero]),
+             numpy_helper.from_array(np.array(Y_SCALE, np.float32), "y_scale"),
+             h.make_tensor("y_zero", activations, [], [zero + 3]),
+             h.make_tensor("w", T.INT4, [k, n], rng.integers(-8, 8, (k, n)).reshape(-1).tolist()),
+             numpy_helper.from_array(rng.uniform(0.01, 0.03, n).astype(np.float32), "w_scale")]
+    nodes = [h.make_node("QuantizeLinear", ["x", "x_scale", "x_zero"], ["xq"]),
+             h.make_node("DequantizeLinear", ["xq", "x_scale", "x_zero"], ["xd"]),
+             h.make_node("DequantizeLinear", ["w", "w_scale"], ["wd"], axis=1),
+             h.make_node("MatMul", ["xd", "wd"], ["y"]),
+             h.make_node("QuantizeLinear", ["y", "y_scale", "y_zero"], ["yq"]),
+             h.make_node("DequantizeLinear", ["yq", "y_scale", "y_zero"], ["out"])]
+    graph = h.make_graph(nodes, "matrix_vector", [h.make_tensor_value_info("x", T.FLOAT, [m, k])],
+                         [h.make_tensor_value_info("out", T.FLOAT, None)], inits)
+    return checked_model(graph, 21), rng.uniform(-4, 4, (m, k)).astype(np.float32)
+
+
+# (m, k, n): a matrix-vector product; rows with a remainder of k beyond whole octets; fewer values than an octet
+MATRIX_VECTOR = [(1, 256, 24), (3, 45, 19), (2, 7, 40)]
+
+
+@pytest.mark.parametrize("activations", [T.INT8, T.UINT8], ids=["int8", "uint8"])
+@pytest.mark.parametrize("m, k, n", MATRIX_VECTOR)
+@pytest.mark.parametrize("compiler", ["gcc", "clang"])
+def test_int4_matrix_vector_products_unpack_in_registers(compiler, m, k, n, activations):
+    """On a Cortex-M4 a product of a few rows by int4 weights reads each column's nibbles a word at a time in its dot
+    products (instr/narrow_weights.py nibble_dots; kernels/arm_steps.py nibble_step): no scratch in the arena. The
+    image under QEMU (gcc or clang, the hand-scheduled steps) gives the host build's integers (their C), those of
+    the weights one a byte, and onnxruntime's within a step."""
+    target = need_target("cortex-m4")
+    if compiler == "clang":
+        need_tool("clang")
+        target = need_target("cortex-m4-clang")
+    model, x = _matrix_vector(m, k, n, activations)
+    compiled = cglow.compile_model(model, options=Options(target="cortex-m4"))
+    plain = cglow.compile_model(model, options=Options(target="cortex-m4", narrow_weights=False))
+    assert "8 more */" in compiled.c_source and compiled.arena_bytes == plain.arena_bytes
+    info = compiled.inputs[0]
+    xq = np.clip(np.rint(x / 0.05) + info.zero_point, *{T.INT8: (-128, 127), T.UINT8: (0, 255)}[activations])
+    xq = xq.astype(info.dtype)
+    host = cglow.build(compiled)(xq)[0]
+    assert np.array_equal(host, cglow.build(plain)(xq)[0])
+    run = cross.run_image(cross.build_image(compiled, [xq], target), compiled, target, count=False)
+    assert np.array_equal(run.outputs[0], host)
+    out = compiled.outputs[0]
+    assert np.abs((host.astype(np.float32) - out.zero_point) * Y_SCALE - _want(model, x)).max() <= Y_SCALE * 1.001
+
+
+@pytest.mark.parametrize("m, k, n", MATRIX_VECTOR)
+def test_int4_dot_products_in_registers_under_the_sanitizers(m, k, n):
+    """The C of those dot products (the host's build of the Cortex-M4's kernel): no AddressSanitizer or
+    UndefinedBehaviorSanitizer report, the optimized build's output."""
+    model, x = _matrix_vector(m, k, n, T.UINT8)
+    compiled = cglow.compile_model(model, options=Options(target="cortex-m4", float_io=True))
+    assert "8 more */" in compiled.c_source
+    assert np.array_equal(run_sanitized(compiled, [x])[0], cglow.build(compiled)(x)[0])
 
 
 # the layers whose weights stay int8: uint4 of a zero point other than 8 need a value per output channel, which
