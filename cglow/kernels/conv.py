@@ -205,8 +205,9 @@ def _widened_spans(c: Conv, runs: list[dict], oc_tiles: list[dict]) -> None:
     widens 8 bytes to 8 int32 on x86-64 (it does 16): vww's first depthwise convolution, 8 channels, ran scalar
     (AVX-512, 53 us; clang 4)."""
     m = c.w.shape[0]
-    if len(oc_tiles) > 1 or m >= NARROW_LANES or c.x.strides[1] != 1 or c.x.strides[3] != m:
-        return
+    if len(oc_tiles) > 1 or oc_tiles[0]["nr"] != m or m >= NARROW_LANES or c.x.strides[1] != 1 or \
+            c.x.strides[3] != m:
+        return  # a tile of fewer channels than all (a scalar target's 2) would read past them
     for r in runs:
         if r["columns"]:
             first = min(r["offsets"])

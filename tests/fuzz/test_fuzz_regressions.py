@@ -4,8 +4,10 @@ tests/hostile_models.py."""
 from __future__ import annotations
 
 import numpy as np
+from onnx import TensorProto as T
 import pytest
 
+from cglow.options import Options
 from tests.fuzz.differential import check_graph
 from tests.hostile_models import const, model, node, tensor
 from tests.util import ort_run
@@ -103,6 +105,32 @@ CASES = [
     conv_on_a_repeated_channel,
     conv_on_a_transposed_conv,
 ]
+
+
+def quantized_depthwise_of_eight_channels():
+    """Found as quantized graph 55 of seed 31: an 8-bit depthwise 1x1 convolution of 8 channels on a Cortex-M3, in
+    tiles of 2 channels, over another convolution's channels-last output, widened each tile's input span as one
+    tile of all 8 does: 6 bytes past its input (AddressSanitizer: global-buffer-overflow; cglow/kernels/conv.py
+    _widened_spans)."""
+    nodes = [node("QuantizeLinear", ["x", "s", "z"], ["q"], "quantize"),
+             node("DequantizeLinear", ["q", "s", "z"], ["d"], "dequantize"),
+             node("DequantizeLinear", ["w1", "ws"], ["w1d"], "weights1", axis=0),
+             node("Conv", ["d", "w1d"], ["c1"], "pointwise", kernel_shape=[1, 1]),
+             node("QuantizeLinear", ["c1", "s", "z"], ["q1"], "requantize1"),
+             node("DequantizeLinear", ["q1", "s", "z"], ["d1"], "dequantize1"),
+             node("DequantizeLinear", ["w2", "ws"], ["w2d"], "weights2", axis=0),
+             node("Conv", ["d1", "w2d"], ["c2"], "depthwise", group=8, kernel_shape=[1, 1]),
+             node("QuantizeLinear", ["c2", "s", "z"], ["y"], "requantize2")]
+    inits = [const("s", 0.05, np.float32), const("z", 120, np.uint8), const("ws", np.full(8, 0.02), np.float32),
+             const("w1", np.arange(32).reshape(8, 4, 1, 1) % 7 - 3, np.int8),
+             const("w2", np.arange(-4, 4).reshape(8, 1, 1, 1), np.int8)]
+    return model(nodes, [tensor("x", [2, 4, 1, 1])], [tensor("y", None, T.UINT8)], inits, opset=21)
+
+
+def test_found_quantized_graph_matches_onnxruntime():
+    proto = quantized_depthwise_of_eight_channels()
+    feeds = {"x": np.random.default_rng(0).uniform(-4, 4, (2, 4, 1, 1)).astype(np.float32)}
+    assert check_graph(proto, feeds, ort_run(proto, feeds), steps=(1,), options=Options(target="cortex-m3")) is None
 
 
 @pytest.mark.parametrize("build", CASES)
