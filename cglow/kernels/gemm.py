@@ -148,7 +148,7 @@ def _gemm_nests(g: Gemm, tiles: Tiles, b_itemsize: int, operands: dict, where: _
         if c is None and not g.nibbles and not tiles.scalar and not panel and n > m and \
                 g.a.shape[-1] * n * b_itemsize > B_OUTERMOST_BYTES:
             return [loop("n0", n_lo, n_hi, nr, inner=[loop("m0", lo, hi, mr, tile=dict(mr=mr, nr=nr))
-                                                      for lo, hi, mr in row_runs], widen=None)
+                                                      for lo, hi, mr in row_runs], widen=None, sums=None)
                     for n_lo, n_hi, nr in column_runs(tile_m, width)]
         return [loop("m0", lo, hi, mr, inner=[loop("n0", at(n_lo), at(n_hi), nr, tile=dict(mr=mr, nr=nr))
                                               for n_lo, n_hi, nr in column_runs(mr, width)],
