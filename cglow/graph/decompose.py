@@ -1,7 +1,7 @@
 """Ops that cglow compiles as a few others, built per node before import (as graph/functions.py does with ONNX's
 function bodies, where ONNX gives none): LpPool as the p-th root of a sum pool of |x|^p, DFT as matrix
 products of the signal by constant cosine and sine matrices, STFT as frames' DFTs, ReverseSequence as a
-GatherElements, Det (up to 3 x 3) by cofactors, TfIdfVectorizer as counts of matches (graph/ngrams.py),
+GatherElements, Det by Gaussian elimination (up to MAX_DET), TfIdfVectorizer as counts of matches (graph/ngrams.py),
 BatchNormalization in training mode by the batch's statistics; GridSample, RoiAlign and DeformConv as gathers at
 the positions they compute (graph/sampling.py). SHAPE_INPUTS names the inputs that must be constants (the backend
 pins them, tools/backend.py)."""
@@ -136,28 +136,48 @@ def _reverse_sequence(b: Builder, shapes: dict, consts: dict) -> None:
     b.add("GatherElements", [node.input[0], index], node.output[0], axis=time)
 
 
+MAX_DET = 16  # the largest matrices whose determinant is computed: the elimination's steps are unrolled
+
+
 def _det(b: Builder, shapes: dict, consts: dict) -> None:
-    """The determinant of [..., m, m] matrices up to 3 x 3, by cofactors of their elements (Slices): no loop."""
+    """The determinant of [..., m, m] matrices (m up to MAX_DET) by Gaussian elimination with partial pivoting, as
+    LAPACK's LU factorization computes it (numpy.linalg.det, onnxruntime's): at each step j, the row of the column's
+    largest magnitude from j down swapped into row j (a GatherElements; a swap negates the determinant), the
+    determinant multiplied by the pivot, and the rows below less their multiples of row j. A zero pivot (its column
+    zero from j down: the matrix is singular) divides by one, so that the product stays 0, not NaN. The steps are
+    unrolled: no loop."""
     node = b.node
     shape = shapes.get(node.input[0])
-    if shape is None or len(shape) < 2 or shape[-1] != shape[-2] or shape[-1] > 3:
-        raise CglowError(f"{named(node)}: the determinant of matrices up to 3 x 3 of a static shape is supported, "
-                         f"not of {list(shape) if shape else 'an unknown shape'}")
-    m = shape[-1]
+    if shape is None or len(shape) < 2 or shape[-1] != shape[-2] or shape[-1] > MAX_DET:
+        raise CglowError(f"{named(node)}: the determinant of square matrices up to {MAX_DET} x {MAX_DET} of a static "
+                         f"shape is supported, not of {list(shape) if shape else 'an unknown shape'}")
+    m, a = shape[-1], node.input[0]
 
-    def e(i: int, j: int) -> str:
-        return b.add("Slice", [node.input[0], b.const(np.array([i, j], np.int64)),
-                               b.const(np.array([i + 1, j + 1], np.int64)), b.const(np.array([-2, -1], np.int64))])
+    def ints(*values: int) -> str:
+        return b.const(np.array(values, np.int64))
 
-    def minor(r0: int, r1: int, c0: int, c1: int) -> str:
-        return b.add("Sub", [b.add("Mul", [e(r0, c0), e(r1, c1)]), b.add("Mul", [e(r0, c1), e(r1, c0)])])
-    if m == 1:
-        det = e(0, 0)
-    elif m == 2:
-        det = minor(0, 1, 0, 1)
-    else:
-        terms = [b.add("Mul", [e(0, j), minor(1, 2, *[c for c in range(3) if c != j])]) for j in range(3)]
-        det = b.add("Add", [b.add("Sub", [terms[0], terms[1]]), terms[2]])
+    def value(v: float) -> str:  # of the input's element type
+        return b.add("CastLike", [b.const(np.array(v, np.float32)), node.input[0]])
+
+    def rows(matrix: str, lo: int, hi: int) -> str:
+        return b.add("Slice", [matrix, ints(lo), ints(hi), ints(-2)])
+    det, rows_index = None, b.const(np.arange(m, dtype=np.int64).reshape(m, 1))
+    for j in range(m):
+        column = b.add("Slice", [a, ints(j, j), ints(m, j + 1), ints(-2, -1)])  # [..., m - j, 1]
+        pivot_row = b.add("Add", [b.add("ArgMax", [b.add("Abs", [column])], axis=-2, keepdims=1), ints(j)])
+        at_j = b.add("Equal", [rows_index, ints(j)])
+        index = b.add("Where", [at_j, pivot_row, b.add("Where", [b.add("Equal", [rows_index, pivot_row]), ints(j),
+                                                                    rows_index])])  # [..., m, 1]: rows j, p swapped
+        a = b.add("GatherElements", [a, b.add("Expand", [index, ints(*shape)])], axis=-2)
+        pivot = b.add("Slice", [a, ints(j, j), ints(j + 1, j + 1), ints(-2, -1)])  # [..., 1, 1]
+        swapped = b.add("Where", [b.add("Equal", [pivot_row, ints(j)]), pivot, b.add("Neg", [pivot])])
+        det = swapped if det is None else b.add("Mul", [det, swapped])
+        if j + 1 < m:
+            below = rows(a, j + 1, m)
+            lead = b.add("Slice", [below, ints(j), ints(j + 1), ints(-1)])  # [..., m - j - 1, 1]
+            safe = b.add("Where", [b.add("Equal", [pivot, value(0)]), value(1), pivot])
+            below = b.add("Sub", [below, b.add("Mul", [b.add("Div", [lead, safe]), rows(a, j, j + 1)])])
+            a = b.add("Concat", [rows(a, 0, j + 1), below], axis=-2)
     b.add("Reshape", [det, b.const(np.array(shape[:-2], np.int64))], node.output[0])
 
 

@@ -49,20 +49,36 @@ def test_a_dft_along_the_complex_axis_is_refused():
         cglow.compile_model(dft_model([1, 4, 1], [1, 4, 2], axis=-1))
 
 
-@pytest.mark.parametrize("shape", [(1, 1), (2, 2), (4, 3, 3), (2, 2, 3, 3)])
-def test_det_as_numpy(shape):
-    x = RNG.standard_normal(shape).astype(np.float32)
+def _det_model(shape):
     graph = h.make_graph([h.make_node("Det", ["x"], ["y"])], "det", [h.make_tensor_value_info("x", T.FLOAT, shape)],
                          [h.make_tensor_value_info("y", T.FLOAT, shape[:-2])])
-    got = backend.prepare(h.make_model(graph, opset_imports=[h.make_opsetid("", 22)])).run([x])[0]
-    np.testing.assert_allclose(got, np.linalg.det(x), rtol=1e-5, atol=1e-5)
+    return h.make_model(graph, opset_imports=[h.make_opsetid("", 22)])
 
 
-def test_a_det_of_4_x_4_matrices_is_refused():
-    graph = h.make_graph([h.make_node("Det", ["x"], ["y"])], "det", [h.make_tensor_value_info("x", T.FLOAT, [4, 4])],
-                         [h.make_tensor_value_info("y", T.FLOAT, [])])
-    with pytest.raises(CglowError, match="up to 3 x 3"):
-        cglow.compile_model(h.make_model(graph, opset_imports=[h.make_opsetid("", 22)]))
+@pytest.mark.parametrize("shape", [(1, 1), (2, 2), (4, 3, 3), (2, 2, 3, 3), (5, 4, 4), (3, 7, 7), (16, 16)])
+def test_det_as_numpy(shape):
+    x = RNG.standard_normal(shape).astype(np.float32)
+    got = backend.prepare(_det_model(shape)).run([x])[0]
+    want = np.linalg.det(x.astype(np.float64))
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5 * np.abs(want).max())
+
+
+def test_det_of_singular_and_permuted_matrices():
+    """A zero column (the pivot 0: the determinant 0, not NaN), a repeated row, and a permutation matrix (every step
+    swaps rows: the sign)."""
+    zero_column = RNG.standard_normal((4, 4)).astype(np.float32)
+    zero_column[:, 1] = 0
+    repeated = RNG.standard_normal((4, 4)).astype(np.float32)
+    repeated[3] = repeated[0]
+    permutation = np.eye(4, dtype=np.float32)[[3, 0, 1, 2]]
+    x = np.stack([zero_column, repeated, permutation])
+    got = backend.prepare(_det_model((3, 4, 4))).run([x])[0]
+    np.testing.assert_allclose(got, [0, 0, np.linalg.det(permutation)], atol=1e-5)
+
+
+def test_a_det_beyond_16_x_16_is_refused():
+    with pytest.raises(CglowError, match="up to 16 x 16"):
+        cglow.compile_model(_det_model((17, 17)))
 
 
 TFIDF = [  # id, input, attributes
