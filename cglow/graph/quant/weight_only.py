@@ -4,10 +4,10 @@ float activations) becomes a ScaledGemm, the weights less their zero points kept
 scale (and Gemm's alpha) applied to the float sum in its epilogue: x @ ((q - z) * s) = (x @ (q - z)) * s. One byte
 of flash a weight rather than four, and int4 weights then stay two per byte (instr/narrow_weights.py); the
 sums differ from those of the float weights by float32 rounding. Weights quantized in blocks along k (block_size,
-a scale per block of k and column) take a ScaledGemm per block, of that slice of k, their sums added
-(MAX_BLOCKS of them at most). Other weights (blocks along the columns, a zero point that leaves values beyond int8,
-a batch of matrices) are dequantized at compile time (fold.py fold_dequantized_consts), or by maps for blocked
-ones."""
+a scale per block of k and column) take a ScaledGemm per block, of that slice of k, each adding the sum of the
+blocks before it in its epilogue (MAX_BLOCKS of them at most): the arena holds two partial sums at most. Other
+weights (blocks along the columns, a zero point that leaves values beyond int8, a batch of matrices) are dequantized
+at compile time (fold.py fold_dequantized_consts), or by maps for blocked ones."""
 from __future__ import annotations
 
 import numpy as np
@@ -16,7 +16,7 @@ from ..edit import Site, rewrite_each
 from ..ir import Graph, Node, TensorType
 from .params import dequantized
 
-MAX_BLOCKS = 64  # blocks along k a product is split into at most: one matrix product each
+MAX_BLOCKS = 256  # blocks along k a product is split into at most: one matrix product each
 
 
 def weight_only(graph: Graph) -> Graph:
@@ -31,10 +31,10 @@ def _float_product(site: Site, node: Node) -> bool:
 
 
 def _scaled(site: Site, node: Node) -> Graph | None:
-    """A float product (_float_product) by integer weights (_integer_weights) as the sum of a ScaledGemm per block of
-    k (one where the scales are per tensor or per column): of a's slice of k (a Slice, which costs nothing) by the
-    block's weights less their zero points in int8, its columns times the block's scales (and Gemm's alpha); Gemm's
-    bias added by the first. None where it is not one."""
+    """A float product (_float_product) by integer weights (_integer_weights) as a chain of ScaledGemms, one per block
+    of k (one where the scales are per tensor or per column): of a's slice of k (a Slice, which costs nothing) by the
+    block's weights less their zero points in int8, its columns times the block's scales (and Gemm's alpha), plus
+    the chain's sum so far (the first block: Gemm's bias). None where it is not one."""
     weights = _integer_weights(site, node) if _float_product(site, node) else None
     if weights is None:
         return None
@@ -44,9 +44,9 @@ def _scaled(site: Site, node: Node) -> Graph | None:
         return None
     scale = scale * node.attr("alpha", 1.0)
     b = _Blocks(site, node)
-    total = b.block(0, min(k, size), values, scale[0], blocks == 1)
-    for i in range(1, blocks):
-        total = b.add(total, b.block(i * size, min(k, (i + 1) * size), values, scale[i], False), i == blocks - 1)
+    total = None
+    for i in range(blocks):
+        total = b.block(i * size, min(k, (i + 1) * size), values, scale[i], blocks == 1, i == blocks - 1, total)
     at = next(i for i, n in enumerate(site.graph.nodes) if n is node)
     graph = site.rewritten([(node, None)], b.consts)
     return graph.with_nodes(graph.nodes[:at] + tuple(b.nodes) + graph.nodes[at:], types={**graph.types, **b.types})
@@ -89,30 +89,27 @@ class _Blocks:
     def fresh(self, what: str) -> str:
         return self.site.fresh(f"{self.node.name}/{what}", self.taken)
 
-    def block(self, lo: int, hi: int, values: np.ndarray, scale: np.ndarray, only: bool) -> str:
-        """The ScaledGemm of a's values [lo, hi) of k (all of a for the `only` block, which writes the product's
-        output under its name) by the weights of those rows (the first block takes the bias); its output's name."""
+    def block(self, lo: int, hi: int, values: np.ndarray, scale: np.ndarray, only: bool, last: bool,
+              previous: str | None) -> str:
+        """The ScaledGemm of a's values [lo, hi) of k (all of a for the `only` block) by the weights of those rows,
+        plus the `previous` blocks' sum (its epilogue's bias; the first block's: the Gemm's bias, times beta); its
+        output's name (the product's for the last block)."""
         x, name = self.node.inputs[0], self.node.name
         w, s = self.fresh(f"w_int{lo}"), self.fresh(f"w_scale{lo}")
         self.consts[w], self.consts[s] = values[lo:hi].astype(np.int8), scale.astype(np.float32)
+        y = self.node.outputs[0] if last else self.fresh(f"y{lo}")
+        self.types.setdefault(y, self.out)
         if only:
-            part, y = x, self.node.outputs[0]
+            part = x
         else:
             ends = [self.fresh("starts"), self.fresh("ends"), self.fresh("axes")]
             self.consts.update(zip(ends, (np.array([lo], np.int64), np.array([hi], np.int64),
                                           np.array([-1], np.int64))))
-            part, y, name = self.fresh(f"a{lo}"), self.fresh(f"y{lo}"), f"{name}/block{lo}"
+            part, name = self.fresh(f"a{lo}"), f"{name}/block{lo}"
             self.types[part] = TensorType(np.dtype(np.float32), self.site.graph.types[x].shape[:-1] + (hi - lo,))
-            self.types[y] = self.out
             self.nodes.append(Node("Slice", f"{self.node.name}/slice{lo}", (x, *ends), (part,), {}))
-        bias = self.node.inputs[2:3] if lo == 0 and self.node.op == "Gemm" and self.node.attr("beta", 1.0) != 0 else ()
-        self.nodes.append(Node("ScaledGemm", name, (part, w, s) + tuple(n for n in bias if n), (y,),
-                               {"beta": self.node.attr("beta", 1.0)}))
-        return y
-
-    def add(self, a: str, b: str, last: bool) -> str:
-        """The sum of two blocks' (the last: the product's output)."""
-        y = self.node.outputs[0] if last else self.fresh("sum")
-        self.types.setdefault(y, self.out)
-        self.nodes.append(Node("Add", f"{self.node.name}/sum{len(self.nodes)}", (a, b), (y,), {}))
+        beta = self.node.attr("beta", 1.0)
+        bias = (previous,) if previous else \
+            tuple(n for n in self.node.inputs[2:3] if n) if self.node.op == "Gemm" and beta != 0 else ()
+        self.nodes.append(Node("ScaledGemm", name, (part, w, s) + bias, (y,), {"beta": 1.0 if previous else beta}))
         return y
