@@ -112,8 +112,8 @@ def narrow_gemms(prog: Program, columns: int, dots: bool = False) -> Program:
             continue
         old = buffers[g.b.buf]
         narrow = narrowest(old)
-        if dots and narrow == NIBBLES and math.prod(g.out.shape[:-1]) <= NIBBLE_DOT_ROWS and not g.panel and not g.blocks and not g.b.offset and \
-                not any(g.b.strides[:-2]) and gemm_dot_products(g, buffers[g.a.buf].dtype, old.dtype):
+        if dots and narrow == NIBBLES and _few_rows_by_one_matrix(g) and \
+                gemm_dot_products(g, buffers[g.a.buf].dtype, old.dtype):
             instrs[j] = nibble_dots(g, old, buffers)
             continue
         k, n = g.b.shape[-2:]
@@ -128,6 +128,13 @@ def narrow_gemms(prog: Program, columns: int, dots: bool = False) -> Program:
         instrs[j] = replace(g, b=View.of(narrow_id, (buffers[narrow_id].size,)),
                             unpacked=View.of(scratch.id, (scratch.size,)), chunks=chunks)
     return replace(prog, buffers=tuple(buffers), instrs=tuple(instrs))
+
+
+def _few_rows_by_one_matrix(g: Gemm) -> bool:
+    """Whether g multiplies NIBBLE_DOT_ROWS rows at most, not through a panel, by one matrix of weights as its own
+    buffer holds them (not in column blocks)."""
+    return math.prod(g.out.shape[:-1]) <= NIBBLE_DOT_ROWS and not g.panel and not g.blocks and not g.b.offset and \
+        not any(g.b.strides[:-2])
 
 
 def nibble_dots(g: Gemm, old: Buffer, buffers: list[Buffer]) -> Gemm:
