@@ -124,12 +124,27 @@ def check_quantized(seed: int, index: int) -> str | None:
                        quantized.options(model, index))
 
 
+def typed_reference_case(type_name: str, seed: int, index: int) -> tuple[onnx.ModelProto, dict[str, np.ndarray],
+                                                                         list[np.ndarray]]:
+    """reference_case of random graph `index` of `seed` in a stored float type (typed.py: "float16", "bfloat16",
+    "float64"), its reference typed.typed_reference, the two computations agreeing within the type's tolerance."""
+    tolerance = typed_tolerance(type_name)
+
+    def agree(outputs: list[np.ndarray], theirs: list[np.ndarray]) -> bool:
+        return not any(difference(x, y, tolerance=tolerance) for x, y in zip(outputs, theirs))
+    return reference_case(seed, index, typed.typed_case(type_name),
+                          lambda model, feeds: typed.typed_reference(model, feeds, agree))
+
+
+def typed_tolerance(type_name: str) -> float:
+    """A stored float type's tolerance: typed.TOLERANCES; float64, computed in float32, float32's TOLERANCE."""
+    return typed.TOLERANCES.get(type_name, TOLERANCE)
+
+
 def check_typed(type_name: str, seed: int, index: int) -> str | None:
-    """check_graph of random graph `index` of `seed` in a stored float type (typed.py: "float16", "bfloat16",
-    "float64") against its reference (typed.typed_reference), within the type's tolerance (typed.TOLERANCES; float64,
-    computed in float32, float32's TOLERANCE)."""
-    model, feeds, want = reference_case(seed, index, typed.typed_case(type_name), typed.typed_reference)
-    return check_graph(model, feeds, want, settings(index), tolerance=typed.TOLERANCES.get(type_name, TOLERANCE))
+    """check_graph of typed_reference_case, within the type's tolerance."""
+    return check_graph(*typed_reference_case(type_name, seed, index), settings(index),
+                       tolerance=typed_tolerance(type_name))
 
 
 def failed_graphs(chosen: int, indices, problem_of, model_of, tmp_path, prefix: str) -> list[str]:
