@@ -289,7 +289,12 @@ def import_model(model: onnx.ModelProto, shapes: dict[str, tuple[int, ...]] | No
         raise CglowError("the file holds no graph (not an ONNX model?)")
     model = expand_qoperators(upgrade(model))
     opset = _opset(model)
-    model = compute_stored(expand_functions(decompose(model, set(OPS), opset, max_memory), set(OPS), opset))
+    # stored types before the ops built of others (decompose, function bodies): such an op computes in float32 and
+    # rounds its result only, not each step (a bfloat16 GridSample's coordinates rounded per step read another
+    # pixel); and after them, for the stored values that a body makes (an Attention's softmax_precision) or that a
+    # node with a graph attribute (FlexAttention's score_mod) passed on as they are
+    model = compute_stored(expand_functions(decompose(compute_stored(model), set(OPS), opset, max_memory), set(OPS),
+                                            opset))
     g = model.graph
     consts = _constants(g, max_memory)
     inputs = _graph_inputs(g, consts, dict(shapes or {}))

@@ -179,6 +179,19 @@ def test_a_float64_model_is_stored_as_double_and_computed_in_float32():
     np.testing.assert_allclose(got, np.tanh(x @ numpy_helper.to_array(w)), rtol=1e-5, atol=1e-6)
 
 
+def test_an_op_built_of_others_rounds_its_result_only():
+    """A bfloat16 GridSample, which cglow builds of elementwise ops and a gather (graph/sampling.py), computes its
+    coordinates in float32 and rounds its result only: x = (0.0708 + 1) / 2 * 14 = 7.4956 reads column 7, where
+    rounding each step to bfloat16 made it 7.5 and read column 8 (found by the typed differential fuzzing)."""
+    grid = numpy_helper.from_array(np.array([[[[0.0708008, -0.683594]]]], BFLOAT16), "grid")
+    node = h.make_node("GridSample", ["x", "grid"], ["y"], mode="nearest", align_corners=1)
+    graph = h.make_graph([node], "sample", [h.make_tensor_value_info("x", T.BFLOAT16, [1, 1, 11, 15])],
+                         [h.make_tensor_value_info("y", T.BFLOAT16, [1, 1, 1, 1])], [grid])
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", 20)])
+    x = np.arange(165).reshape(1, 1, 11, 15).astype(BFLOAT16)  # integers to 256 are exact in bfloat16
+    assert cglow.build(cglow.compile_model(model))(x)[0].astype(np.float32).item() == 2 * 15 + 7
+
+
 @pytest.mark.parametrize("elem, dtype", [(T.INT4, ml_dtypes.int4), (T.UINT4, ml_dtypes.uint4),
                                          (T.INT2, ml_dtypes.int2), (T.UINT2, ml_dtypes.uint2)])
 def test_sub_byte_integers_read_wrap_and_saturate_as_onnx(elem, dtype):
