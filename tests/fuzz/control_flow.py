@@ -39,7 +39,7 @@ class Body:
 
     def update(self, state: str, shape: tuple[int, ...], step: str) -> str:
         """tanh(a * state + step), |a| < 1, sometimes through a matrix of norm under 1 along the last axis."""
-        if shape and self.b.chance(0.3):
+        if shape and shape[-1] <= 16 and self.b.chance(0.3):
             d = shape[-1]
             w = (self.b.rng.standard_normal((d, d)) * 0.3 / np.sqrt(d)).astype(np.float32)
             state = self.node("MatMul", [state, self.const(w)])
