@@ -288,6 +288,11 @@ def substitute(e: Expr, values: Mapping[int, Expr] | Sequence[Expr] = (), acc: E
     return bottom_up(e, visit, settled=lambda node: node.leaves.isdisjoint(given))
 
 
+def depth(e: Expr) -> int:
+    """The most nodes on a path from e down to a leaf (the leaf too)."""
+    return bottom_up(e, lambda node, below: 1 + max(below, default=0))
+
+
 def uses(e: Expr, index: int) -> int:
     """How many times e reads its input `index`."""
     x = Input(index)

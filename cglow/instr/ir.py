@@ -461,12 +461,19 @@ class Repeat(Primitive):
 
     @cached_property  # the passes ask often; a frozen instance's never changes
     def touched(self) -> tuple[View, ...]:
-        """A view of every buffer its kernels touch, the first of each."""
-        found: dict[int, View] = {}
-        for instr, _, _ in self.copies():
+        """A view of every buffer its kernels touch, over every element that a view of it reaches in any
+        iteration (a sliding one, from its first place to its last): where another instruction may go around
+        it follows from these. (The first view of each, the first iteration's slide of a scan output, let a
+        Slice of that output's later elements run before the loop had written them.)"""
+        spans: dict[int, tuple[int, int]] = {}
+        for instr, moving, step in self.copies():
             for v in (instr.out,) + reads(instr):
-                found.setdefault(v.buf, v)
-        return tuple(found.values())
+                lo, hi = extent(v, instr)
+                if v == moving:
+                    lo, hi = min(lo, lo + (self.trips - 1) * step), max(hi, hi + (self.trips - 1) * step)
+                first, last = spans.get(v.buf, (lo, hi))
+                spans[v.buf] = min(first, lo), max(last, hi)
+        return tuple(View(buf, lo, (hi - lo + 1,), (1,)) for buf, (lo, hi) in spans.items())
 
     def expressions(self) -> tuple[Expr, ...]:
         return tuple(e for instr, _, _ in self.copies() for e in instr.expressions())

@@ -16,7 +16,7 @@ from ..graph.geometry import Window
 from .liveness import alive, floor, lifetimes, slot
 from .patches import PatchPlan, patch
 from .schedule import schedule
-from .expr import Expr, Input, cast, cost, substitute, uses
+from .expr import Expr, Input, cast, cost, depth, substitute, uses
 from .constants import laid_out, values
 from .narrow_weights import narrow_convs, narrow_gemms
 from .nibbles import unpack_nibbles
@@ -28,6 +28,10 @@ from .vector_dots import block_weights, gather_windows, rebase_inputs, sums_as_v
 # literals (ReLU6) has 11. (The length of its C text, the test before expression trees, let ReLU6 through and
 # refused the same clamp to negative bounds, whose parenthesized literals spelled it longer.)
 REPEAT_COST = 11
+# The deepest expression that fusing makes: each level of it opens a bracket in C at most (a call, a parenthesized
+# operand; a clip two), and C99 compilers need only take 63 nested in one expression (clang refuses more than 256:
+# an unrolled Scan of 500 scalar steps fused into one chain of 500 tanhf calls). The int8 GELU is 31 deep.
+FUSED_DEPTH = 32
 
 
 def _may_repeat(expr: Expr) -> bool:
@@ -78,7 +82,9 @@ def _fuse_map(prog: Program, a: Instr, b: Map, k: int) -> Instr | None:
     if dtype != np.float32 or any(prog.buffer(v.buf).dtype != np.float32 for v in a.ins):
         inner = cast(dtype, inner)
     values[k] = inner
-    return _merge_inputs(replace(b, ins=tuple(b.ins[i] for i in others) + a_ins, expr=substitute(b.expr, values)))
+    expr = substitute(b.expr, values)
+    return None if depth(expr) > FUSED_DEPTH else \
+        _merge_inputs(replace(b, ins=tuple(b.ins[i] for i in others) + a_ins, expr=expr))
 
 
 def _merge_inputs(m: Map) -> Map:
@@ -105,7 +111,9 @@ def _fuse_epilogue(prog: Program, a: Instr, b: Map, k: int) -> Instr | None:
     base = len(a.epi.ins)
     values: dict[int, Expr] = {i: Input(base + n) for n, i in enumerate(others)}
     values[k] = a.epi.expr
-    return replace(a, out=out, epi=Epilogue(substitute(b.expr, values), a.epi.ins + extra, a.epi.init), value=b.value)
+    expr = substitute(b.expr, values)
+    return None if depth(expr) > FUSED_DEPTH else \
+        replace(a, out=out, epi=Epilogue(expr, a.epi.ins + extra, a.epi.init), value=b.value)
 
 
 def _transport(prog: Program, a: Instr, b: Map, k: int) -> Instr | None:

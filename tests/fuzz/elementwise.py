@@ -1,5 +1,6 @@
-"""Random elementwise nodes: activations, broadcasting arithmetic with skip connections, comparisons and
-Where, integer excursions through Cast. A generator adds its node(s) or raises Rejected."""
+"""Random elementwise nodes: activations, functions on their domains, broadcasting arithmetic with skip connections,
+comparisons and Where, Mod and the thresholds of exact values, infinities and NaNs detected, integer excursions
+through Cast. A generator adds its node(s) or raises Rejected."""
 from __future__ import annotations
 
 import numpy as np
@@ -8,7 +9,7 @@ from onnx import TensorProto as T
 from .builder import Builder, Value, broadcastable
 
 SMOOTH = ["Relu", "Neg", "Abs", "Sigmoid", "Tanh", "Erf", "Sin", "Cos", "Atan", "Asinh", "Softsign", "Softplus",
-          "HardSwish", "Mish", "Identity", "Dropout"]
+          "HardSwish", "Mish", "Identity", "Dropout", "Celu", "Gelu"]
 EXACT = {"Relu", "Neg", "Abs", "Identity", "Dropout"}  # no rounding: exact in, exact out
 
 
@@ -16,7 +17,8 @@ def unary(b: Builder) -> None:
     x = b.pick(empty=True)
     op = b.choice(SMOOTH + ["LeakyRelu", "Elu", "Selu", "HardSigmoid", "Clip"])
     attrs = {"LeakyRelu": dict(alpha=b.uniform(0.01, 0.5)), "Elu": dict(alpha=b.uniform(0.5, 2)),
-             "HardSigmoid": dict(alpha=b.uniform(0.1, 0.5), beta=b.uniform(0.2, 0.8))}.get(op, {})
+             "HardSigmoid": dict(alpha=b.uniform(0.1, 0.5), beta=b.uniform(0.2, 0.8)),
+             "Celu": dict(alpha=b.uniform(0.5, 2)), "Gelu": dict(approximate=b.choice(["none", "tanh"]))}.get(op, {})
     inputs = [x.name]
     if op == "Clip":
         low = b.uniform(-2, 0)
@@ -39,9 +41,63 @@ def exp(b: Builder) -> None:
     b.node("Exp", [clipped.name])
 
 
+def of_domain(b: Builder) -> None:
+    """A function defined on part of the line, or growing fast, of a new input mapped into that part (away from
+    its poles and ends) by arithmetic: Tan of (-1.4, 1.4), Asin, Acos and Atanh of (-1, 1) by softsign, Acosh of
+    |x| + 1.2 and more, Sinh and Cosh of (-4, 4). Not of a value computed before: where it passes a Clip, Min or
+    Max with a constant, gcc -O2 (not -O0) computes the function of that constant at compile time, correctly
+    rounded, which glibc's asinf, tanhf, sinhf... miss by an ulp now and then (cglow's C then differs between
+    the gcc levels; left to cglow, found as graph 66 of seed 6)."""
+    op = b.choice(["Tan", "Asin", "Acos", "Atanh", "Acosh", "Sinh", "Cosh"])
+    x = b.input(b.pick().shape)
+    if op == "Acosh":
+        (a,) = b.node("Add", [positive(b, x), b.const(np.float32(1))])
+    else:
+        (t,) = b.node("Softsign", [x.name])
+        scale = {"Tan": 1.4, "Atanh": 0.9, "Sinh": 4, "Cosh": 4}.get(op, 0.95)
+        (a,) = b.node("Mul", [t.name, b.const(np.float32(scale))])
+    b.node(op, [a.name])
+
+
 def rounding(b: Builder) -> None:
     (scaled,) = b.node("Mul", [b.pick(exact=True).name, b.const(np.float32(4))], exact=True)  # a power of two
     b.node(b.choice(["Floor", "Ceil", "Round", "Sign"]), [scaled.name], exact=True)
+
+
+def threshold(b: Builder) -> None:
+    """The discontinuous activations (a step at their thresholds) and Mod (fmod: exact) of exact values."""
+    x = b.pick(exact=True, empty=True)
+    op = b.choice(["Shrink", "ThresholdedRelu", "Mod"])
+    if op == "Shrink":
+        b.node(op, [x.name], bias=b.uniform(-1, 1), lambd=b.uniform(0, 1))
+    elif op == "ThresholdedRelu":
+        b.node(op, [x.name], alpha=b.uniform(-0.5, 1), exact=True)
+    else:  # divisors of either sign, exact in binary
+        divisor = b.rng.choice([-2, -1.5, -0.75, 0.5, 1.25, 2], b.broadcast_shape(x.shape)).astype(np.float32)
+        b.node(op, [x.name, b.const(divisor)], fmod=1, exact=True)
+
+
+def infinite(b: Builder) -> None:
+    """IsInf (either sign or both) or IsNaN of a value with infinities and NaNs: the log of the zeros of a Relu, the
+    quotient of a Relu by itself (0 / 0), or a constant's infinities and NaNs added; as float. No other node reads
+    the value with them: the next ops need not agree on infinities and NaNs."""
+    x = b.pick(exact=True)
+    (r,) = b.node("Relu", [x.name], exact=True)
+    how = b.choice(["Log", "Div", "Add"])
+    if how == "Log":
+        (special,) = b.node("Log", [r.name])
+    elif how == "Div":
+        (special,) = b.node("Div", [r.name, r.name])
+    else:
+        c = b.rng.choice(np.array([np.inf, -np.inf, np.nan, 1.5], np.float32), b.broadcast_shape(x.shape))
+        (special,) = b.node("Add", [x.name, b.const(c)])
+    b.values.remove(special)
+    if b.chance(0.5):
+        (found,) = b.node("IsNaN", [special.name], exact=True)
+    else:
+        (found,) = b.node("IsInf", [special.name], detect_negative=b.int(0, 1), detect_positive=b.int(0, 1),
+                          exact=True)
+    b.node("Cast", [found.name], to=T.FLOAT, exact=True)
 
 
 def partner(b: Builder, x: Value, exact: bool = False) -> str:
@@ -117,5 +173,5 @@ def integer(b: Builder) -> None:
     b.node("Cast", [r.name], to=T.FLOAT, exact=True)
 
 
-GENERATORS = [(unary, 6), (of_positive, 2), (exp, 1), (rounding, 1), (binary, 6), (divide, 1), (power, 1),
-              (variadic, 1), (prelu, 1), (where, 2), (integer, 1)]
+GENERATORS = [(unary, 6), (of_positive, 2), (exp, 1), (of_domain, 1), (rounding, 1), (threshold, 1), (infinite, 1),
+              (binary, 6), (divide, 1), (power, 1), (variadic, 1), (prelu, 1), (where, 2), (integer, 1)]

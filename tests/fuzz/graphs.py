@@ -8,10 +8,11 @@ import numpy as np
 import onnx
 from onnx import TensorProto as T
 
-from . import attention, elementwise, layers, tensors
+from . import attention, control_flow, elementwise, integers, layers, tensors
 from .builder import Builder
 
-GENERATORS = elementwise.GENERATORS + layers.GENERATORS + tensors.GENERATORS + attention.GENERATORS
+GENERATORS = elementwise.GENERATORS + integers.GENERATORS + layers.GENERATORS + tensors.GENERATORS + \
+    attention.GENERATORS + control_flow.GENERATORS
 
 
 def random_graph(seed: int, index: int, attempt: int = 0) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:

@@ -1,6 +1,6 @@
 """Random data-movement nodes: transpose, the reshape family, concat and split, slice, pad, tile, expand,
-gathers (from constant indices or an index input), what the importer folds, depth/space rearrangements,
-resize, trilu and einsum."""
+gathers (from constant indices or an index input), scatters, what the importer folds, the tensors made from others
+(OneHot, EyeLike, CastLike, Size), depth/space rearrangements, resize, trilu and einsum."""
 from __future__ import annotations
 
 import numpy as np
@@ -136,9 +136,10 @@ def gather_indices_input(b: Builder) -> None:
 
 def scatter(b: Builder) -> None:
     """ScatterElements or ScatterND of constant updates into a value, at constant indices (distinct places where
-    the updates are stored, so that no order decides; repeated ones where they are added or multiplied)."""
+    the updates are stored, so that no order decides; repeated ones where they are added, multiplied, or the most or
+    least is kept)."""
     x = b.pick(lambda v: v.rank >= 1)
-    reduction = b.choice(["none", "add", "mul"])
+    reduction = b.choice(["none", "add", "mul", "max", "min"])
     if b.chance(0.5):
         axis = b.int(0, x.rank - 1)
         d = x.shape[axis]
@@ -198,6 +199,39 @@ def folded_at_import(b: Builder) -> None:
     b.node("Add", [x.name, made.name])
 
 
+def made(b: Builder) -> None:
+    """A tensor made from another: OneHot of indices cast from an exact value (in [-depth, depth): the others
+    make no one, which onnxruntime refuses), EyeLike of a matrix (any diagonal, float or integer), a CastLike
+    to an integer value and back, or a value divided by its Size."""
+    x = b.pick(exact=True)
+    op = b.choice(["OneHot", "EyeLike", "CastLike", "Size"])
+    if op == "OneHot":
+        depth = b.int(1, 5)
+        (clipped,) = b.node("Clip", [x.name, b.const(np.float32(-depth)), b.const(np.float32(depth - 0.5))],
+                            exact=True)
+        (floor,) = b.node("Floor", [clipped.name], exact=True)
+        (indices,) = b.node("Cast", [floor.name], to=b.choice([T.INT64, T.INT32]), exact=True)
+        values = np.array([b.uniform(-1, 1), b.uniform(-2, 2)], np.float32)
+        depth_of = b.choice([np.int64, np.int32, np.float32])
+        b.node("OneHot", [indices.name, b.const(np.array(depth, depth_of)), b.const(values)],
+               axis=b.int(-indices.rank - 1, indices.rank), exact=True)
+    elif op == "EyeLike":
+        x = b.pick(lambda v: v.rank == 2)
+        elem = b.choice([T.FLOAT, T.INT32, T.INT64, T.UINT8, T.BOOL, None])
+        (eye,) = b.node(op, [x.name], k=b.int(-3, 3), exact=True, **({} if elem is None else {"dtype": elem}))
+        if eye.elem != T.FLOAT:
+            b.node("Cast", [eye.name], to=T.FLOAT, exact=True)
+    elif op == "CastLike":
+        (clipped,) = b.node("Clip", [x.name, b.const(np.float32(-100)), b.const(np.float32(100))], exact=True)
+        like = b.choice([np.int32, np.int64, np.int8, np.int16])
+        (i,) = b.node(op, [clipped.name, b.const(np.zeros(b.int(1, 3), like))], exact=True)
+        b.node(op, [i.name, x.name], exact=True)
+    else:
+        (size,) = b.node(op, [x.name], exact=True)
+        (n,) = b.node("Cast", [size.name], to=T.FLOAT, exact=True)
+        b.node("Div", [x.name, n.name])
+
+
 def depth_space(b: Builder) -> None:
     x = b.pick(lambda v: v.rank == 4)
     n, c, h, w = x.shape
@@ -252,5 +286,5 @@ def einsum(b: Builder) -> None:
 
 
 GENERATORS = [(transpose, 3), (reshape, 4), (concat, 3), (split, 2), (slice_, 3), (pad, 2), (tile_expand, 2),
-              (gather, 2), (gather_indices_input, 1), (scatter, 1), (selection, 1), (folded_at_import, 1),
+              (gather, 2), (gather_indices_input, 1), (scatter, 1), (selection, 1), (folded_at_import, 1), (made, 1),
               (depth_space, 1), (resize, 2), (grid_sample, 1), (trilu, 1), (einsum, 1)]

@@ -4,7 +4,7 @@ tests/hostile_models.py."""
 from __future__ import annotations
 
 import numpy as np
-from onnx import TensorProto as T
+from onnx import TensorProto as T, helper
 import pytest
 
 from cglow.options import Options
@@ -93,7 +93,27 @@ def conv_on_a_transposed_conv():
     return model(nodes, [tensor("x", [1, 1, 2])], [tensor("y", None)], [weights("w1", 6, 1, 2), weights("w2", 2, 1, 2)])
 
 
+def slice_of_a_scan_output_of_a_loop_in_c():
+    """Found as graph 26 of seed 4: a Loop run as a loop in C (900 iterations, beyond the unroll bound) told the
+    passes that it touched its scan output's first element only, so that a Slice of later ones was scheduled
+    before the loop had written them: a silent wrong output (cglow/instr/ir.py Repeat.touched)."""
+    body = helper.make_graph(
+        [node("Identity", ["cond"], ["cond_out"], "keep"), node("Mul", ["c", "h"], ["half"], "half"),
+         node("Add", ["half", "a"], ["sum"], "add"), node("Tanh", ["sum"], ["c_out"], "tanh"),
+         node("ReduceMean", ["c_out"], ["mean"], "mean", keepdims=0)],
+        "body", [tensor("i", [], T.INT64), tensor("cond", [], T.BOOL), tensor("c", [3])],
+        [tensor("cond_out", [], T.BOOL), tensor("c_out", [3]), tensor("mean", [])], [const("h", 0.5, np.float32)])
+    nodes = [node("Tanh", ["x"], ["t"], "t"), node("Mul", ["t", "k"], ["a"], "scale"),
+             node("Asin", ["a"], ["s"], "asin"), node("ReduceMean", ["s"], ["y0"], "m", keepdims=0),
+             node("Loop", ["trips", "", "t"], ["last", "all"], "loop", body=body),
+             node("Slice", ["all", "b", "e", "ax", "st"], ["y1"], "later")]
+    inits = [const("trips", 900), const("b", [187]), const("e", [426]), const("ax", [0]), const("st", [2]),
+             const("k", 0.95, np.float32)]
+    return model(nodes, [tensor("x", [3])], [tensor("y0", None), tensor("y1", None)], inits)
+
+
 CASES = [
+    slice_of_a_scan_output_of_a_loop_in_c,
     empty_slice_of_a_transpose_flattened,
     slice_stepping_back_from_before_the_start,
     resize_to_nothing,

@@ -7,8 +7,9 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 import cglow
-from cglow.instr.expr import ACC, Input, call, helpers
+from cglow.instr.expr import ACC, Input, call, depth, helpers
 from cglow.instr.ir import Conv, Epilogue, Gemm, Map, View
+from cglow.instr.passes import FUSED_DEPTH
 
 from tests.util import cglow_run, ort_run, random_feeds, rel_error
 
@@ -63,6 +64,19 @@ def test_elementwise_result_overwrites_its_dying_input():
     arena = {v.buf for i in prog.instrs for v in (i.out,) if prog.buffer(v.buf).kind == "arena"}
     assert len(arena) == 1  # the matmul result, then exp(tanh(.)) over it, read by the second matmul
     assert cglow.compile_model(m).arena_bytes == 4 * 16 * 4
+
+
+def test_a_long_chain_fuses_in_pieces_that_clang_takes():
+    """300 Abs and Neg in turn, a chain as an unrolled Scan of scalar steps makes (the fuzzer's had Tanh): fused
+    into one expression, 300 levels deep, which clang refuses (more than 256 brackets); in pieces FUSED_DEPTH deep
+    at most."""
+    names = ["x"] + [f"t{i}" for i in range(299)] + ["y"]
+    m = model([helper.make_node(("Abs", "Neg")[i % 2], [a], [b]) for i, (a, b) in enumerate(zip(names, names[1:]))],
+              {"x": [4]}, "y", {})
+    prog = compile_and_check(m)
+    assert max(depth(i.expr) for i in prog.instrs) <= FUSED_DEPTH
+    x = random_feeds(m)["x"]
+    assert rel_error(cglow.build(cglow.compile_model(m), cc="clang")(x)[0], ort_run(m, {"x": x})[0]) <= 1e-5
 
 
 def test_softmax_finishes_in_the_output():
