@@ -1,5 +1,5 @@
 """Random valid ONNX graphs from the ops cglow supports, NNSmith-style: random shapes, broadcasting,
-attributes, branches and skip connections, attention blocks, 2 to 8 generated steps on small tensors. Graph `index` of
+attributes, branches and skip connections, attention blocks, 3-D layers, vision and signal ops, 2 to 8 generated steps on small tensors. Graph `index` of
 `seed` depends on nothing else, so any one can be rebuilt alone (`attempt` draws another one in its place
 when onnxruntime cannot run it)."""
 from __future__ import annotations
@@ -8,10 +8,11 @@ import numpy as np
 import onnx
 from onnx import TensorProto as T
 
-from . import attention, elementwise, layers, tensors
+from . import attention, elementwise, layers, signal, tensors, vision, volumetric
 from .builder import Builder
 
-GENERATORS = elementwise.GENERATORS + layers.GENERATORS + tensors.GENERATORS + attention.GENERATORS
+GENERATORS = elementwise.GENERATORS + layers.GENERATORS + tensors.GENERATORS + attention.GENERATORS + \
+    vision.GENERATORS + volumetric.GENERATORS + signal.GENERATORS
 
 
 def random_graph(seed: int, index: int, attempt: int = 0) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
