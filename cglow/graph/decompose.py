@@ -16,24 +16,35 @@ from onnx import helper
 
 from ..errors import CglowError
 from .builder import Builder, attrs_of, given, named
+from .geometry import window
 from .inferred import value_shapes
 from .limits import read_tensor
 from .ngrams import tfidf_vectorizer
 from .sampling import SAMPLING
-from .volumetric import VOLUMETRIC, declared_ranks, volumetric
+from .volumetric import VOLUMETRIC, declared_ranks, ir_node, volumetric
 
 SHAPE_INPUTS = {"DFT": (1, 2), "STFT": (1, 3)}
 
 
 def _lp_pool(b: Builder, shapes: dict, consts: dict) -> None:
-    """(sum over the window of |x|^p)^(1/p): an AveragePool counting padding, times the window's size."""
-    attrs = attrs_of(b.node)
+    """(sum over the window of |x|^p)^(1/p): an AveragePool of the input's elements (count_include_pad=0) times
+    how many of them each window holds. Not the kernel's size: a last window of ceil_mode may reach past the end
+    padding, where an AveragePool counting the padding divides by less."""
+    node = b.node
+    attrs = attrs_of(node)
     p = float(attrs.pop("p", 2))
-    kernel = attrs["kernel_shape"]
-    powered = b.add("Pow", [b.add("Abs", [b.node.input[0]]), b.const(np.array(p, np.float32))])
-    mean = b.add("AveragePool", [powered], count_include_pad=1, **attrs)
-    total = b.add("Mul", [mean, b.const(np.array(math.prod(kernel), np.float32))])
-    b.add("Pow", [total, b.const(np.array(1 / p, np.float32))], b.node.output[0])
+    shape = shapes.get(node.input[0])
+    if shape is None:
+        raise CglowError(f"{named(node)}: its input's shape must be static")
+    win = window(ir_node(node), tuple(shape[2:]), tuple(attrs["kernel_shape"]), bool(attrs.get("ceil_mode", 0)))
+    count = np.ones((), np.float32)
+    for size, k, s, d, begin, out in zip(shape[2:], win.kernel, win.strides, win.dilations, win.pads_begin, win.out):
+        taps = np.arange(out)[:, None] * s + np.arange(k)[None, :] * d - begin
+        count = np.multiply.outer(count, ((taps >= 0) & (taps < size)).sum(axis=1).astype(np.float32))
+    powered = b.add("Pow", [b.add("Abs", [node.input[0]]), b.const(np.array(p, np.float32))])
+    mean = b.add("AveragePool", [powered], count_include_pad=0, **attrs)
+    total = b.add("Mul", [mean, b.const(count)])
+    b.add("Pow", [total, b.const(np.array(1 / p, np.float32))], node.output[0])
 
 
 def _dft(b: Builder, shapes: dict, consts: dict) -> None:

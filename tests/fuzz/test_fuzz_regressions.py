@@ -91,7 +91,16 @@ def conv_on_a_transposed_conv():
     return model(nodes, [tensor("x", [1, 1, 2])], [tensor("y", None)], [weights("w1", 6, 1, 2), weights("w2", 2, 1, 2)])
 
 
+def lp_pool_past_the_end():
+    """Found as graph 5 of seed 3 of the vision generators: ceil_mode's last window reaches past the input, where
+    the AveragePool (counting padding) that the sum pool was made of divides by fewer than the kernel's size
+    (cglow/graph/decompose.py _lp_pool)."""
+    pool = node("LpPool", ["x"], ["y"], "pool", ceil_mode=1, kernel_shape=[3], p=1, strides=[2])
+    return model([pool], [tensor("x", [1, 2, 6])], [tensor("y", None)], opset=18)
+
+
 CASES = [
+    lp_pool_past_the_end,
     empty_slice_of_a_transpose_flattened,
     slice_stepping_back_from_before_the_start,
     resize_to_nothing,

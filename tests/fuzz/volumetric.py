@@ -50,7 +50,8 @@ def pool_3d(b: Builder) -> None:
     op = b.choice(["MaxPool", "AveragePool", "LpPool"])
     kernel = [b.int(1, min(3, d)) for d in x.shape[2:]]
     attrs = window_attrs(b, kernel, x.shape[2:], dilate=op != "AveragePool")
-    if b.chance(0.3) and "auto_pad" not in attrs and not last_window_in_padding(x.shape[2:], kernel, attrs):
+    if b.chance(0.3) and "auto_pad" not in attrs and not last_window_in_padding(x.shape[2:], kernel, attrs) and \
+            (op != "LpPool" or max(attrs.get("dilations", [1])) == 1):  # as vision.lp_pool
         attrs["ceil_mode"] = 1
     if op == "AveragePool":
         attrs["count_include_pad"] = b.int(0, 1)
