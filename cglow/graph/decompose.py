@@ -1,8 +1,8 @@
 """Ops that cglow compiles as a few others, built per node before import (as graph/functions.py does with ONNX's
 function bodies, where ONNX gives none): LpPool as the p-th root of a sum pool of |x|^p, DFT as matrix
 products of the signal by constant cosine and sine matrices, STFT as frames' DFTs, ReverseSequence as a
-GatherElements, Det (up to 3 x 3) by cofactors, TfIdfVectorizer as counts of matches (graph/ngrams.py),
-BatchNormalization in training mode by the batch's statistics; GridSample, RoiAlign and DeformConv as gathers at
+GatherElements, Det (up to 3 x 3) by cofactors, AffineGrid as a MatMul of constant coordinates, TfIdfVectorizer
+as counts of matches (graph/ngrams.py), BatchNormalization in training mode by the batch's statistics; GridSample, RoiAlign and DeformConv as gathers at
 the positions they compute (graph/sampling.py). SHAPE_INPUTS names the inputs that must be constants (the backend
 pins them, tools/backend.py)."""
 from __future__ import annotations
@@ -23,7 +23,7 @@ from .ngrams import tfidf_vectorizer
 from .sampling import SAMPLING
 from .volumetric import VOLUMETRIC, declared_ranks, ir_node, volumetric
 
-SHAPE_INPUTS = {"DFT": (1, 2), "STFT": (1, 3)}
+SHAPE_INPUTS = {"DFT": (1, 2), "STFT": (1, 3), "AffineGrid": (1,)}
 
 
 def _lp_pool(b: Builder, shapes: dict, consts: dict) -> None:
@@ -172,6 +172,25 @@ def _det(b: Builder, shapes: dict, consts: dict) -> None:
     b.add("Reshape", [det, b.const(np.array(shape[:-2], np.int64))], node.output[0])
 
 
+def _affine_grid(b: Builder, shapes: dict, consts: dict) -> None:
+    """The sampling grid [N, (D,) H, W, 2 or 3] of 2-D (theta [N, 2, 3]) or 3-D (theta [N, 3, 4]) affine
+    transforms: each position's normalized coordinates (x, y(, z), 1), a constant, times theta transposed (one
+    MatMul). Not the ONNX function body: that squeezes every dim of 1 of theta's rows, the batch's too, and so
+    cannot take a 2-D batch of one."""
+    node = b.node
+    size = given(node, 1, consts)
+    if size is None:
+        raise CglowError(f"{named(node)}: its size must be constant")
+    n, _, *spatial = (int(d) for d in size.reshape(-1))
+    align = attrs_of(node).get("align_corners", 0)
+    axes = [np.linspace(-1, 1, d) if align else (2 * np.arange(d) + 1) / d - 1 for d in spatial]
+    coords = np.meshgrid(*axes, indexing="ij")[::-1]  # x along the last dim (W), then y, z
+    base = np.stack([c.reshape(-1) for c in coords] + [np.ones(math.prod(spatial))], axis=1).astype(np.float32)
+    theta = b.add("Transpose", [node.input[0]], perm=[0, 2, 1])
+    grid = b.add("MatMul", [b.const(base), theta])  # [N, positions, 2 or 3]
+    b.add("Reshape", [grid, b.const(np.array([n, *spatial, len(spatial)], np.int64))], node.output[0])
+
+
 def _training_batchnorm(b: Builder, shapes: dict, consts: dict) -> None:
     """Training mode: normalized by the batch's own mean and (population) variance over every dim but the channels';
     the running statistics, if asked for, moved towards them by (1 - momentum)."""
@@ -203,7 +222,7 @@ def _in_training(node: onnx.NodeProto) -> bool:
     return any(a.name == "training_mode" and a.i for a in node.attribute)
 
 
-DECOMPOSITIONS: dict[str, Callable[[Builder, dict, dict], None]] = {"Det": _det,
+DECOMPOSITIONS: dict[str, Callable[[Builder, dict, dict], None]] = {"Det": _det, "AffineGrid": _affine_grid,
     "LpPool": _lp_pool, "DFT": _dft, "STFT": _stft, "ReverseSequence": _reverse_sequence,
     "TfIdfVectorizer": tfidf_vectorizer, "BatchNormalization": _training_batchnorm, **SAMPLING}
 # ops cglow lowers, decomposed in a mode their lowering lacks: the mode's name, and whether a node is in it

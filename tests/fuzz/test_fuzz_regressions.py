@@ -99,7 +99,16 @@ def lp_pool_past_the_end():
     return model([pool], [tensor("x", [1, 2, 6])], [tensor("y", None)], opset=18)
 
 
+def affine_grid_of_one_transform():
+    """Found as graph 20 of seed 3 of the vision generators: AffineGrid's ONNX function body squeezes every dim of
+    1 of theta's rows, the batch's too, and so refused a 2-D batch of one (now cglow/graph/decompose.py
+    _affine_grid)."""
+    nodes = [node("AffineGrid", ["theta", "size"], ["y"], "grid")]
+    return model(nodes, [tensor("theta", [1, 2, 3])], [tensor("y", None)], [const("size", [1, 1, 3, 4])], opset=20)
+
+
 CASES = [
+    affine_grid_of_one_transform,
     lp_pool_past_the_end,
     empty_slice_of_a_transpose_flattened,
     slice_stepping_back_from_before_the_start,
