@@ -64,12 +64,15 @@ def _dft(b: Builder, shapes: dict, consts: dict) -> None:
     axis = int(const(2).reshape(-1)[0]) if b.opset >= 20 and const(2) is not None else \
         -2 if b.opset >= 20 else attrs.get("axis", 1)  # an input from opset 20, an attribute before
     axis = axis + rank if axis < 0 else axis
-    if not 0 < axis < rank - 1 or shape[-1] not in (1, 2):
+    if not 0 <= axis < rank - 1 or shape[-1] not in (1, 2):
         raise CglowError(f"{named(node)}: axis {axis} of a [..., 1 or 2] signal of rank {rank}")
     inverse, onesided = attrs.get("inverse", 0), attrs.get("onesided", 0)
     n = shape[axis]
     real_out = inverse and onesided  # the inverse of half a spectrum: a real signal
     length = int(const(1).reshape(-1)[0]) if const(1) is not None else 2 * (n - 1) if real_out else n
+    if length < 1:
+        raise CglowError(f"{named(node)}: a transform of {length} samples (an inverse of half a spectrum of one "
+                         f"frequency is of 2 (n - 1) = 0 unless dft_length says)")
     used = min(n, length // 2 + 1) if real_out else min(n, length)
     k = length // 2 + 1 if onesided and not real_out else length
     perm = [d for d in range(rank - 1) if d != axis] + [axis, rank - 1]

@@ -19,14 +19,21 @@ def _signal(b: Builder, x: Value, complex_: bool) -> str:
 
 
 def dft(b: Builder) -> None:
-    x = b.pick(lambda v: v.rank in (2, 3) and max(v.shape[1:]) <= 12)
+    """DFT along any axis of a signal but its last (0 too), cut or padded to a dft_length or not; one-sided of a
+    real signal, or inversely of half a complex spectrum to a real signal (then of a length that reads every
+    frequency given, 2 (n - 1) or one more: for a shorter one onnxruntime computes something else than ONNX's
+    reference and NumPy's irfft)."""
+    x = b.pick(lambda v: v.rank in (2, 3) and max(v.shape) <= 12)
     complex_ = b.chance(0.4)
     signal = _signal(b, x, complex_)
-    axis = b.int(1, x.rank - 1)
+    axis = b.int(0, x.rank - 1)
     n = x.shape[axis]
     inverse = b.int(0, 1)
-    onesided = 0 if complex_ else b.int(0, 1)
-    length = b.const(ints(b.int(1, n + 3))) if b.chance(0.5) else ""
+    onesided = b.int(0, 1) if complex_ == bool(inverse) else 0
+    if onesided and inverse:  # of one frequency, the default length 2 (n - 1) is 0
+        length = b.const(ints(2 * (n - 1) + b.int(n == 1, 1))) if n == 1 or b.chance(0.5) else ""
+    else:
+        length = b.const(ints(b.int(1, n + 3))) if b.chance(0.5) else ""
     axis_input = b.const(ints(axis - x.rank - 1 if b.chance(0.3) else axis)) if b.chance(0.7) or \
         axis != x.rank - 1 else ""  # -2, the default
     inputs = [signal, length, axis_input]
@@ -43,7 +50,7 @@ def stft(b: Builder) -> None:
     signal = _signal(b, x, complex_)
     length = b.int(1, x.shape[1])
     inputs = [signal, b.const(ints(b.int(1, 3)))]
-    if b.chance(0.7):
+    if b.chance(0.7) and length > 1:  # a symmetric window of 1 divides 0 by 0
         op = b.choice(["HannWindow", "HammingWindow", "BlackmanWindow"])
         (window,) = b.node(op, [b.const(ints(length))], periodic=b.int(0, 1))
         inputs.append(window.name)

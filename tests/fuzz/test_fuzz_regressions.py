@@ -107,7 +107,15 @@ def affine_grid_of_one_transform():
     return model(nodes, [tensor("theta", [1, 2, 3])], [tensor("y", None)], [const("size", [1, 1, 3, 4])], opset=20)
 
 
+def dft_along_the_first_axis():
+    """Found writing the signal generator: from opset 20 DFT's axis may be 0 (ONNX's range is [-r, -2] and [0, r - 2]),
+    which cglow refused (cglow/graph/decompose.py _dft)."""
+    dft = node("DFT", ["x", "", "axis"], ["y"], "dft", inverse=1)
+    return model([dft], [tensor("x", [4, 3, 2])], [tensor("y", None)], [const("axis", 0)], opset=20)
+
+
 CASES = [
+    dft_along_the_first_axis,
     affine_grid_of_one_transform,
     lp_pool_past_the_end,
     empty_slice_of_a_transpose_flattened,
