@@ -2,9 +2,9 @@
 function bodies, where ONNX gives none): LpPool as the p-th root of a sum pool of |x|^p, DFT as matrix
 products of the signal by constant cosine and sine matrices, STFT as frames' DFTs, ReverseSequence as a
 GatherElements, Det (up to 3 x 3) by cofactors, AffineGrid as a MatMul of constant coordinates, TfIdfVectorizer
-as counts of matches (graph/ngrams.py), BatchNormalization in training mode by the batch's statistics; GridSample, RoiAlign and DeformConv as gathers at
-the positions they compute (graph/sampling.py). SHAPE_INPUTS names the inputs that must be constants (the backend
-pins them, tools/backend.py)."""
+as counts of matches (graph/ngrams.py), BatchNormalization in training mode by the batch's statistics;
+GridSample, RoiAlign and DeformConv as gathers at the positions they compute (graph/sampling.py). SHAPE_INPUTS
+names the inputs that must be constants (the backend pins them, tools/backend.py)."""
 from __future__ import annotations
 
 import math

@@ -1,7 +1,7 @@
 """Random valid ONNX graphs from the ops cglow supports, NNSmith-style: random shapes, broadcasting,
-attributes, branches and skip connections, attention blocks, 3-D layers, vision and signal ops, 2 to 8 generated steps on small tensors. Graph `index` of
-`seed` depends on nothing else, so any one can be rebuilt alone (`attempt` draws another one in its place
-when onnxruntime cannot run it)."""
+attributes, branches and skip connections, attention blocks, 3-D layers, vision and signal ops, 2 to 8 generated
+steps on small tensors. Graph `index` of `seed` depends on nothing else, so any one can be rebuilt alone
+(`attempt` draws another one in its place when onnxruntime cannot run it)."""
 from __future__ import annotations
 
 import numpy as np

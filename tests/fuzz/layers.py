@@ -1,5 +1,6 @@
 """Random layer nodes: MatMul and Gemm, Conv and ConvTranspose with random groups, strides, dilations and
-padding, pooling, normalizations, determinants, softmax, reductions, arg-reductions, CumSum, TopK and recurrent layers."""
+padding, pooling, normalizations, determinants, softmax, reductions, arg-reductions, CumSum, TopK and recurrent
+layers."""
 from __future__ import annotations
 
 import numpy as np
@@ -208,5 +209,5 @@ def recurrent(b: Builder) -> None:
 
 
 GENERATORS = [(matmul, 4), (gemm, 2), (conv, 5), (conv_transpose, 1), (pool, 3), (global_pool, 1), (batch_norm, 2),
-              (normalization, 2), (function_normalization, 2), (determinant, 1), (softmax, 2), (reduce, 3), (arg_reduce, 1), (cumsum, 1), (topk, 1),
-              (recurrent, 1)]
+              (normalization, 2), (function_normalization, 2), (determinant, 1), (softmax, 2), (reduce, 3),
+              (arg_reduce, 1), (cumsum, 1), (topk, 1), (recurrent, 1)]
