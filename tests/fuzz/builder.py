@@ -54,8 +54,9 @@ class Choices:
 
 
 class Builder(Choices):
-    def __init__(self, rng: np.random.Generator):
+    def __init__(self, rng: np.random.Generator, opset: int = OPSET):
         super().__init__(rng)
+        self.opset = opset
         self.nodes: list[onnx.NodeProto] = []
         self.inits: list[onnx.TensorProto] = []
         self.inputs: list[Value] = []
@@ -160,4 +161,4 @@ class Builder(Choices):
         declared = [helper.make_tensor_value_info(v.name, v.elem, v.shape) for v in self.values
                     if v.name in self.declared]
         graph = helper.make_graph(self.nodes, "fuzz", ins, outs, self.inits, value_info=declared)
-        return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=10)
+        return helper.make_model(graph, opset_imports=[helper.make_opsetid("", self.opset)], ir_version=10)

@@ -1,6 +1,7 @@
 """Random vision and detection nodes: NonMaxSuppression (its selection of a length known at run time only),
 MaxUnpool of MaxPool's indices, LpPool, Col2Im, DeformConv, AffineGrid (sampled by GridSample) and CenterCropPad.
-Not RoiAlign: onnxruntime 1.32 has no kernel for it from opset 22 on (the fuzz's opset is 23)."""
+RoiAlign apart (OLDER_GENERATORS): onnxruntime 1.32 has no kernel for it from opset 22 on, the fuzz's opset is 23
+(test_fuzz_older_opsets.py fuzzes it at opset 21)."""
 from __future__ import annotations
 
 import numpy as np
@@ -8,6 +9,21 @@ import numpy as np
 from .builder import Builder, Rejected
 from .layers import last_window_in_padding, window_attrs
 from .tensors import factors, ints
+
+
+def roi_align(b: Builder) -> None:
+    """RoiAlign of constant boxes (some reaching a little outside the image) over a value [N, C, H, W], both
+    modes and coordinate transformations, a positive sampling_ratio (0, a count per box known at run time only,
+    cglow refuses)."""
+    x = b.pick(lambda v: v.rank == 4)
+    n, _, h, w = x.shape
+    boxes = b.int(1, 4)
+    scale = b.choice([1.0, 0.5, 2.0])
+    corners = np.stack([b.rng.uniform(-1, w + 1, boxes), b.rng.uniform(-1, h + 1, boxes),
+                        b.rng.uniform(-1, w + 1, boxes), b.rng.uniform(-1, h + 1, boxes)], axis=1) / scale
+    b.node("RoiAlign", [x.name, b.const(corners.astype(np.float32)), b.const(ints(b.rng.integers(0, n, boxes)))],
+           mode=b.choice(["avg", "max"]), coordinate_transformation_mode=b.choice(["half_pixel", "output_half_pixel"]),
+           output_height=b.int(1, 3), output_width=b.int(1, 3), sampling_ratio=b.int(1, 3), spatial_scale=scale)
 
 
 def non_max_suppression(b: Builder) -> None:
@@ -116,3 +132,4 @@ def center_crop_pad(b: Builder) -> None:
 
 GENERATORS = [(non_max_suppression, 1), (max_unpool, 1), (lp_pool, 1), (col2im, 1),
               (deform_conv, 1), (affine_grid, 1), (center_crop_pad, 1)]
+OLDER_GENERATORS = [(roi_align, 1)]
