@@ -114,7 +114,17 @@ def dft_along_the_first_axis():
     return model([dft], [tensor("x", [4, 3, 2])], [tensor("y", None)], [const("axis", 0)], opset=20)
 
 
+def lrn_of_a_constant_of_one_channel():
+    """Found as graph 7 of seed 13 of the Attention generator (an LRN of the present values, a Concat of
+    constants): folding a constant LRN of fewer channels than its size, where the reference evaluator reads past
+    the last channel (cglow/graph/onnx_import.py _lrn)."""
+    nodes = [node("LRN", ["c"], ["t"], "lrn", size=5, alpha=0.3, beta=0.8, bias=1.5),
+             node("Add", ["t", "x"], ["y"], "add")]
+    return model(nodes, [tensor("x", [1])], [tensor("y", None)], [weights("c", 3, 1, 2, 2)])
+
+
 CASES = [
+    lrn_of_a_constant_of_one_channel,
     dft_along_the_first_axis,
     affine_grid_of_one_transform,
     lp_pool_past_the_end,
