@@ -63,7 +63,8 @@ def attention_op(b: Builder) -> None:
     """The Attention op: queries from a value [B, Hq, S, d] (4-D) or projected from a value [B, S, D] (3-D, its
     heads in the last dim), keys and values constants of Hkv heads (Hkv divides Hq: grouped-query), a boolean
     mask (each query sees a key at least: else the row is 0/0) or a float one added to the scores, causal or
-    not, a scale or the default."""
+    not, a scale or the default, a softcap now and then; past keys and values (4-D constants) before the new ones
+    now and then, the present ones then outputs too."""
     x = b.pick(lambda v: v.rank in (3, 4))
     if x.rank == 4:
         batch, heads, tokens, size = x.shape
@@ -78,8 +79,10 @@ def attention_op(b: Builder) -> None:
         ((batch, keys, kv_heads * size), (batch, keys, kv_heads * value_size))
     inputs = [query, b.weights(*k_shape), b.weights(*v_shape)]
     attrs = {} if x.rank == 4 else dict(q_num_heads=heads, kv_num_heads=kv_heads)
+    past = b.int(1, 3) if b.chance(0.3) else 0
+    total = past + keys
     if b.chance(0.4):
-        shape = b.choice([(tokens, keys), (batch, 1, tokens, keys), (1, heads, tokens, keys)])
+        shape = b.choice([(tokens, total), (batch, 1, tokens, total), (1, heads, tokens, total)])
         if b.chance(0.5):
             mask = b.rng.random(shape) < 0.7
             mask[..., 0] = True
@@ -90,7 +93,12 @@ def attention_op(b: Builder) -> None:
         attrs["is_causal"] = 1
     if b.chance(0.4):
         attrs["scale"] = b.uniform(0.1, 1)
-    b.node("Attention", inputs, **attrs)
+    if b.chance(0.2):
+        attrs["softcap"] = b.uniform(1, 5)
+    if past:
+        inputs += [""] * (4 - len(inputs)) + [b.weights(batch, kv_heads, past, size),
+                                              b.weights(batch, kv_heads, past, value_size)]
+    b.node("Attention", inputs, outputs=3 if past else 1, **attrs)
 
 
 def rotary_embedding(b: Builder) -> None:
