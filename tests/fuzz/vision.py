@@ -45,7 +45,7 @@ def max_unpool(b: Builder) -> None:
     """MaxUnpool of a MaxPool's values and indices (of an exact input: its maxima are the same ones in both), to
     the natural size, windows that tile the input so that it holds every index (ONNX shape inference infers no
     shape from an output_shape input, so the generator gives none)."""
-    x = b.pick(lambda v: v.rank in (3, 4), exact=True)
+    x = b.pick(lambda v: v.rank in (3, 4, 5), exact=True)
     strides = [b.int(1, 2) for _ in x.shape[2:]]
     kernel = [b.choice([k for k in range(1, min(3, d) + 1) if (d - k) % s == 0] or [d])
               for d, s in zip(x.shape[2:], strides)]
