@@ -130,7 +130,7 @@ class Builder(Choices):
             tt = found.get(name)
             if shape is not None and tt is not None and not tt.HasField("shape"):
                 self.declared.add(name)
-                tt = helper.make_tensor_type_proto(tt.elem_type or T.FLOAT, shape).tensor_type  # lost too
+                tt = helper.make_tensor_type_proto(tt.elem_type or T.FLOAT, shape).tensor_type  # its type lost too
             if tt is None or not tt.HasField("shape") or \
                     not (final or all(d.HasField("dim_value") for d in tt.shape.dim)):
                 raise Rejected(f"{op}: no static shape")
