@@ -123,7 +123,19 @@ def lrn_of_a_constant_of_one_channel():
     return model(nodes, [tensor("x", [1])], [tensor("y", None)], [weights("c", 3, 1, 2, 2)])
 
 
+def dft_of_a_reshape_to_a_computed_shape():
+    """Found as graph 134 of seed 4: a DFT of a Reshape whose target shape Shape, Slice and Concat make, whose
+    shape the inference before import (without data propagation) did not know (cglow/graph/inferred.py)."""
+    nodes = [node("Shape", ["x"], ["s"], "shape"), node("Slice", ["s", "zero", "one"], ["head"], "head"),
+             node("Concat", ["head", "minus_one"], ["target"], "target", axis=0),
+             node("Reshape", ["x", "target"], ["r"], "reshape"), node("Unsqueeze", ["r", "minus_one"], ["u"], "signal"),
+             node("DFT", ["u", "", "axis"], ["y"], "dft")]
+    inits = [const("zero", [0]), const("one", [1]), const("minus_one", [-1]), const("axis", 1)]
+    return model(nodes, [tensor("x", [2, 3, 2])], [tensor("y", None)], inits, opset=20)
+
+
 CASES = [
+    dft_of_a_reshape_to_a_computed_shape,
     lrn_of_a_constant_of_one_channel,
     dft_along_the_first_axis,
     affine_grid_of_one_transform,
