@@ -165,6 +165,10 @@ def _fold(proto: onnx.NodeProto, node: Node, consts: dict, types: dict, opset: i
             return [_pad(node, consts, types, opset)]
         if node.op == "LRN":
             return [_lrn(node, consts[node.inputs[0]])]
+        if node.op == "GatherElements":  # the reference evaluator's takes at most 64 along the axis (np.choose)
+            data, index = consts[node.inputs[0]], consts[node.inputs[1]]
+            axis = node.attr("axis", 0)
+            return [np.take_along_axis(data, np.where(index < 0, index + data.shape[axis], index), axis)]
         return evaluate_node(proto, feeds, opset)
     except Exception as exc:
         raise CglowError(f"{node.describe()}: constant folding failed ({reason(exc)})") from None

@@ -134,7 +134,16 @@ def dft_of_a_reshape_to_a_computed_shape():
     return model(nodes, [tensor("x", [2, 3, 2])], [tensor("y", None)], inits, opset=20)
 
 
+def gather_elements_of_a_constant_along_many():
+    """Found as graph 131 of seed 739947 (a DeformConv of a constant): folding a constant GatherElements of more
+    than 64 elements along its axis, which the reference evaluator refuses (cglow/graph/onnx_import.py _fold)."""
+    nodes = [node("GatherElements", ["c", "i"], ["t"], "gather", axis=1), node("Add", ["t", "x"], ["y"], "add")]
+    inits = [const("c", np.arange(130).reshape(1, 130), np.float32), const("i", [[129, -1, 0, 64, 65]])]
+    return model(nodes, [tensor("x", [1])], [tensor("y", None)], inits)
+
+
 CASES = [
+    gather_elements_of_a_constant_along_many,
     dft_of_a_reshape_to_a_computed_shape,
     lrn_of_a_constant_of_one_channel,
     dft_along_the_first_axis,
