@@ -164,12 +164,13 @@ def render_ops() -> str:
 
 def _function_ops(registered: set[str]) -> list[str]:
     """The ops of the default and preview domains that cglow compiles as their ONNX function bodies
-    (graph/functions.py), less the families out of its reach (tools/coverage.py)."""
+    (graph/functions.py), less those it decomposes itself (graph/decompose.py) and the families out of its reach
+    (tools/coverage.py)."""
     import onnx
     from .graph.decompose import DECOMPOSITIONS, MODES
     from .graph.functions import function_ops
     from .tools.coverage import OUT_OF_REACH
-    ops = sorted(function_ops() - registered - set().union(*OUT_OF_REACH.values()))
+    ops = sorted(function_ops() - registered - set(DECOMPOSITIONS) - set().union(*OUT_OF_REACH.values()))
     return ["\n## Ops compiled as their function bodies\n",
             ("These ops have no lowering of their own: ONNX defines each as a function of other ops, and cglow "
              "replaces each node by that body at import (at the model's opset), so that they compile wherever the "

@@ -13,8 +13,8 @@ import hashlib
 import pytest
 
 SLOW = {"test_cross_targets.py", "test_cross_int8.py", "test_cross_m4.py", "test_cross_size.py", "test_compilers.py",
-        "test_sanitizers.py", "test_fuzz_graphs.py", "test_fuzz_quantized.py", "test_fuzz_typed.py", "test_fuzz_bytes.py",
-        "test_wheel.py", "test_emitted_identity.py"}
+        "test_sanitizers.py", "test_fuzz_graphs.py", "test_fuzz_older_opsets.py", "test_fuzz_quantized.py",
+        "test_fuzz_typed.py", "test_fuzz_bytes.py", "test_wheel.py", "test_emitted_identity.py"}
 
 
 QUICK_CASES = 4  # of each parametrized test's cases in `make quick` (the others need a compiler once each, cold)

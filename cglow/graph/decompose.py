@@ -1,10 +1,10 @@
 """Ops that cglow compiles as a few others, built per node before import (as graph/functions.py does with ONNX's
 function bodies, where ONNX gives none): LpPool as the p-th root of a sum pool of |x|^p, DFT as matrix
 products of the signal by constant cosine and sine matrices, STFT as frames' DFTs, ReverseSequence as a
-GatherElements, Det by Gaussian elimination (up to MAX_DET), TfIdfVectorizer as counts of matches (graph/ngrams.py),
-BatchNormalization in training mode by the batch's statistics; GridSample, RoiAlign and DeformConv as gathers at
-the positions they compute (graph/sampling.py). SHAPE_INPUTS names the inputs that must be constants (the backend
-pins them, tools/backend.py)."""
+GatherElements, Det by Gaussian elimination (up to MAX_DET), AffineGrid as a MatMul of constant coordinates,
+TfIdfVectorizer as counts of matches (graph/ngrams.py), BatchNormalization in training mode by the batch's
+statistics; GridSample, RoiAlign and DeformConv as gathers at the positions they compute (graph/sampling.py).
+SHAPE_INPUTS names the inputs that must be constants (the backend pins them, tools/backend.py)."""
 from __future__ import annotations
 
 import math
@@ -16,24 +16,35 @@ from onnx import helper
 
 from ..errors import CglowError
 from .builder import Builder, attrs_of, given, named
+from .geometry import window
 from .inferred import value_shapes
 from .limits import read_tensor
 from .ngrams import tfidf_vectorizer
 from .sampling import SAMPLING
-from .volumetric import VOLUMETRIC, declared_ranks, volumetric
+from .volumetric import VOLUMETRIC, declared_ranks, ir_node, volumetric
 
-SHAPE_INPUTS = {"DFT": (1, 2), "STFT": (1, 3)}
+SHAPE_INPUTS = {"DFT": (1, 2), "STFT": (1, 3), "AffineGrid": (1,)}
 
 
 def _lp_pool(b: Builder, shapes: dict, consts: dict) -> None:
-    """(sum over the window of |x|^p)^(1/p): an AveragePool counting padding, times the window's size."""
-    attrs = attrs_of(b.node)
+    """(sum over the window of |x|^p)^(1/p): an AveragePool of the input's elements (count_include_pad=0) times
+    how many of them each window holds. Not the kernel's size: a last window of ceil_mode may reach past the end
+    padding, where an AveragePool counting the padding divides by less."""
+    node = b.node
+    attrs = attrs_of(node)
     p = float(attrs.pop("p", 2))
-    kernel = attrs["kernel_shape"]
-    powered = b.add("Pow", [b.add("Abs", [b.node.input[0]]), b.const(np.array(p, np.float32))])
-    mean = b.add("AveragePool", [powered], count_include_pad=1, **attrs)
-    total = b.add("Mul", [mean, b.const(np.array(math.prod(kernel), np.float32))])
-    b.add("Pow", [total, b.const(np.array(1 / p, np.float32))], b.node.output[0])
+    shape = shapes.get(node.input[0])
+    if shape is None:
+        raise CglowError(f"{named(node)}: its input's shape must be static")
+    win = window(ir_node(node), tuple(shape[2:]), tuple(attrs["kernel_shape"]), bool(attrs.get("ceil_mode", 0)))
+    count = np.ones((), np.float32)
+    for size, k, s, d, begin, out in zip(shape[2:], win.kernel, win.strides, win.dilations, win.pads_begin, win.out):
+        taps = np.arange(out)[:, None] * s + np.arange(k)[None, :] * d - begin
+        count = np.multiply.outer(count, ((taps >= 0) & (taps < size)).sum(axis=1).astype(np.float32))
+    powered = b.add("Pow", [b.add("Abs", [node.input[0]]), b.const(np.array(p, np.float32))])
+    mean = b.add("AveragePool", [powered], count_include_pad=0, **attrs)
+    total = b.add("Mul", [mean, b.const(count)])
+    b.add("Pow", [total, b.const(np.array(1 / p, np.float32))], node.output[0])
 
 
 def _dft(b: Builder, shapes: dict, consts: dict) -> None:
@@ -53,12 +64,15 @@ def _dft(b: Builder, shapes: dict, consts: dict) -> None:
     axis = int(const(2).reshape(-1)[0]) if b.opset >= 20 and const(2) is not None else \
         -2 if b.opset >= 20 else attrs.get("axis", 1)  # an input from opset 20, an attribute before
     axis = axis + rank if axis < 0 else axis
-    if not 0 < axis < rank - 1 or shape[-1] not in (1, 2):
+    if not 0 <= axis < rank - 1 or shape[-1] not in (1, 2):
         raise CglowError(f"{named(node)}: axis {axis} of a [..., 1 or 2] signal of rank {rank}")
     inverse, onesided = attrs.get("inverse", 0), attrs.get("onesided", 0)
     n = shape[axis]
     real_out = inverse and onesided  # the inverse of half a spectrum: a real signal
     length = int(const(1).reshape(-1)[0]) if const(1) is not None else 2 * (n - 1) if real_out else n
+    if length < 1:
+        raise CglowError(f"{named(node)}: a transform of {length} samples (an inverse of half a spectrum of one "
+                         f"frequency is of 2 (n - 1) = 0 unless dft_length says)")
     used = min(n, length // 2 + 1) if real_out else min(n, length)
     k = length // 2 + 1 if onesided and not real_out else length
     perm = [d for d in range(rank - 1) if d != axis] + [axis, rank - 1]
@@ -181,6 +195,25 @@ def _det(b: Builder, shapes: dict, consts: dict) -> None:
     b.add("Reshape", [det, b.const(np.array(shape[:-2], np.int64))], node.output[0])
 
 
+def _affine_grid(b: Builder, shapes: dict, consts: dict) -> None:
+    """The sampling grid [N, (D,) H, W, 2 or 3] of 2-D (theta [N, 2, 3]) or 3-D (theta [N, 3, 4]) affine
+    transforms: each position's normalized coordinates (x, y(, z), 1), a constant, times theta transposed (one
+    MatMul). Not the ONNX function body: that squeezes every dim of 1 of theta's rows, the batch's too, and so
+    cannot take a 2-D batch of one."""
+    node = b.node
+    size = given(node, 1, consts)
+    if size is None:
+        raise CglowError(f"{named(node)}: its size must be constant")
+    n, _, *spatial = (int(d) for d in size.reshape(-1))
+    align = attrs_of(node).get("align_corners", 0)
+    axes = [np.linspace(-1, 1, d) if align else (2 * np.arange(d) + 1) / d - 1 for d in spatial]
+    coords = np.meshgrid(*axes, indexing="ij")[::-1]  # x along the last dim (W), then y, z
+    base = np.stack([c.reshape(-1) for c in coords] + [np.ones(math.prod(spatial))], axis=1).astype(np.float32)
+    theta = b.add("Transpose", [node.input[0]], perm=[0, 2, 1])
+    grid = b.add("MatMul", [b.const(base), theta])  # [N, positions, 2 or 3]
+    b.add("Reshape", [grid, b.const(np.array([n, *spatial, len(spatial)], np.int64))], node.output[0])
+
+
 def _training_batchnorm(b: Builder, shapes: dict, consts: dict) -> None:
     """Training mode: normalized by the batch's own mean and (population) variance over every dim but the channels';
     the running statistics, if asked for, moved towards them by (1 - momentum)."""
@@ -212,7 +245,7 @@ def _in_training(node: onnx.NodeProto) -> bool:
     return any(a.name == "training_mode" and a.i for a in node.attribute)
 
 
-DECOMPOSITIONS: dict[str, Callable[[Builder, dict, dict], None]] = {"Det": _det,
+DECOMPOSITIONS: dict[str, Callable[[Builder, dict, dict], None]] = {"Det": _det, "AffineGrid": _affine_grid,
     "LpPool": _lp_pool, "DFT": _dft, "STFT": _stft, "ReverseSequence": _reverse_sequence,
     "TfIdfVectorizer": tfidf_vectorizer, "BatchNormalization": _training_batchnorm, **SAMPLING}
 # ops cglow lowers, decomposed in a mode their lowering lacks: the mode's name, and whether a node is in it

@@ -12,7 +12,7 @@ from .inferred import value_types
 
 DEPTH = 4
 DOMAINS = ("", "ai.onnx", "ai.onnx.preview")  # the default domain and the preview one (FlexAttention)
-SHAPE_INPUTS = {"CenterCropPad": (1,), "AffineGrid": (1,)}  # the inputs their bodies need as constants (a shape)
+SHAPE_INPUTS = {"CenterCropPad": (1,)}  # the inputs their bodies need as constants (a shape)
 
 
 def expand_functions(model: onnx.ModelProto, known: set[str], opset: int) -> onnx.ModelProto:

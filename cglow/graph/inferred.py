@@ -7,11 +7,16 @@ from onnx import helper, shape_inference
 
 
 def value_types(model: onnx.ModelProto) -> dict[str, onnx.TypeProto]:
-    """Every value's type: graph inputs and outputs, inferred values, initializers and Constant nodes' values."""
-    try:
-        g = shape_inference.infer_shapes(model).graph
-    except Exception:  # noqa: BLE001  (no inferred types: only the declared ones)
-        g = model.graph
+    """Every value's type: graph inputs and outputs, inferred values, initializers and Constant nodes' values.
+    Inferred with data propagation (a Reshape's target shape made by Shape, Slice and Concat), or without where
+    that fails."""
+    g = model.graph  # where inference fails: only the declared types
+    for data_prop in (True, False):
+        try:
+            g = shape_inference.infer_shapes(model, data_prop=data_prop).graph
+            break
+        except Exception:  # noqa: BLE001
+            continue
     types = {v.name: v.type for v in list(g.input) + list(g.value_info) + list(g.output)}
     for t in g.initializer:
         types[t.name] = helper.make_tensor_type_proto(t.data_type, list(t.dims))

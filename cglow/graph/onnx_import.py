@@ -163,9 +163,27 @@ def _fold(proto: onnx.NodeProto, node: Node, consts: dict, types: dict, opset: i
     try:
         if node.op == "Pad":
             return [_pad(node, consts, types, opset)]
+        if node.op == "LRN":
+            return [_lrn(node, consts[node.inputs[0]])]
+        if node.op == "GatherElements":  # the reference evaluator's takes at most 64 along the axis (np.choose)
+            data, index = consts[node.inputs[0]], consts[node.inputs[1]]
+            axis = node.attr("axis", 0)
+            return [np.take_along_axis(data, np.where(index < 0, index + data.shape[axis], index), axis)]
         return evaluate_node(proto, feeds, opset)
     except Exception as exc:
         raise CglowError(f"{node.describe()}: constant folding failed ({reason(exc)})") from None
+
+
+def _lrn(node: Node, x: np.ndarray) -> np.ndarray:
+    """A constant LRN (the reference evaluator reads channels past the last where there are fewer than `size`):
+    x / (bias + alpha / size * the sum of the squares of the channels from c - (size - 1) // 2 to
+    c + ceil((size - 1) / 2), those there are)^beta."""
+    size, channels = node.attr("size"), x.shape[1]
+    squares = x.astype(np.float64) ** 2
+    below, above = (size - 1) // 2, size // 2
+    total = np.stack([squares[:, max(0, c - below):c + above + 1].sum(axis=1) for c in range(channels)], axis=1)
+    scale = node.attr("bias", 1.0) + node.attr("alpha", 1e-4) / size * total
+    return (x / scale ** node.attr("beta", 0.75)).astype(x.dtype)
 
 
 def _pad(node: Node, consts: dict, types: dict, opset: int) -> np.ndarray:

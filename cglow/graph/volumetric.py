@@ -18,7 +18,7 @@ from .ir import Node
 from .rules.conv_transpose import transposed
 
 
-def _ir(node: onnx.NodeProto) -> Node:
+def ir_node(node: onnx.NodeProto) -> Node:
     """The node as cglow's graph IR holds it (strings decoded), for the geometry of graph/geometry.py."""
     attrs = {k: v.decode() if isinstance(v, bytes) else v for k, v in attrs_of(node).items()}
     return Node(node.op_type, node.name or node.op_type, tuple(node.input), tuple(node.output), attrs)
@@ -46,7 +46,7 @@ def _conv_3d(b: Builder, shapes: dict, consts: dict) -> None:
     bias added by the first."""
     node = b.node
     (n, c, depth, height, width), w_shape = _shapes(b, shapes)
-    ir = _ir(node)
+    ir = ir_node(node)
     win = window(ir, (depth, height, width), tuple(ir.attr("kernel_shape", w_shape[2:])))
     m, out = w_shape[0], win.out
     x = b.add("Reshape", [node.input[0], _i(b, [n, c, depth, height * width])])
@@ -81,7 +81,7 @@ def _conv_transpose_3d(b: Builder, shapes: dict, consts: dict) -> None:
     i stride + kd dilation - pad (nowhere if that is outside); then the bias."""
     node = b.node
     (n, c, depth, height, width), w_shape = _shapes(b, shapes)
-    ir = _ir(node)
+    ir = ir_node(node)
     geo = transposed(ir, (depth, height, width), tuple(ir.attr("kernel_shape", w_shape[2:])))
     group, m = ir.attr("group", 1), w_shape[1] * ir.attr("group", 1)
     flat = b.add("Transpose", [node.input[0]], perm=[0, 2, 1, 3, 4])

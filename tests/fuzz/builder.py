@@ -54,13 +54,15 @@ class Choices:
 
 
 class Builder(Choices):
-    def __init__(self, rng: np.random.Generator):
+    def __init__(self, rng: np.random.Generator, opset: int = OPSET):
         super().__init__(rng)
+        self.opset = opset
         self.nodes: list[onnx.NodeProto] = []
         self.inits: list[onnx.TensorProto] = []
         self.inputs: list[Value] = []
         self.bounds: dict[str, int] = {}
         self.values: list[Value] = []
+        self.declared: set[str] = set()
         self.count = 0
 
     # --- random choices ---------------------------------------------------------------------------
@@ -111,9 +113,11 @@ class Builder(Choices):
         return self.const((self.rng.standard_normal(shape) * scale).astype(np.float32))
 
     def node(self, op: str, inputs: list[str], outputs: int = 1, exact: bool = False, final: bool = False,
-             **attrs) -> list[Value]:
+             shape: tuple[int, ...] | None = None, **attrs) -> list[Value]:
         """Add the node if ONNX shape inference accepts it and gives every output a small static shape (a `final`
-        output: its rank), and return its outputs; else raise Rejected."""
+        output: its rank), and return its outputs; else raise Rejected. Where ONNX shape inference loses the
+        shape in the body of a function (GroupNormalization's), the generator gives it: `shape`, declared in the
+        model for the next nodes' inference."""
         names = [self.name(op.lower()) for _ in range(outputs)]
         self.nodes.append(helper.make_node(op, inputs, names, name=self.name(op), **attrs))
         try:
@@ -124,6 +128,9 @@ class Builder(Choices):
         values = []
         for name in names:
             tt = found.get(name)
+            if shape is not None and tt is not None and not tt.HasField("shape"):
+                self.declared.add(name)
+                tt = helper.make_tensor_type_proto(tt.elem_type or T.FLOAT, shape).tensor_type  # its type lost too
             if tt is None or not tt.HasField("shape") or \
                     not (final or all(d.HasField("dim_value") for d in tt.shape.dim)):
                 raise Rejected(f"{op}: no static shape")
@@ -151,5 +158,7 @@ class Builder(Choices):
         outs = [helper.make_tensor_value_info(o.name, o.elem, None) if isinstance(o, Value) else
                 helper.make_tensor_value_info(o, T.UNDEFINED, None) for o in outputs]
         ins = [helper.make_tensor_value_info(v.name, v.elem, v.shape) for v in self.inputs]
-        graph = helper.make_graph(self.nodes, "fuzz", ins, outs, self.inits)
-        return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=10)
+        declared = [helper.make_tensor_value_info(v.name, v.elem, v.shape) for v in self.values
+                    if v.name in self.declared]
+        graph = helper.make_graph(self.nodes, "fuzz", ins, outs, self.inits, value_info=declared)
+        return helper.make_model(graph, opset_imports=[helper.make_opsetid("", self.opset)], ir_version=10)

@@ -1,31 +1,32 @@
 """Random valid ONNX graphs from the ops cglow supports, NNSmith-style: random shapes, broadcasting,
-attributes, branches and skip connections, attention blocks, 2 to 8 generated steps on small tensors. Graph `index` of
-`seed` depends on nothing else, so any one can be rebuilt alone (`attempt` draws another one in its place
-when onnxruntime cannot run it)."""
+attributes, branches and skip connections, attention blocks, 3-D layers, vision and signal ops, 2 to 8 generated
+steps on small tensors. Graph `index` of `seed` depends on nothing else, so any one can be rebuilt alone
+(`attempt` draws another one in its place when onnxruntime cannot run it)."""
 from __future__ import annotations
 
 import numpy as np
 import onnx
 from onnx import TensorProto as T
 
-from . import attention, control_flow, elementwise, integers, layers, tensors
-from .builder import Builder
+from . import attention, control_flow, elementwise, integers, layers, signal, tensors, vision, volumetric
+from .builder import OPSET, Builder
 
 GENERATORS = elementwise.GENERATORS + integers.GENERATORS + layers.GENERATORS + tensors.GENERATORS + \
-    attention.GENERATORS + control_flow.GENERATORS
+    attention.GENERATORS + control_flow.GENERATORS + vision.GENERATORS + volumetric.GENERATORS + signal.GENERATORS
 
 
-def random_graph(seed: int, index: int, attempt: int = 0) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
-    """The graph and seeded normal float32 values for its inputs."""
+def random_graph(seed: int, index: int, attempt: int = 0, generators=GENERATORS,
+                 opset: int = OPSET) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
+    """The graph (of these `generators`, at this `opset`) and seeded normal float32 values for its inputs."""
     rng = np.random.default_rng([seed, index, attempt])
-    b = Builder(rng)
+    b = Builder(rng, opset)
     rank = b.choice([1, 2, 3, 4, 4, 4])
     shape = tuple(b.int(1, 8 if rank == 4 and axis >= 2 else 5) for axis in range(rank))
     b.input(shape)
     if b.chance(0.3):
         b.input(b.broadcast_shape(shape))
-    generators = [g for g, _ in GENERATORS]
-    weights = np.array([w for _, w in GENERATORS], float)
+    weights = np.array([w for _, w in generators], float)
+    generators = [g for g, _ in generators]
     steps, target = 0, b.int(2, 8)
     for _ in range(100):
         if steps == target:

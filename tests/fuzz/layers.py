@@ -1,11 +1,12 @@
 """Random layer nodes: MatMul and Gemm, Conv and ConvTranspose with random groups, strides, dilations and
-padding, pooling, normalizations, softmax, reductions, arg-reductions, CumSum, TopK and recurrent layers."""
+padding, pooling, normalizations, determinants, softmax, reductions, arg-reductions, CumSum, TopK and recurrent
+layers."""
 from __future__ import annotations
 
 import numpy as np
 from onnx import TensorProto as T
 
-from .builder import Builder
+from .builder import Builder, Rejected
 from .elementwise import positive
 
 
@@ -123,6 +124,41 @@ def normalization(b: Builder) -> None:
                bias=b.uniform(1, 2))
 
 
+def function_normalization(b: Builder) -> None:
+    """The normalizations ONNX defines as functions: GroupNormalization (opset 21: a scale and a bias per
+    channel), RMSNormalization (opset 23: over the axes from `axis` on) and MeanVarianceNormalization. ONNX's
+    MeanVarianceNormalization takes the variance as E[x^2] - E[x]^2, which cancels where the mean is large
+    against the spread: only of an exact value (the same inputs in cglow and onnxruntime), over 4 elements or more
+    (random normal ones, rarely all close)."""
+    op = b.choice(["GroupNormalization", "RMSNormalization", "MeanVarianceNormalization"])
+    x = b.pick(lambda v: v.rank >= 2, exact=op == "MeanVarianceNormalization")
+    if op == "GroupNormalization" and x.rank >= 3:
+        c = x.shape[1]
+        groups = b.choice([g for g in range(1, c + 1) if c % g == 0])
+        b.node(op, [x.name, b.weights(c), b.weights(c)], num_groups=groups, epsilon=b.uniform(1e-5, 1e-2),
+               shape=x.shape)
+    elif op == "RMSNormalization":
+        axis = b.int(-x.rank, x.rank - 1)
+        normalized = x.shape[axis:]
+        scale = b.weights(*(1 if b.chance(0.3) else d for d in normalized[b.int(0, len(normalized) - 1):]))
+        b.node(op, [x.name, scale], axis=axis, epsilon=b.uniform(1e-5, 1e-2))
+    elif op == "MeanVarianceNormalization":
+        axes = [0, 2, 3] if x.rank == 4 and b.chance(0.3) else \
+            sorted({b.int(0, x.rank - 1) for _ in range(b.int(1, x.rank))})
+        if np.prod([x.shape[a] for a in axes]) < 4:
+            raise Rejected("too few elements for a variance")
+        b.node(op, [x.name], axes=axes)  # not the default ones: ONNX cannot infer its body's shapes then
+
+
+def determinant(b: Builder) -> None:
+    """Det of a value's last two dims cut square, up to 3 x 3 (what cglow's decomposition computes)."""
+    x = b.pick(lambda v: v.rank >= 2)
+    m = b.int(1, min(3, *x.shape[-2:]))
+    (square,) = b.node("Slice", [x.name, b.const(np.array([0, 0], np.int64)), b.const(np.array([m, m], np.int64)),
+                                 b.const(np.array([-2, -1], np.int64))])
+    b.node("Det", [square.name])
+
+
 def softmax(b: Builder) -> None:
     x = b.pick(lambda v: v.rank >= 1)
     op = b.choice(["Softmax", "LogSoftmax", "Softmax"] + (["Hardmax"] if x.exact else []))
@@ -179,5 +215,5 @@ def recurrent(b: Builder) -> None:
 
 
 GENERATORS = [(matmul, 4), (gemm, 2), (conv, 5), (conv_transpose, 1), (pool, 3), (global_pool, 1), (batch_norm, 2),
-              (normalization, 2), (softmax, 2), (reduce, 3), (arg_reduce, 1), (cumsum, 1), (topk, 1),
-              (recurrent, 1)]
+              (normalization, 2), (function_normalization, 2), (determinant, 1), (softmax, 2), (reduce, 3),
+              (arg_reduce, 1), (cumsum, 1), (topk, 1), (recurrent, 1)]

@@ -112,8 +112,65 @@ def slice_of_a_scan_output_of_a_loop_in_c():
     return model(nodes, [tensor("x", [3])], [tensor("y0", None), tensor("y1", None)], inits)
 
 
+def lp_pool_past_the_end():
+    """Found as graph 5 of seed 3 of the vision generators: ceil_mode's last window reaches past the input, where
+    the AveragePool (counting padding) that the sum pool was made of divides by fewer than the kernel's size
+    (cglow/graph/decompose.py _lp_pool)."""
+    pool = node("LpPool", ["x"], ["y"], "pool", ceil_mode=1, kernel_shape=[3], p=1, strides=[2])
+    return model([pool], [tensor("x", [1, 2, 6])], [tensor("y", None)], opset=18)
+
+
+def affine_grid_of_one_transform():
+    """Found as graph 20 of seed 3 of the vision generators: AffineGrid's ONNX function body squeezes every dim of
+    1 of theta's rows, the batch's too, and so refused a 2-D batch of one (now cglow/graph/decompose.py
+    _affine_grid)."""
+    nodes = [node("AffineGrid", ["theta", "size"], ["y"], "grid")]
+    return model(nodes, [tensor("theta", [1, 2, 3])], [tensor("y", None)], [const("size", [1, 1, 3, 4])], opset=20)
+
+
+def dft_along_the_first_axis():
+    """Found writing the signal generator: from opset 20 DFT's axis may be 0 (ONNX's range is [-r, -2] and [0, r - 2]),
+    which cglow refused (cglow/graph/decompose.py _dft)."""
+    dft = node("DFT", ["x", "", "axis"], ["y"], "dft", inverse=1)
+    return model([dft], [tensor("x", [4, 3, 2])], [tensor("y", None)], [const("axis", 0)], opset=20)
+
+
+def lrn_of_a_constant_of_one_channel():
+    """Found as graph 7 of seed 13 of the Attention generator (an LRN of the present values, a Concat of
+    constants): folding a constant LRN of fewer channels than its size, where the reference evaluator reads past
+    the last channel (cglow/graph/onnx_import.py _lrn)."""
+    nodes = [node("LRN", ["c"], ["t"], "lrn", size=5, alpha=0.3, beta=0.8, bias=1.5),
+             node("Add", ["t", "x"], ["y"], "add")]
+    return model(nodes, [tensor("x", [1])], [tensor("y", None)], [weights("c", 3, 1, 2, 2)])
+
+
+def dft_of_a_reshape_to_a_computed_shape():
+    """Found as graph 134 of seed 4: a DFT of a Reshape whose target shape Shape, Slice and Concat make, whose
+    shape the inference before import (without data propagation) did not know (cglow/graph/inferred.py)."""
+    nodes = [node("Shape", ["x"], ["s"], "shape"), node("Slice", ["s", "zero", "one"], ["head"], "head"),
+             node("Concat", ["head", "minus_one"], ["target"], "target", axis=0),
+             node("Reshape", ["x", "target"], ["r"], "reshape"), node("Unsqueeze", ["r", "minus_one"], ["u"], "signal"),
+             node("DFT", ["u", "", "axis"], ["y"], "dft")]
+    inits = [const("zero", [0]), const("one", [1]), const("minus_one", [-1]), const("axis", 1)]
+    return model(nodes, [tensor("x", [2, 3, 2])], [tensor("y", None)], inits, opset=20)
+
+
+def gather_elements_of_a_constant_along_many():
+    """Found as graph 131 of seed 739947 (a DeformConv of a constant): folding a constant GatherElements of more
+    than 64 elements along its axis, which the reference evaluator refuses (cglow/graph/onnx_import.py _fold)."""
+    nodes = [node("GatherElements", ["c", "i"], ["t"], "gather", axis=1), node("Add", ["t", "x"], ["y"], "add")]
+    inits = [const("c", np.arange(130).reshape(1, 130), np.float32), const("i", [[129, -1, 0, 64, 65]])]
+    return model(nodes, [tensor("x", [1])], [tensor("y", None)], inits)
+
+
 CASES = [
     slice_of_a_scan_output_of_a_loop_in_c,
+    gather_elements_of_a_constant_along_many,
+    dft_of_a_reshape_to_a_computed_shape,
+    lrn_of_a_constant_of_one_channel,
+    dft_along_the_first_axis,
+    affine_grid_of_one_transform,
+    lp_pool_past_the_end,
     empty_slice_of_a_transpose_flattened,
     slice_stepping_back_from_before_the_start,
     resize_to_nothing,
