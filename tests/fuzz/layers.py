@@ -59,14 +59,21 @@ def conv(b: Builder) -> None:
 
 
 def conv_transpose(b: Builder) -> None:
-    x = b.pick(lambda v: v.rank == 4)
+    transposed(b, 2, 3, dilate=False)
+
+
+def transposed(b: Builder, dims: int, most_out: int, dilate: bool) -> None:
+    """A ConvTranspose over `dims` spatial dims (an input of rank dims + 2), of up to `most_out` output channels a
+    group, dilated now and then where `dilate`."""
+    x = b.pick(lambda v: v.rank == dims + 2)
     c = x.shape[1]
     group = b.choice([g for g in range(1, c + 1) if c % g == 0])
-    out = b.int(1, 3)
-    kernel = [b.int(1, 3) for _ in range(2)]
-    strides = [b.int(1, 2) for _ in range(2)]
-    pads = [b.int(0, k - 1) for k in kernel * 2]
-    attrs = dict(strides=strides, pads=pads, group=group)
+    out = b.int(1, most_out)
+    kernel = [b.int(1, 3) for _ in range(dims)]
+    strides = [b.int(1, 2) for _ in range(dims)]
+    attrs = dict(strides=strides, pads=[b.int(0, k - 1) for k in kernel * 2], group=group)
+    if dilate and b.chance(0.3):
+        attrs["dilations"] = [b.int(1, 2) for _ in range(dims)]
     if b.chance(0.3):
         attrs["output_padding"] = [b.int(0, s - 1) for s in strides]
     inputs = [x.name, b.weights(c, out, *kernel, scale=0.5)] + ([b.weights(out * group)] if b.chance(0.5) else [])

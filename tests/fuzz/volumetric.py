@@ -4,7 +4,7 @@ spatial dims. The other generators then read the rank-5 values too."""
 from __future__ import annotations
 
 from .builder import Builder
-from .layers import last_window_in_padding, window_attrs
+from .layers import last_window_in_padding, transposed, window_attrs
 from .tensors import factors, ints
 
 
@@ -30,19 +30,7 @@ def conv_3d(b: Builder) -> None:
 
 
 def conv_transpose_3d(b: Builder) -> None:
-    x = b.pick(lambda v: v.rank == 5)
-    c = x.shape[1]
-    group = b.choice([g for g in range(1, c + 1) if c % g == 0])
-    out = b.int(1, 2)
-    kernel = [b.int(1, 3) for _ in range(3)]
-    strides = [b.int(1, 2) for _ in range(3)]
-    attrs = dict(strides=strides, pads=[b.int(0, k - 1) for k in kernel * 2], group=group)
-    if b.chance(0.3):
-        attrs["dilations"] = [b.int(1, 2) for _ in range(3)]
-    if b.chance(0.3):
-        attrs["output_padding"] = [b.int(0, s - 1) for s in strides]
-    inputs = [x.name, b.weights(c, out, *kernel, scale=0.5)] + ([b.weights(out * group)] if b.chance(0.5) else [])
-    b.node("ConvTranspose", inputs, **attrs)
+    transposed(b, 3, 2, dilate=True)
 
 
 def pool_3d(b: Builder) -> None:
