@@ -2,6 +2,14 @@
    half a step, infinity; NaN stays a quiet NaN. Storage of float16 tensors (graph/stored_types.py). */
 static uint16_t cglow_float_to_half(float value)
 {
+#if defined(__ARM_FP16_FORMAT_IEEE) && defined(__ARM_FP) && (__ARM_FP & 2)
+    /* an Arm target that converts IEEE halves in hardware: one instruction, rounding to nearest (its default mode),
+       the same bits (a NaN's payload aside) */
+    const __fp16 stored = (__fp16)value;
+    uint16_t half;
+    memcpy(&half, &stored, 2);
+    return half;
+#else
     uint32_t bits;
     memcpy(&bits, &value, 4);
     const uint16_t sign = (uint16_t)((bits >> 16) & 0x8000u);
@@ -29,4 +37,5 @@ static uint16_t cglow_float_to_half(float value)
         ++half;  /* a carry out of the mantissa steps the exponent, as it should */
     }
     return (uint16_t)(sign | half);
+#endif
 }

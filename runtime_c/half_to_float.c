@@ -2,6 +2,13 @@
    subnormals kept. Storage of float16 tensors, which compute in float (graph/stored_types.py). */
 static float cglow_half_to_float(uint16_t half)
 {
+#if defined(__ARM_FP16_FORMAT_IEEE) && defined(__ARM_FP) && (__ARM_FP & 2)
+    /* an Arm target that converts IEEE halves in hardware (Cortex-M55, AArch64; M7 and M33 with -mfp16-format=ieee):
+       one instruction, the same value (a NaN's payload may differ: a signaling one comes out quiet) */
+    __fp16 stored;
+    memcpy(&stored, &half, 2);
+    return (float)stored;
+#else
     const uint32_t sign = (uint32_t)(half & 0x8000u) << 16;
     const uint32_t exponent = (uint32_t)(half >> 10) & 0x1fu;
     const uint32_t mantissa = half & 0x3ffu;
@@ -15,4 +22,5 @@ static float cglow_half_to_float(uint16_t half)
     }
     memcpy(&value, &bits, 4);
     return value;
+#endif
 }

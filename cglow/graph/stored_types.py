@@ -100,7 +100,45 @@ def _computed(graph: onnx.GraphProto, types: dict[str, int], scope: str) -> list
                           helper.make_node("Clip", [value, lo.name, hi.name], [f"{name}__clipped"])]
                 value = f"{name}__clipped"
             nodes.append(helper.make_node("Cast", [value], [name], f"{name} rounded", to=types[name]))
+    return _unrounded_reads(nodes, {v.name for v in graph.output})
+
+
+# the ops whose result on values of a float type is a value of that type, rounded or not: a rounding of their
+# input, which is monotonic, does not change the rounding of their result (round(max(round(x), c)) = round(max(x, c))
+# where round(c) = c; the limits of a Clip and the other operands of a Max or Min are of the type)
+EXACT = {"Relu", "Clip", "Max", "Min", "MaxPool"}
+
+
+def _unrounded_reads(nodes: list[onnx.NodeProto], outputs: set[str]) -> list[onnx.NodeProto]:
+    """The nodes with each op of EXACT that is the one reader of a rounded value reading the value before its
+    rounding (its own result is rounded): a stored value less, and a Conv's ReLU fused into its epilogue as in a
+    float32 model."""
+    readers: dict[str, int] = {}
+    for node in nodes:
+        for name in set(node.input) | _names_in_bodies(node):
+            readers[name] = readers.get(name, 0) + 1
+    made = {out: node for node in nodes for out in node.output}
+    for node in nodes:
+        if node.op_type not in EXACT or node.domain not in ("", "ai.onnx") or not node.input:
+            continue
+        read = made.get(node.input[0])
+        stored = read is not None and read.op_type == "Cast" and read.name.endswith(" read") and read.input[0]
+        rounding = made.get(stored) if stored else None
+        if rounding is None or rounding.op_type != "Cast" or rounding.name != f"{stored} rounded" or \
+                stored in outputs or readers.get(stored) != 1 or readers.get(node.input[0]) != 1:
+            continue
+        node.input[0] = rounding.input[0]
     return nodes
+
+
+def _names_in_bodies(node: onnx.NodeProto) -> set[str]:
+    """Every name that a node's If, Loop or Scan bodies mention (a body reads values of the graphs around it)."""
+    names: set[str] = set()
+    for a in node.attribute:
+        if a.type == onnx.AttributeProto.GRAPH:
+            for inner in a.g.node:
+                names |= set(inner.input) | _names_in_bodies(inner)
+    return names
 
 
 def _bodies_types(model: onnx.ModelProto) -> dict[str, int]:

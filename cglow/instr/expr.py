@@ -299,12 +299,18 @@ def uses(e: Expr, index: int) -> int:
     return sum(1 for n in nodes(e) if n == x) if x in e.leaves else 0
 
 
+# the conversions of stored float16 and bfloat16 values: pure, and each read or store of such a value has one, so
+# that a value computed twice converts twice (an optimizing compiler computes it once)
+CONVERSIONS = {"cglow_half_to_float", "cglow_float_to_half", "cglow_bfloat_to_float", "cglow_float_to_bfloat"}
+
+
 def cost(e: Expr) -> int | None:
     """What computing e once more costs: its number of nodes (leaves too: each is a load or a literal), or
-    None where it calls a function (a helper, or a library call that keeps a loop from vectorizing)."""
+    None where it calls a function (a helper, or a library call that keeps a loop from vectorizing) other than
+    the CONVERSIONS."""
     count = 0
     for n in nodes(e):
-        if isinstance(n, Call):
+        if isinstance(n, Call) and n.fn not in CONVERSIONS:
             return None
         count += 1
     return count

@@ -11,8 +11,9 @@ two ops is cglow_half_round (nothing in a half type, whose every operation round
 function, a helper, a cast, an operand that is neither, an expression's value: a reduction's float32 accumulator, a
 kernel's epilogue, a float buffer) takes it converted to float, as the default computes there. An op's result is
 the default's: + - * / of float16 operands in float32, rounded to float16, is the correctly rounded float16 result;
-an op lowered into several rounds after each, as a half kernel does. The float buffers between the maps hold float16
-values (each op's rounding), read as floats: arithmetic over them stays float32, with the same results."""
+an op lowered into several rounds after each, as a half kernel does. The buffers between the kernels hold float16
+bits (instr/stored_floats.py), which the convolutions, matrix products and pools convert as they load them
+(runtime_c/half_to_float.c: one instruction on these targets) and sum in float32."""
 from __future__ import annotations
 
 from dataclasses import fields, replace

@@ -15,6 +15,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from ..c_text import NARROW_FLOATS
 from ..graph.geometry import Window
 from .expr import ACC, Expr, Input, substitute
 
@@ -162,9 +163,12 @@ class Epilogue:
 
 def accumulator(values: np.dtype, out: np.dtype) -> np.dtype:
     """The type a kernel accumulates in: 8- and 16-bit integers (quantized tensors) in int32, whatever they
-    are stored as, unless the output is wider (a sum of int16 squares); everything else in the output's type."""
+    are stored as, unless the output is wider (a sum of int16 squares); a float stored narrower (float16...) in
+    float32 (instr/stored_floats.py); everything else in the output's type."""
     values, out = np.dtype(values), np.dtype(out)
-    return np.dtype(np.int32) if values.kind in "iu" and values.itemsize <= 2 and out.itemsize <= 4 else out
+    if values.kind in "iu" and values.itemsize <= 2 and out.itemsize <= 4:
+        return np.dtype(np.int32)
+    return np.dtype(np.float32) if out in NARROW_FLOATS else out
 
 
 def dot_operands(values: np.dtype, weights: np.dtype) -> bool:

@@ -20,8 +20,9 @@ from .expr import Expr, Input, cast, cost, depth, substitute, uses
 from .constants import laid_out, values
 from .narrow_weights import narrow_convs, narrow_gemms
 from .nibbles import unpack_nibbles
-from .ir import (Buffer, Conv, Epilogue, Gemm, Instr, Map, Program, Value, View, channels_innermost, dot_operands,
-                 extent, gemm_dot_products, map_views, reads)
+from .ir import (Buffer, Conv, Epilogue, Gemm, Instr, Map, Program, Value, View, accumulator, channels_innermost,
+                 dot_operands, extent, gemm_dot_products, map_views, reads)
+from .stored_floats import READS, read_where_stored
 from .vector_dots import block_weights, gather_windows, rebase_inputs, sums_as_vector_dots, widen_weights
 
 # The most nodes of an expression that is computed twice where a fused map reads it twice: a clamp to two
@@ -97,10 +98,10 @@ def _merge_inputs(m: Map) -> Map:
 
 
 def _fuse_epilogue(prog: Program, a: Instr, b: Map, k: int) -> Instr | None:
-    """The map B applied in A's epilogue, A a conv or matrix product (whose accumulator has the type of
-    its output, so both outputs must have one type)."""
+    """The map B applied in A's epilogue, A a conv or matrix product: B's output of A's output type, or a float
+    stored narrower that A's float32 sums round to (instr/stored_floats.py)."""
     if not isinstance(a, (Conv, Gemm)) or not b.ins[k].whole(a.out.size) or \
-            prog.buffer(a.out.buf).dtype != prog.buffer(b.out.buf).dtype or \
+            not _same_sums(prog, a, prog.buffer(b.out.buf).dtype) or \
             (uses(b.expr, k) > 1 and not _may_repeat(a.epi.expr)):
         return None
     others = [i for i in range(len(b.ins)) if i != k]
@@ -114,6 +115,13 @@ def _fuse_epilogue(prog: Program, a: Instr, b: Map, k: int) -> Instr | None:
     expr = substitute(b.expr, values)
     return None if depth(expr) > FUSED_DEPTH else \
         replace(a, out=out, epi=Epilogue(expr, a.epi.ins + extra, a.epi.init), value=b.value)
+
+
+def _same_sums(prog: Program, a: Conv | Gemm, out: np.dtype) -> bool:
+    """Whether A would sum as it does with its output of type `out`: the same type, or float32 for a float stored
+    narrower."""
+    values, now = prog.buffer((a.x if isinstance(a, Conv) else a.a).buf).dtype, prog.buffer(a.out.buf).dtype
+    return out == now or out in READS and accumulator(values, out) == accumulator(values, now) == np.float32
 
 
 def _transport(prog: Program, a: Instr, b: Map, k: int) -> Instr | None:
@@ -504,7 +512,8 @@ def widen_inputs(prog: Program, rows: int) -> Program:
     return replace(prog, buffers=tuple(buffers), instrs=tuple(instrs))
 
 
-FUSING = (drop_empty, fuse_maps, fuse_epilogues)  # the pipeline's first passes: a patch plan indexes their program
+# the pipeline's first passes: a patch plan indexes their program
+FUSING = (drop_empty, read_where_stored, fuse_maps, fuse_epilogues)
 
 
 def run_in_patches(prog: Program, plan: PatchPlan) -> Program:

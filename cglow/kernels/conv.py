@@ -11,6 +11,7 @@ from ..instr.expr import Input
 from ..instr.ir import Conv, Epilogue, View, accumulator, channels_innermost
 from ..instr.ir import dot_operands
 from ..instr.passes import channels_contiguous, taps_contiguous
+from ..instr.stored_floats import loaded
 from ..instr.vector_dots import plain_dots
 from ..tiles import Tiles
 from .arm_steps import float_loop
@@ -150,7 +151,8 @@ def _conv_nhwc(fn: str, c: Conv, dtypes, tiles: Tiles) -> Kernel:
         depthwise=depthwise, dot_products=dot, lanes=lanes, w_kw=c.w.strides[3], panel=panel, im2col=im2col,
         reads_iw=c.x.strides[3] != 0, reads_x=reads_x, acc_t=c_type(acc_t), tile_loop=TILE_LOOP,
         x_t=c_type(dtypes[c.x.buf]), w_t=c_type(dtypes[c.w.buf]), y_t=c_type(dtypes[c.out.buf]),
-        x_minus=minus(c.x_zero), **_nhwc_reads(c), **_nhwc_sums(c, tiles, is_float, dot),
+        x_minus=minus(c.x_zero), x_load=lambda ref: loaded(x_t, ref, minus(c.x_zero)), **_nhwc_reads(c),
+        **_nhwc_sums(c, tiles, is_float, dot, x_t == np.float32),
         **_nhwc_outputs(c, dtypes, acc_t, epi))
 
 
@@ -274,11 +276,12 @@ def _nhwc_reads(c: Conv) -> dict:
         w_row=linear([("oc0", c.w.strides[0]), ("kh", c.w.strides[2])]))
 
 
-def _nhwc_sums(c: Conv, tiles: Tiles, is_float: bool, dot) -> dict:
+def _nhwc_sums(c: Conv, tiles: Tiles, is_float: bool, dot, float_x: bool) -> dict:
     """How a tile sums: mac, a value times a tap's weight into the accumulator of column j, channel i (the tile's
     float_mac for floats); and `merged` where a kernel row's taps and channels are one run in the input and in the
     weights (a dense convolution without dot products or dilation across columns): one loop over both, with the
-    Cortex-M4F's hand-scheduled float loop (Tiles.float_mac "mul_add", beside the C)."""
+    Cortex-M4F's hand-scheduled float loop (Tiles.float_mac "mul_add", beside the C) where the input is `float_x`
+    (float32, not a stored float16 one)."""
     cg = c.w.shape[1]
     xs, ws = c.x.strides, c.w.strides
     sw = c.win.strides[1]
@@ -294,7 +297,7 @@ def _nhwc_sums(c: Conv, tiles: Tiles, is_float: bool, dot) -> dict:
         K=c.win.kernel[1] * cg, w=linear([("oc0", ws[0]), ("kh", ws[2]), ("k", ws[1])]),
         x=lambda j: linear([("n", xs[0]), ("ih", xs[2]), ("ow0", sw * xs[3]), ("k", 1)],
                            (j * sw - c.win.pads_begin[1]) * xs[3]),
-        asm=lambda mr, nr, columns: tiles.float_mac == "mul_add" and is_float and float_loop(
+        asm=lambda mr, nr, columns: tiles.float_mac == "mul_add" and is_float and float_x and float_loop(
             mr, nr, [(j, (j - columns[0]) * sw * xs[3] * 4) for j in columns], c.win.kernel[1] * cg, 4, ws[1] * 4,
             ws[0] * 4)))
 
@@ -359,8 +362,8 @@ def _conv_tiles(fn: str, c: Conv, dtypes) -> Kernel:
     acc_t = accumulator(dtypes[c.x.buf], dtypes[c.out.buf])
     return from_template(
         "conv_tiled.c.j2", fn, c, names, dtypes, acc_t=c_type(acc_t), zero=c_literal(0, acc_t),
-        load=lambda at: f"(x[{at}]{minus(c.x_zero)})" if c.x_zero else f"x[{at}]", N=n, CG=cg, H=h, W=w, SW=sw,
-        c0=start, tiles=tiles,
+        load=lambda at: f"(x[{at}]{minus(c.x_zero)})" if c.x_zero else loaded(dtypes[c.x.buf], f"x[{at}]"), N=n,
+        CG=cg, H=h, W=w, SW=sw, c0=start, tiles=tiles,
         first=linear([("ow0", sw), ("kw", c.win.dilations[1])], -c.win.pads_begin[1]),
         x_at=join(row, column(linear([("first", 1), ("j", sw)]))), x_clamped=join(row, column("at")),
         w=index(c.w, ("(oc0 + i)", "c", "kh", "kw")), out=index(c.out, out_vars), epilogue=epi,
@@ -382,7 +385,8 @@ def _conv_rows(fn: str, c: Conv, dtypes) -> Kernel:
     epi = epilogue_at(c.epi.folded(), out_vars, f"row[{row_at}]")
     return from_template(
         "conv_in_place.c.j2", fn, c, names, dtypes, scratch=1, N=n, M=m, CG=cg, H=h, W=w, c0=first,
-        x=join(index(c.x, ("n", channel, "ih")), f"({iw}) * {c.x.strides[3]}" if c.x.strides[3] != 1 else iw),
+        x=loaded(dtypes[c.x.buf], "x[%s]" % join(index(c.x, ("n", channel, "ih")),
+                                                 f"({iw}) * {c.x.strides[3]}" if c.x.strides[3] != 1 else iw)),
         w=index(c.w, ("oc", "c", "kh", "kw")), row_at=row_at,
         zero=c_literal(0, dtypes[c.out.buf]), lo=lo, hi=hi, epilogue=epi, DELAY=c.win.pads_begin[0],
         out_done=index(c.out, ("n", "oc", "done", "ow")), **_window_args(c.win))

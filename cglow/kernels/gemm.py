@@ -11,6 +11,7 @@ from ..c_text import c_literal, c_type
 from ..instr.expr import to_c
 from ..instr.ir import Chunks, Gemm, View, accumulator, gemm_dot_products
 from ..instr.narrow_weights import DECODE
+from ..instr.stored_floats import loaded
 from ..instr.vector_dots import column_bytes, plain_dots
 from ..tiles import Tiles
 from .arm_steps import dot_step, float_loop, nibble_step, pair_step
@@ -198,7 +199,7 @@ def _gemm_sums(g: Gemm, a_t: np.dtype, b_t: np.dtype, tiles: Tiles, acc_t: np.dt
     the Cortex-M4F's hand-scheduled float loop (Tiles.float_mac "mul_add", beside the C)."""
     is_float = acc_t == np.float32
     a_step, b_step = g.a.strides[-2], g.b.strides[-1]
-    right = f"row[{linear([('j', g.b.strides[-1])])}]"
+    right = loaded(b_t, f"row[{linear([('j', g.b.strides[-1])])}]")
     if g.zeros[1]:
         right = f"({right}{minus(g.zeros[1])})"
 
@@ -219,9 +220,10 @@ def _gemm_sums(g: Gemm, a_t: np.dtype, b_t: np.dtype, tiles: Tiles, acc_t: np.dt
                     block=column * g.blocks, right=f"{where.b_name} + " + linear([(where.b_column, column)]))
     dot = operands["vector"] or tiles.dual_mac and (g.nibbles or gemm_dot_products(g, a_t, b_t))
     return dict(
-        mac=mac, a_minus=minus(g.zeros[0]), a=lambda i: where.at(1, (_row(i), "k")), dot_products=dot and dot_products,
+        mac=mac, a_load=lambda ref: loaded(a_t, ref, minus(g.zeros[0])), a=lambda i: where.at(1, (_row(i), "k")),
+        dot_products=dot and dot_products,
         blocked=g.blocks and blocked,
-        float_asm=tiles.float_mac == "mul_add" and is_float and b_t == np.float32 and not g.zeros[1] and
+        float_asm=tiles.float_mac == "mul_add" and is_float and a_t == b_t == np.float32 and not g.zeros[1] and
         g.a.strides[-1] == 1 and (
             lambda mr, nr: float_loop(mr, nr, [(i, i * a_step * 4) for i in range(mr)], g.a.shape[-1], 4,
                                       where.views[2].strides[-2] * 4, where.views[2].strides[-1] * 4)),

@@ -9,6 +9,7 @@ import numpy as np
 from ..c_text import c_highest, c_literal, c_lowest, c_type
 from ..instr.expr import Input, to_c
 from ..instr.ir import Compact, Gather, Map, Pool, Reduce, Scatter, View, accumulator, contiguous_strides
+from ..instr.stored_floats import READS, loaded
 from .kernel import Kernel, collapsed, from_template, index, join, linear, memory_order
 
 
@@ -132,8 +133,9 @@ def pool_kernel(fn: str, p: Pool, dtypes) -> Kernel:
         room = linear([(outs[d], -s)], size + begin + end)  # padded extent left from the window's start
         reach = f"(({room}) + {dil - 1}) / {dil}" if dil > 1 else f"({room})"
         divisor.append(f"({reach} < {k} ? {reach} : {k})")
-    value_t = dtypes[p.x.buf]
-    x = f"x[{index(p.x, ['n', 'c'] + [t['i'] for t in taps])}]"
+    stored = dtypes[p.x.buf]  # a float16 or bfloat16 input compares and sums as float (instr/stored_floats.py)
+    value_t = np.dtype(np.float32) if stored in READS else stored
+    x = loaded(stored, f"x[{index(p.x, ['n', 'c'] + [t['i'] for t in taps])}]")
     larger = f"acc = ({x} > acc) ? {x} : acc;"  # not fmaxf: a library call that does not vectorize
     if p.kind == "max":
         init, combine, result = [f"{c_type(value_t)} acc = {c_lowest(value_t)};"], [larger], "acc"
