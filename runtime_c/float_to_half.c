@@ -2,9 +2,10 @@
    half a step, infinity; NaN stays a quiet NaN. Storage of float16 tensors (graph/stored_types.py). */
 static uint16_t cglow_float_to_half(float value)
 {
-#if defined(__ARM_FP16_FORMAT_IEEE) && defined(__ARM_FP) && (__ARM_FP & 2)
-    /* an Arm target that converts IEEE halves in hardware: one instruction, rounding to nearest (its default mode),
-       the same bits (a NaN's payload aside) */
+#if defined(__ARM_FP16_FORMAT_IEEE) && defined(__ARM_FP)
+    /* an Arm target with a floating-point unit whose compiler takes __fp16 as an IEEE half (runtime_c/half_to_float.c):
+       one instruction where the unit converts halves, rounding to nearest (its default mode), the same bits (a NaN's
+       payload aside) */
     const __fp16 stored = (__fp16)value;
     uint16_t half;
     memcpy(&half, &stored, 2);

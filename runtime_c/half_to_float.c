@@ -2,9 +2,10 @@
    subnormals kept. Storage of float16 tensors, which compute in float (graph/stored_types.py). */
 static float cglow_half_to_float(uint16_t half)
 {
-#if defined(__ARM_FP16_FORMAT_IEEE) && defined(__ARM_FP) && (__ARM_FP & 2)
-    /* an Arm target that converts IEEE halves in hardware (Cortex-M55, AArch64; M7 and M33 with -mfp16-format=ieee):
-       one instruction, the same value (a NaN's payload may differ: a signaling one comes out quiet) */
+#if defined(__ARM_FP16_FORMAT_IEEE) && defined(__ARM_FP)
+    /* an Arm target with a floating-point unit whose compiler takes __fp16 as an IEEE half (clang; gcc on Cortex-M55
+       and AArch64, elsewhere with -mfp16-format=ieee): one instruction where the unit converts halves (Cortex-M4F,
+       M7, M33, M55, AArch64), the same value (a NaN's payload may differ: a signaling one comes out quiet) */
     __fp16 stored;
     memcpy(&stored, &half, 2);
     return (float)stored;

@@ -29,8 +29,11 @@ COMPUTED_AS = {  # stored type -> the type it computes in
     T.INT4: T.INT8, T.INT2: T.INT8, T.UINT4: T.UINT8, T.UINT2: T.UINT8,
 }
 RANGES = {T.INT4: (-8, 7), T.INT2: (-2, 1), T.UINT4: (0, 15), T.UINT2: (0, 3)}
-# the ops that take a stored tensor as it is: casts, bit casts, and the ops whose attributes give their output type
-KEPT = {"Cast", "CastLike", "BitCast", "Constant", "ConstantOfShape", "EyeLike"}
+# the ops that take a stored tensor as it is: casts, bit casts, the ops whose attributes give their output type, and
+# those that move values without computing (views and copies: a float16 Concat's inputs and result stay float16)
+KEPT = {"Cast", "CastLike", "BitCast", "Constant", "ConstantOfShape", "EyeLike",
+        "Concat", "DepthToSpace", "Expand", "Flatten", "Identity", "Reshape", "Slice", "SpaceToDepth", "Split",
+        "Squeeze", "Tile", "Transpose", "Unsqueeze"}
 # the float types that QuantizeLinear writes and DequantizeLinear reads as they are: their map converts them
 QUANTIZED_FLOATS = {T.FLOAT8E4M3FN, T.FLOAT8E4M3FNUZ, T.FLOAT8E5M2, T.FLOAT8E5M2FNUZ, T.FLOAT4E2M1}
 

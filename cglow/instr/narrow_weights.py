@@ -7,7 +7,8 @@ those types, which import widens to float32).
 
 A matrix product's kernel unpacks its chunks of columns itself (narrow_gemms; Gemm.chunks, kernels/gemm.c.j2,
 runtime_c/nibbles8.c, half_finite_to_float.c, bfloat_to_float.c); a convolution runs as convolutions of a chunk of
-output channels each, after maps that unpack theirs (narrow_convs). Flash for half the weights (an eighth of the int32
+output channels each, after maps that unpack theirs (narrow_convs); a matrix-vector product reads float16 and
+bfloat16 weights as stored, each converted as it is loaded (_one_row_by_one_matrix). Flash for half the weights (an eighth of the int32
 ones that x86 widens 8-bit weights to), against RAM for one chunk of them and one pass over them a run."""
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ import ml_dtypes
 import numpy as np
 
 from .expr import Input, call
-from .ir import OCTET, Buffer, Chunks, Conv, Gemm, Map, Program, View, gemm_dot_products
+from .ir import OCTET, Buffer, Chunks, Conv, Gemm, Map, Program, View, channels_innermost, gemm_dot_products
 from .nibbles import MIN_WEIGHTS, flat_maps, pack, pack_octets, unpacked_maps
 from .vector_dots import BLOCK_COLUMNS, column_bytes
 
@@ -116,6 +117,9 @@ def narrow_gemms(prog: Program, columns: int, dots: bool = False) -> Program:
                 gemm_dot_products(g, buffers[g.a.buf].dtype, old.dtype):
             instrs[j] = nibble_dots(g, old, buffers)
             continue
+        if narrow in DECODE and _one_row_by_one_matrix(g):
+            instrs[j] = replace(g, b=replace(g.b, buf=_packed(buffers, packed, old, narrow, octets=True)))
+            continue
         k, n = g.b.shape[-2:]
         unit = max(OCTET if narrow == NIBBLES else 2, BLOCK_COLUMNS if g.blocks else 1)
         chunks = narrow and chunks_of(g, old, chunk_width(n, columns, k * old.dtype.itemsize, unit), narrow)
@@ -134,6 +138,16 @@ def _few_rows_by_one_matrix(g: Gemm) -> bool:
     """Whether g multiplies NIBBLE_DOT_ROWS rows at most, not through a panel, by one matrix of weights as its own
     buffer holds them (not in column blocks)."""
     return math.prod(g.out.shape[:-1]) <= NIBBLE_DOT_ROWS and not g.panel and not g.blocks and not g.b.offset and \
+        not any(g.b.strides[:-2])
+
+
+def _one_row_by_one_matrix(g: Gemm) -> bool:
+    """Whether g is a matrix-vector product (one row, not through a panel) by one matrix of weights as its own buffer
+    holds them: each weight read once, so that float16 or bfloat16 ones are read as stored and converted as they are
+    loaded (instr/stored_floats.py loaded), with no scratch, where unpacking them takes a pass of its own. Estimated
+    Cortex-M4 cycles per MAC of a float16 1 x 256 by 256 x 256 MatMul: 19.42 in chunks (arena 4096), 16.37 so (0);
+    with 3 rows, where each is converted once per row, 7.78 and 9.33."""
+    return math.prod(g.out.shape[:-1]) == 1 and not g.panel and not g.blocks and not g.b.offset and \
         not any(g.b.strides[:-2])
 
 
@@ -161,11 +175,15 @@ def narrow_convs(prog: Program, columns: int) -> Program:
     convolution run as convolutions of a chunk of output channels (chunk_width, whole groups; the last, the rest),
     each after maps that unpack its channels' weights into a scratch buffer, in the layout the kernel reads. Kernels
     of one chunk shape share their code, and each chunk reads the whole input; each convolution (a tile of a patched
-    span) unpacks its weights anew."""
+    span) unpacks its weights anew. A convolution in place (channels last), whose rows take every output channel at
+    once, reads float16 or bfloat16 weights as stored, each converted as its tile loads it (DECODE)."""
     instrs, buffers = [], list(prog.buffers)
     packed: dict[int, int] = {}  # weights buffer -> its narrow copy
     for c in prog.instrs:
         narrow = narrowest(buffers[c.w.buf]) if isinstance(c, Conv) else None
+        if narrow in DECODE and c.ring is not None and channels_innermost(c):
+            instrs.append(replace(c, w=replace(c.w, buf=_packed(buffers, packed, buffers[c.w.buf], narrow, False))))
+            continue
         outer = _channels_outer(c, buffers[c.w.buf], narrow) if narrow else None
         if outer is None:
             instrs.append(c)

@@ -22,7 +22,7 @@ from .narrow_weights import narrow_convs, narrow_gemms
 from .nibbles import unpack_nibbles
 from .ir import (Buffer, Conv, Epilogue, Gemm, Instr, Map, Program, Value, View, accumulator, channels_innermost,
                  dot_operands, extent, gemm_dot_products, map_views, reads)
-from .stored_floats import READS, read_where_stored
+from .stored_floats import READS, read_where_stored, round_in_writers, rounding
 from .vector_dots import block_weights, gather_windows, rebase_inputs, sums_as_vector_dots, widen_weights
 
 # The most nodes of an expression that is computed twice where a fused map reads it twice: a clamp to two
@@ -70,8 +70,12 @@ def _realign(views, src: View, dst: View) -> tuple[View, ...] | None:
 
 def _fuse_map(prog: Program, a: Instr, b: Map, k: int) -> Instr | None:
     """B(..., A(...), ...) as one map over B's shape. A's result keeps the conversion to A's element type
-    that storing it made, unless it is plain float arithmetic."""
-    if not isinstance(a, Map) or not b.ins[k].whole(a.out.size) or (uses(b.expr, k) > 1 and not _may_repeat(a.expr)):
+    that storing it made, unless it is plain float arithmetic. Not where A only rounds a float32 value to float16 or
+    bfloat16 (stored_floats.py rounding): B would keep the float32 value alive in its place, twice its bytes (int8
+    resnet8's residual branch); a convolution's or a matrix product's epilogue takes such a rounding instead, or the
+    map that computes the value."""
+    if not isinstance(a, Map) or not b.ins[k].whole(a.out.size) or (uses(b.expr, k) > 1 and not _may_repeat(a.expr)) \
+            or rounding(a):
         return None
     a_ins = _realign(a.ins, a.out, b.ins[k])
     if a_ins is None:
@@ -513,7 +517,7 @@ def widen_inputs(prog: Program, rows: int) -> Program:
 
 
 # the pipeline's first passes: a patch plan indexes their program
-FUSING = (drop_empty, read_where_stored, fuse_maps, fuse_epilogues)
+FUSING = (drop_empty, read_where_stored, round_in_writers, fuse_maps, fuse_epilogues)
 
 
 def run_in_patches(prog: Program, plan: PatchPlan) -> Program:

@@ -20,6 +20,7 @@ from .expr import Expr, Input, call, substitute
 from .ir import Conv, Epilogue, Gemm, Instr, Map, Pool, Program, Reduce, View, reads
 
 READS = {np.dtype(np.float16): "cglow_half_to_float", np.dtype(ml_dtypes.bfloat16): "cglow_bfloat_to_float"}
+ROUNDINGS = ("cglow_float_to_half", "cglow_float_to_bfloat")
 COMBINING = ("sum", "prod", "max", "min")  # the reductions whose accumulator is of the output's type
 
 
@@ -99,3 +100,46 @@ def _reading(x: Instr, t: int, moved, fn: str) -> Instr | None:
     if isinstance(x, Pool):
         return replace(x, x=at(x.x))
     return None
+
+
+def rounding(m: Instr) -> bool:
+    """Whether m is a map that only rounds a float32 value to float16 or bfloat16."""
+    return isinstance(m, Map) and len(m.ins) == 1 and any(m.expr == call(fn, Input(0)) for fn in ROUNDINGS)
+
+
+def round_in_writers(prog: Program) -> Program:
+    """The program without the maps that round a float32 value written a slice at a time by several maps (an
+    interpolating Resize's runs of alike rows, lower/ops/resize.py) to float16 or bfloat16: each of those maps rounds
+    its slice into the stored value itself, and the float32 value is never whole (the fusions take only a value of
+    one writer)."""
+    instrs = list(prog.instrs)
+    for b in prog.instrs:
+        writers = _slice_writers(prog, instrs, b)
+        if not writers:
+            continue
+        t, delta = b.ins[0].buf, b.out.offset - b.ins[0].offset
+        for k in writers:
+            a = instrs[k]
+            out = View(b.out.buf, a.out.offset + delta, a.out.shape, a.out.strides)
+            instrs[k] = replace(a, out=out, expr=substitute(b.expr, [a.expr]), value=None)
+        instrs.remove(b)
+    return replace(prog, instrs=tuple(instrs))
+
+
+def _slice_writers(prog: Program, instrs: list[Instr], b: Instr) -> list[int]:
+    """The positions of the maps that write b's float32 input where b is a rounding of it to a stored type, laid out
+    as its result, the only instruction that reads it, and its result a buffer that b alone writes; else none."""
+    if not rounding(b):
+        return []
+    v, t = b.ins[0], prog.buffer(b.ins[0].buf)
+    if t.kind != "arena" or t.dtype != np.float32 or not v.whole(t.size) or v.shape != b.out.shape or \
+            v.strides != b.out.strides:
+        return []
+    writers = [k for k, x in enumerate(instrs) if x.out.buf == t.id]
+    at = instrs.index(b)
+    if not writers or any(not isinstance(instrs[k], Map) or k > at for k in writers) or \
+            sum(1 for x in instrs for w in reads(x) if w.buf == t.id) != 1 or \
+            [x for x in instrs if x.out.buf == b.out.buf] != [b]:
+        return []
+    return writers
+

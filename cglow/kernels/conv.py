@@ -11,6 +11,7 @@ from ..instr.expr import Input
 from ..instr.ir import Conv, Epilogue, View, accumulator, channels_innermost
 from ..instr.ir import dot_operands
 from ..instr.passes import channels_contiguous, taps_contiguous
+from ..instr.narrow_weights import DECODE
 from ..instr.stored_floats import loaded
 from ..instr.vector_dots import plain_dots
 from ..tiles import Tiles
@@ -152,7 +153,7 @@ def _conv_nhwc(fn: str, c: Conv, dtypes, tiles: Tiles) -> Kernel:
         reads_iw=c.x.strides[3] != 0, reads_x=reads_x, acc_t=c_type(acc_t), tile_loop=TILE_LOOP,
         x_t=c_type(dtypes[c.x.buf]), w_t=c_type(dtypes[c.w.buf]), y_t=c_type(dtypes[c.out.buf]),
         x_minus=minus(c.x_zero), x_load=lambda ref: loaded(x_t, ref, minus(c.x_zero)), **_nhwc_reads(c),
-        **_nhwc_sums(c, tiles, is_float, dot, x_t == np.float32),
+        **_nhwc_sums(c, tiles, is_float, dot, x_t == w_t == np.float32, w_t),
         **_nhwc_outputs(c, dtypes, acc_t, epi))
 
 
@@ -276,18 +277,20 @@ def _nhwc_reads(c: Conv) -> dict:
         w_row=linear([("oc0", c.w.strides[0]), ("kh", c.w.strides[2])]))
 
 
-def _nhwc_sums(c: Conv, tiles: Tiles, is_float: bool, dot, float_x: bool) -> dict:
+def _nhwc_sums(c: Conv, tiles: Tiles, is_float: bool, dot, float_x: bool, w_t: np.dtype) -> dict:
     """How a tile sums: mac, a value times a tap's weight into the accumulator of column j, channel i (the tile's
     float_mac for floats); and `merged` where a kernel row's taps and channels are one run in the input and in the
     weights (a dense convolution without dot products or dilation across columns): one loop over both, with the
-    Cortex-M4F's hand-scheduled float loop (Tiles.float_mac "mul_add", beside the C) where the input is `float_x`
-    (float32, not a stored float16 one)."""
+    Cortex-M4F's hand-scheduled float loop (Tiles.float_mac "mul_add", beside the C) where the input and weights are
+    `float_x` (float32, not stored float16 ones); weights of type `w_t`."""
     cg = c.w.shape[1]
     xs, ws = c.x.strides, c.w.strides
     sw = c.win.strides[1]
 
     def mac(value: str, j: int, kw: int = 0) -> str:
         weight = f"tap[{linear([('i', ws[0])], kw * ws[3])}]"
+        if w_t in DECODE:  # weights stored narrow, read so in place (instr/narrow_weights.py narrow_convs)
+            weight = f"{DECODE[w_t]}({weight})"
         if is_float:
             return f"acc[{j}][i] = cglow_{tiles.float_mac}({value}, {weight}, acc[{j}][i]);"
         return f"acc[{j}][i] += {value} * {weight};"

@@ -33,7 +33,8 @@ def gemm_kernel(fn: str, g: Gemm, dtypes, tiles: Tiles) -> Kernel:
     instr, g = g, replace(g, b=g.chunks.weights) if g.chunks else g  # the kernel's parameters; what its tiles read
     if g.nibbles:  # bytes: the words of a column's nibbles, k of them contiguous
         batch = g.out.shape[:-2]
-        g = replace(g, b=View(g.b.buf, 0, batch + g.a.shape[-1:] + g.out.shape[-1:], (0,) * len(batch) + (1, g.nibbles)))
+        shape, strides = batch + g.a.shape[-1:] + g.out.shape[-1:], (0,) * len(batch) + (1, g.nibbles)
+        g = replace(g, b=View(g.b.buf, 0, shape, strides))
     acc_t = accumulator(dtypes[g.a.buf], dtypes[g.out.buf])
     a_t, b_t = dtypes[g.a.buf], dtypes[g.b.buf]
     vector = bool(tiles.vector_dot) and gemm_dot_products(g, a_t, b_t) and \

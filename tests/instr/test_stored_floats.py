@@ -27,8 +27,9 @@ def as_stored(model: onnx.ModelProto, elem: int) -> onnx.ModelProto:
     stored = onnx.ModelProto()
     stored.CopyFrom(model)
     g = stored.graph
+    kept = {name for n in g.node if n.op_type == "Resize" for name in n.input[1:]}  # roi and scales: float32
     for i, t in enumerate(g.initializer):
-        if t.data_type == T.FLOAT:
+        if t.data_type == T.FLOAT and t.name not in kept:
             g.initializer[i].CopyFrom(numpy_helper.from_array(numpy_helper.to_array(t).astype(TYPES[elem]), t.name))
     for v in list(g.input) + list(g.output):
         if v.type.tensor_type.elem_type == T.FLOAT:

@@ -5,6 +5,9 @@ host build of the same C and with onnx's reference evaluator (onnxruntime 1.32 d
 otherwise: 2% of the output's scale away from the reference, which cglow matches to 1e-7)."""
 from __future__ import annotations
 
+from dataclasses import replace
+import subprocess
+
 import numpy as np
 from onnx import TensorProto as T, helper as h, numpy_helper
 from onnx.reference import ReferenceEvaluator
@@ -45,3 +48,22 @@ def test_stored_types_on_cortex_m55(network):
         assert got.dtype == want.dtype
         assert rel_error(got, on_host) <= 1e-3  # a float16 step at most: the host's sums run in another order
         assert rel_error(got, want) <= 2e-3
+
+
+def test_float16_conversions_in_hardware_give_the_software_bits():
+    """A float16 network on the Cortex-M4F built by gcc as is (runtime_c/half_to_float.c and float_to_half.c in
+    software) and with -mfp16-format=ieee (__fp16: VCVTB, one instruction each): the same bits out, and the
+    hardware's conversions in the image."""
+    target = need_target("cortex-m4")
+    model, feeds = half_network()
+    compiled = cglow.compile_model(model, options=Options(target=target.tiles))
+    inputs = [feeds[t.name] for t in compiled.inputs]
+    outputs = []
+    for flags in ((), ("-mfp16-format=ieee",)):
+        built = replace(target, cflags=target.cflags + flags)
+        image = cross.build_image(compiled, inputs, built)
+        outputs.append(cross.run_image(image, compiled, built, count=False).outputs)
+    code = subprocess.run([f"{built.binutils}objdump", "-d", str(image)], capture_output=True, text=True).stdout
+    assert "vcvtb.f32.f16" in code and "vcvtb.f16.f32" in code
+    for software, hardware in zip(*outputs):
+        assert np.array_equal(software.view(np.uint16), hardware.view(np.uint16))
