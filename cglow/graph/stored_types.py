@@ -4,9 +4,12 @@ Cortex-M4 loop is a library call per operation); and the 4- and 2-bit integers, 
 stored as such: their bits in C (uint16_t or uint8_t; a float4's or a 4- or 2-bit integer's in its byte's low bits,
 as NumPy's ml_dtypes keeps them); float64 as double. Before import, every node that reads or writes one (inside
 If, Loop and Scan bodies too; a run-time If selects such values in their computing type, graph/control_flow.py), other
-than a cast or a bit cast, reads it through a Cast to its computing type and writes that type, which a Cast rounds
-(or wraps) back; a QuantizeLinear to float8 or float4 and a DequantizeLinear from them convert their quantized
-values and zero points in their own map. Each op's result is rounded,
+than a cast, a bit cast or an op that only moves values (KEPT), reads it through a Cast to its computing type and
+writes that type, which a Cast rounds (or wraps) back; a QuantizeLinear to float8 or float4 and a DequantizeLinear
+from them convert their quantized values and zero points in their own map; a ReLU, Clip, Max or Min reads
+the value before its rounding where it is its one reader (EXACT: the same result). The kernels then keep float16 and
+bfloat16 values so in the arena, converting them as they load them (instr/stored_floats.py). Each op's result is
+rounded,
 as a float16 kernel that computes in float32 rounds it (onnxruntime's); rounding only at the graph's outputs passed
 fewer of the node suite's cases (1355 against 1357 of 1802). A QuantizeLinear to a 4- or 2-bit type saturates in
 8 bits and is clipped to its range. A float64 model is told so (a Notice). The casts convert in C
@@ -106,10 +109,12 @@ def _computed(graph: onnx.GraphProto, types: dict[str, int], scope: str) -> list
     return _unrounded_reads(nodes, {v.name for v in graph.output})
 
 
-# the ops whose result on values of a float type is a value of that type, rounded or not: a rounding of their
-# input, which is monotonic, does not change the rounding of their result (round(max(round(x), c)) = round(max(x, c))
-# where round(c) = c; the limits of a Clip and the other operands of a Max or Min are of the type)
-EXACT = {"Relu", "Clip", "Max", "Min", "MaxPool"}
+# the elementwise ops whose result on values of a float type is a value of that type, rounded or not: a rounding of
+# their input, which is monotonic, does not change the rounding of their result (round(max(round(x), c)) =
+# round(max(x, c)) where round(c) = c; the limits of a Clip and the other operands of a Max or Min are of the type).
+# Reading the value before its rounding lets the kernel that computes it apply them in its epilogue and round once;
+# a MaxPool would instead keep that value in float32 (googlenet's first one: 64 KiB more of arena)
+EXACT = {"Relu", "Clip", "Max", "Min"}
 
 
 def _unrounded_reads(nodes: list[onnx.NodeProto], outputs: set[str]) -> list[onnx.NodeProto]:

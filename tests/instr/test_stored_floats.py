@@ -2,6 +2,8 @@
 as they load it, and the rounding of a convolution's or a matrix product's result is its epilogue's store."""
 from __future__ import annotations
 
+import re
+
 import ml_dtypes
 import numpy as np
 import onnx
@@ -86,6 +88,7 @@ def test_kernels_read_and_write_the_stored_type(elem):
     c = compiled.c_source
     run = c[c.index("int net_run("):]
     assert "_map(" not in run.split("_pool(")[0], "a map between the input and the max pool: " + run
+    assert re.search(r"_pool\(NET_AT\(\w+, \d+\), NET_AT\(uint16_t", run), "the max pool reads the stored values: " + run
     assert c.count(f"{convert}(x[") >= 2 and "uint16_t *restrict y" in c
     x = np.random.default_rng(1).standard_normal((1, 3, 16, 16)).astype(TYPES[elem])
     want = _reference(model, x)
