@@ -99,9 +99,10 @@ def weights_blob(weights: list[Buffer], align: int) -> Blob:
 
 
 MACROS = r"\bCGLOW_(TILE_LOOP|TILE_UNROLL|KERNEL|DSP|DSP_ASM|FP_ASM|ROW_LOOP|CLIP|HALF|VNNI)\b"
-# what the kernel templates call (kernels/*.j2, *.py; the loads of stored floats, instr/stored_floats.py)
+# what the kernel templates call (kernels/*.j2, *.py; the loads of stored floats, instr/stored_floats.py), and the
+# expressions' printer (instr/expr.py INEXACT)
 KERNEL_FUNCTIONS = "fma|mul_add|dot2|dot4|mac2|widen4|vnni_sum16|nibbles8|half_finite_to_float|half_to_float|" \
-    "bfloat_to_float"
+    "bfloat_to_float|opaque"
 
 
 def _used(text: str, functions: str = r"\w+") -> set[str]:
