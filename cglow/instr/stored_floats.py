@@ -117,7 +117,7 @@ def round_in_writers(prog: Program) -> Program:
         writers = _slice_writers(prog, instrs, b)
         if not writers:
             continue
-        t, delta = b.ins[0].buf, b.out.offset - b.ins[0].offset
+        delta = b.out.offset - b.ins[0].offset
         for k in writers:
             a = instrs[k]
             out = View(b.out.buf, a.out.offset + delta, a.out.shape, a.out.strides)

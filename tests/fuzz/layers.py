@@ -158,9 +158,10 @@ def function_normalization(b: Builder) -> None:
 
 
 def determinant(b: Builder) -> None:
-    """Det of a value's last two dims cut square, up to 3 x 3 (what cglow's decomposition computes)."""
+    """Det of a value's last two dims cut square, up to 16 x 16 (what cglow's decomposition computes: Gaussian
+    elimination, graph/decompose.py _det)."""
     x = b.pick(lambda v: v.rank >= 2)
-    m = b.int(1, min(3, *x.shape[-2:]))
+    m = b.int(1, min(16, *x.shape[-2:]))
     (square,) = b.node("Slice", [x.name, b.const(np.array([0, 0], np.int64)), b.const(np.array([m, m], np.int64)),
                                  b.const(np.array([-2, -1], np.int64))])
     b.node("Det", [square.name])
