@@ -164,6 +164,23 @@ def gather_elements_of_a_constant_along_many():
     return model(nodes, [tensor("x", [1])], [tensor("y", None)], inits)
 
 
+def gather_elements_of_a_constant_by_a_smaller_index():
+    """Found as graph 173 of seed 22: folding a constant GatherElements whose index is smaller than the data
+    outside the axis (its output has the index's shape)."""
+    nodes = [node("GatherElements", ["c", "i"], ["t"], "gather", axis=3), node("Add", ["t", "x"], ["y"], "add")]
+    inits = [const("c", np.arange(96).reshape(4, 1, 3, 8), np.float32),
+             const("i", np.array([-7, 5]).reshape(2, 1, 1, 1))]
+    return model(nodes, [tensor("x", [1])], [tensor("y", None)], inits)
+
+
+def grouped_transpose_of_a_constant():
+    """Found as graph 173 of seed 22: a grouped ConvTranspose of constants, which onnx's reference evaluator fails to
+    fold (a reshape): computed at run time instead."""
+    nodes = [node("ConvTranspose", ["c", "w"], ["t"], "up", group=2), node("Add", ["t", "x"], ["y"], "add")]
+    inits = [weights("c", 1, 2, 1, 3), weights("w", 2, 3, 1, 1)]
+    return model(nodes, [tensor("x", [1])], [tensor("y", None)], inits)
+
+
 def library_function_of_a_clip_bound():
     """Found as graph 66 of seed 6: where HardSigmoid saturates at its bound 1, gcc -O2 computed tanhf(erf(1)) at
     compile time, correctly rounded, and glibc's tanhf at -O0 is an ulp off (0x1.5fdd86p-1 against 0x1.5fdd84p-1);
@@ -174,6 +191,8 @@ def library_function_of_a_clip_bound():
 
 
 CASES = [
+    gather_elements_of_a_constant_by_a_smaller_index,
+    grouped_transpose_of_a_constant,
     slice_of_a_scan_output_of_a_loop_in_c,
     gather_elements_of_a_constant_along_many,
     dft_of_a_reshape_to_a_computed_shape,
