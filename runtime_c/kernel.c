@@ -11,9 +11,12 @@
  * clang has no noipa either, and its interprocedural constant propagation put the arena's addresses in place of
  * a kernel's parameters, their restrict with them: a convolution with a residual input, whose output might then
  * alias it, lost its vectorized tile (x86-64 AVX-512 resnet8 net_2_conv took 14x gcc's time). `used` says that
- * something outside may call the kernel, so that clang keeps its parameters (and then leaves it out of line). */
+ * something outside may call the kernel, so that clang keeps its parameters (and then leaves it out of line).
+ * gcc -O3 also interchanges loops and unrolls and jams them: a convolution's loop over kernel rows swapped with its
+ * loop over channels sums a tile's products in another order, whose float sum differs from -O2's in its last bits
+ * (a 2 x 1 convolution, graph 62 of seed 24); the kernels' loops are in the order their sums are defined in. */
 #if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 8
-#define CGLOW_KERNEL static __attribute__((noipa))
+#define CGLOW_KERNEL static __attribute__((noipa, optimize("no-loop-interchange", "no-loop-unroll-and-jam")))
 #elif defined(__GNUC__) && !defined(__clang__)
 #define CGLOW_KERNEL static __attribute__((noinline, noclone))
 #elif defined(__clang__)
