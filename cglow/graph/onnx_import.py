@@ -269,10 +269,9 @@ def _evaluate(proto: onnx.NodeProto, node: Node, consts: dict, types: dict, opse
         try:
             values = _folded(proto, node, consts, types, opset, max_memory)
         except CglowError:
-            if rule is None:
-                raise
-            values = None  # the reference evaluator failed (a grouped ConvTranspose): computed at run time instead
-        if values is not None:
+            if rule is None:  # where cglow lowers the op (a grouped ConvTranspose that the reference evaluator
+                raise         # fails on), it is computed at run time instead
+        else:
             consts.update(zip(node.outputs, values))
             return [TensorType(v.dtype, v.shape) for v in values]
     if rule is None:

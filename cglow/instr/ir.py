@@ -385,11 +385,11 @@ class Gemm(Primitive):
         return self.macs()
 
 
-
 def gemm_dot_products(g: Gemm, a: np.dtype, b: np.dtype) -> bool:
     """Whether a Gemm of these element types runs as 4-lane dot products on a target with them (kernels/
     gemm.py): 8-bit values by int8 weights, no zero point on b, and k contiguous in both operands."""
     return dot_operands(a, b) and not g.zeros[1] and g.a.strides[-1] == 1 and g.b.strides[-2] == 1
+
 
 @dataclass(frozen=True)
 class Pool(Primitive):

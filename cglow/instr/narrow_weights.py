@@ -8,8 +8,8 @@ those types, which import widens to float32).
 A matrix product's kernel unpacks its chunks of columns itself (narrow_gemms; Gemm.chunks, kernels/gemm.c.j2,
 runtime_c/nibbles8.c, half_finite_to_float.c, bfloat_to_float.c); a convolution runs as convolutions of a chunk of
 output channels each, after maps that unpack theirs (narrow_convs); a matrix-vector product reads float16 and
-bfloat16 weights as stored, each converted as it is loaded (_one_row_by_one_matrix). Flash for half the weights (an eighth of the int32
-ones that x86 widens 8-bit weights to), against RAM for one chunk of them and one pass over them a run."""
+bfloat16 weights as stored, each converted as it is loaded (HALF_READ_ROWS). Flash for half the weights (an eighth of
+the int32 ones that x86 widens 8-bit weights to), against RAM for one chunk of them and one pass over them a run."""
 from __future__ import annotations
 
 import math
@@ -97,6 +97,11 @@ def chunk_width(channels: int, columns: int, channel_bytes: int, unit: int) -> i
 # int4 m x 128 by 128 x 64 QDQ MatMul, in registers against chunks: m = 2: 1.73 / 2.73; 6: 1.72 / 1.90; 12:
 # 1.72 / 1.69; 24: 1.72 / 1.58
 NIBBLE_DOT_ROWS = 8
+# The most rows of a matrix product that reads float16 or bfloat16 weights as stored, each converted as it is loaded
+# (instr/stored_floats.py loaded), with no scratch: a matrix-vector product, which reads each weight once, where
+# unpacking them takes a pass of its own. Estimated Cortex-M4 cycles per MAC of a float16 1 x 256 by 256 x 256
+# MatMul: 19.42 in chunks (arena 4096), 16.37 so (0); with 3 rows, each converted once per row, 7.78 and 9.33
+HALF_READ_ROWS = 1
 
 
 def narrow_gemms(prog: Program, columns: int, dots: bool = False) -> Program:
@@ -113,11 +118,11 @@ def narrow_gemms(prog: Program, columns: int, dots: bool = False) -> Program:
             continue
         old = buffers[g.b.buf]
         narrow = narrowest(old)
-        if dots and narrow == NIBBLES and _few_rows_by_one_matrix(g) and \
+        if dots and narrow == NIBBLES and _rows_by_one_matrix(g, NIBBLE_DOT_ROWS) and \
                 gemm_dot_products(g, buffers[g.a.buf].dtype, old.dtype):
             instrs[j] = nibble_dots(g, old, buffers)
             continue
-        if narrow in DECODE and _one_row_by_one_matrix(g):
+        if narrow in DECODE and _rows_by_one_matrix(g, HALF_READ_ROWS):
             instrs[j] = replace(g, b=replace(g.b, buf=_packed(buffers, packed, old, narrow, octets=True)))
             continue
         k, n = g.b.shape[-2:]
@@ -134,20 +139,10 @@ def narrow_gemms(prog: Program, columns: int, dots: bool = False) -> Program:
     return replace(prog, buffers=tuple(buffers), instrs=tuple(instrs))
 
 
-def _few_rows_by_one_matrix(g: Gemm) -> bool:
-    """Whether g multiplies NIBBLE_DOT_ROWS rows at most, not through a panel, by one matrix of weights as its own
-    buffer holds them (not in column blocks)."""
-    return math.prod(g.out.shape[:-1]) <= NIBBLE_DOT_ROWS and not g.panel and not g.blocks and not g.b.offset and \
-        not any(g.b.strides[:-2])
-
-
-def _one_row_by_one_matrix(g: Gemm) -> bool:
-    """Whether g is a matrix-vector product (one row, not through a panel) by one matrix of weights as its own buffer
-    holds them: each weight read once, so that float16 or bfloat16 ones are read as stored and converted as they are
-    loaded (instr/stored_floats.py loaded), with no scratch, where unpacking them takes a pass of its own. Estimated
-    Cortex-M4 cycles per MAC of a float16 1 x 256 by 256 x 256 MatMul: 19.42 in chunks (arena 4096), 16.37 so (0);
-    with 3 rows, where each is converted once per row, 7.78 and 9.33."""
-    return math.prod(g.out.shape[:-1]) == 1 and not g.panel and not g.blocks and not g.b.offset and \
+def _rows_by_one_matrix(g: Gemm, most: int) -> bool:
+    """Whether g multiplies `most` rows at most, not through a panel, by one matrix of weights as its own buffer
+    holds them (not in column blocks)."""
+    return math.prod(g.out.shape[:-1]) <= most and not g.panel and not g.blocks and not g.b.offset and \
         not any(g.b.strides[:-2])
 
 

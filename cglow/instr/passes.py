@@ -548,8 +548,8 @@ def after_fusing(dot_products: bool = False, panel_rows: int = 0, patches: Patch
                                            if vector else ()) + (
         (block_weights,) if vector and column_blocks else ()) + (
         (partial(widen_weights, signed=signed_dots),) if vector and wide_weights else ()) + ((
-            partial(narrow_gemms, columns=chunk_columns, dots=dot_products), partial(narrow_convs, columns=chunk_columns))
-        if chunk_columns else ()) + (
+            partial(narrow_gemms, columns=chunk_columns, dots=dot_products),
+            partial(narrow_convs, columns=chunk_columns)) if chunk_columns else ()) + (
         (unpack_nibbles,) if nibbles else ())
 
 

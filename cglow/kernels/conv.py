@@ -153,7 +153,7 @@ def _conv_nhwc(fn: str, c: Conv, dtypes, tiles: Tiles) -> Kernel:
         reads_iw=c.x.strides[3] != 0, reads_x=reads_x, acc_t=c_type(acc_t), tile_loop=TILE_LOOP,
         x_t=c_type(dtypes[c.x.buf]), w_t=c_type(dtypes[c.w.buf]), y_t=c_type(dtypes[c.out.buf]),
         x_minus=minus(c.x_zero), x_load=lambda ref: loaded(x_t, ref, minus(c.x_zero)), **_nhwc_reads(c),
-        **_nhwc_sums(c, tiles, is_float, dot, x_t == w_t == np.float32, w_t),
+        **_nhwc_sums(c, tiles, is_float, dot, x_t, w_t),
         **_nhwc_outputs(c, dtypes, acc_t, epi))
 
 
@@ -277,12 +277,12 @@ def _nhwc_reads(c: Conv) -> dict:
         w_row=linear([("oc0", c.w.strides[0]), ("kh", c.w.strides[2])]))
 
 
-def _nhwc_sums(c: Conv, tiles: Tiles, is_float: bool, dot, float_x: bool, w_t: np.dtype) -> dict:
+def _nhwc_sums(c: Conv, tiles: Tiles, is_float: bool, dot, x_t: np.dtype, w_t: np.dtype) -> dict:
     """How a tile sums: mac, a value times a tap's weight into the accumulator of column j, channel i (the tile's
     float_mac for floats); and `merged` where a kernel row's taps and channels are one run in the input and in the
     weights (a dense convolution without dot products or dilation across columns): one loop over both, with the
-    Cortex-M4F's hand-scheduled float loop (Tiles.float_mac "mul_add", beside the C) where the input and weights are
-    `float_x` (float32, not stored float16 ones); weights of type `w_t`."""
+    Cortex-M4F's hand-scheduled float loop (Tiles.float_mac "mul_add", beside the C) where the input (`x_t`) and the
+    weights (`w_t`) are float32, not stored float16 ones."""
     cg = c.w.shape[1]
     xs, ws = c.x.strides, c.w.strides
     sw = c.win.strides[1]
@@ -296,11 +296,12 @@ def _nhwc_sums(c: Conv, tiles: Tiles, is_float: bool, dot, float_x: bool, w_t: n
         return f"acc[{j}][i] += {value} * {weight};"
     merged = not _depthwise(c) and not dot and c.group == 1 and c.win.dilations[1] == 1 and xs[1] == 1 and \
         xs[3] == cg and ws[3] == cg * ws[1]
+    hand_scheduled = tiles.float_mac == "mul_add" and is_float and x_t == w_t == np.float32
     return dict(mac=mac, merged=merged and dict(
         K=c.win.kernel[1] * cg, w=linear([("oc0", ws[0]), ("kh", ws[2]), ("k", ws[1])]),
         x=lambda j: linear([("n", xs[0]), ("ih", xs[2]), ("ow0", sw * xs[3]), ("k", 1)],
                            (j * sw - c.win.pads_begin[1]) * xs[3]),
-        asm=lambda mr, nr, columns: tiles.float_mac == "mul_add" and is_float and float_x and float_loop(
+        asm=lambda mr, nr, columns: hand_scheduled and float_loop(
             mr, nr, [(j, (j - columns[0]) * sw * xs[3] * 4) for j in columns], c.win.kernel[1] * cg, 4, ws[1] * 4,
             ws[0] * 4)))
 
